@@ -1,0 +1,255 @@
+"""``python -m s3task``: operator commands.
+
+Every error is one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .errors import InvalidInput, S3TaskError, TaskNotFound
+from .layout import Layout
+from .record import read_record
+from .store import open_store
+from .store.base import ObjectStore, PutMode
+from .store.probe import cas_probe
+from .tasks import Actor, TaskService
+
+EXIT_ERROR = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m s3task", description="Operate s3task: tasks kept in an object store.")
+    p.add_argument("--store", help="s3://bucket/prefix or a local directory (env S3TASK_STORE; default ./s3task-data)")
+    p.add_argument("--as", dest="user", help="act as this user (default: $S3TASK_USER or $USER)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("submit", help="create a task from a CSV file and queue it")
+    s.add_argument("path")
+    s.add_argument("--name", required=True)
+    s.add_argument("--type", default="copy", dest="task_type")
+    s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+
+    s = sub.add_parser("list", help="newest tasks first")
+    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--cursor")
+    s.add_argument("--mine", action="store_true")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("show", help="one task's record")
+    s.add_argument("task_id")
+    s.add_argument("--json", action="store_true")
+
+    for name, help_ in (("cancel", "cancel a task"), ("retry", "queue a failed task again")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("task_id")
+        s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+
+    s = sub.add_parser("download", help="save a completed task's output")
+    s.add_argument("task_id")
+    s.add_argument("-o", "--output", help="file to write (default: a name from the task)")
+    s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+
+    sub.add_parser("repair", help="recreate missing active markers and drop stale ones (scans all tasks)")
+    sub.add_parser("doctor", help="check the store enforces conditional writes and we may use it")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.load({"store": args.store})
+        store, layout = open_store(settings.store)
+        user = getattr(args, "sub_user", None) or args.user or os.environ.get("S3TASK_USER") or _login()
+        actor = Actor(user, operator=user in settings.operators or _is_operator_env())
+        service = TaskService(store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds)
+        return COMMANDS[args.command](args, service, actor)
+    except (S3TaskError, ValueError, OSError) as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _login() -> str:
+    return os.environ.get("USER") or os.environ.get("LOGNAME") or "local"
+
+
+def _is_operator_env() -> bool:
+    # The CLI is an operator tool: whoever can run it with the store's credentials
+    # can already change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
+    return os.environ.get("S3TASK_CLI_OPERATOR", "1") != "0"
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return " ".join(text.split())
+
+
+# --- commands ----------------------------------------------------------------
+
+
+def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    path = Path(args.path)
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a file")
+    params: dict[str, Any] = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--param {item!r} should look like KEY=VALUE")
+        params[key] = value
+    created = service.create(actor, args.name, args.task_type, params)
+    task_id = created.record.task_id
+    with path.open("rb") as f:
+        service.upload_input(actor, task_id, f)
+    service.submit(actor, task_id)
+    print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
+    print(task_id)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    page = service.list(actor, limit=args.limit, cursor=args.cursor, mine=args.mine)
+    for problem in page.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"tasks": [t.to_dict() for t in page.tasks], "next_cursor": page.next_cursor}, indent=1))
+        return 0
+    rows = [("ID", "NAME", "TYPE", "STATUS", "PROGRESS", "ROWS", "ERRORS", "BY", "CREATED")]
+    for t in page.tasks:
+        status = t.status + (" (final)" if t.status == "failed" and t.final else "")
+        rows.append(
+            (
+                t.task_id,
+                t.task_name[:30],
+                t.task_type,
+                status,
+                f"{t.progress:.0%}",
+                str(t.processed_count),
+                str(t.error_count),
+                t.created_by,
+                t.created_at[:19].replace("T", " "),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    if page.next_cursor:
+        print(f"(more: --cursor {page.next_cursor})", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    record = service.get(actor, args.task_id)
+    if args.json:
+        print(record.to_json().decode())
+        return 0
+    for key, value in record.to_dict().items():
+        if key != "history":
+            print(f"{key:>18}: {value}")
+    for event in record.history:
+        note = f"  {event['note']}" if event.get("note") else ""
+        print(f"{'':>18}  {event['at']}  {event['event']} (attempt {event.get('attempt')}){note}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    print(service.cancel(actor, args.task_id).status)
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    print(service.retry(actor, args.task_id).status)
+    return 0
+
+
+def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    record = service.get(actor, args.task_id)
+    target = Path(args.output or service.output_filename(record))
+    tmp = target.with_name(target.name + ".part")
+    with service.open_output(actor, args.task_id) as src, tmp.open("wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    tmp.replace(target)
+    print(target)
+    return 0
+
+
+def cmd_repair(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    added, removed, problems = repair(service.store, service.layout)
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
+    print(f"markers added: {added}, removed: {removed}, unreadable records: {len(problems)}")
+    return 0
+
+
+def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
+    """Make ``active/`` agree with the records: pending tasks marked, terminal ones not."""
+    marked = {layout.task_id_of(k) for k in store.list_keys(layout.active_root)}
+    added = removed = 0
+    problems: list[str] = []
+    for prefix in store.list_prefixes(layout.root):
+        task_id = layout.task_id_of(prefix)
+        if not task_id:
+            continue
+        try:
+            record, _ = read_record(store, layout, task_id)
+        except TaskNotFound:
+            continue
+        except S3TaskError as e:
+            problems.append(str(e))
+            continue
+        pending = record.status in ("queued", "running", "failed") and not record.is_terminal
+        if pending and task_id not in marked:
+            store.put(layout.active_key(task_id), b"", PutMode.OVERWRITE)
+            added += 1
+        elif record.is_terminal and task_id in marked:
+            store.delete(layout.active_key(task_id))
+            removed += 1
+    for task_id in marked:
+        if task_id and not _exists(store, layout, task_id):
+            store.delete(layout.active_key(task_id))
+            removed += 1
+    return added, removed, problems
+
+
+def _exists(store: ObjectStore, layout: Layout, task_id: str) -> bool:
+    try:
+        store.head(layout.status_key(task_id))
+        return True
+    except S3TaskError:
+        return False
+
+
+def cmd_doctor(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    store = service.store
+    print(f"store: {store.description}, prefix {service.layout.prefix}")
+    cas_probe(store, service.layout.prefix)
+    print("ok: conditional writes are enforced (create-once, If-Match, one winner of a parallel burst)")
+    store.list_keys(service.layout.active_root, limit=1)
+    print("ok: listing works")
+    skew = (store.now() - datetime.now(UTC)).total_seconds()
+    print(f"ok: store clock is {skew:+.1f}s from this machine's (leases follow the store's clock)")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
+    "submit": cmd_submit,
+    "list": cmd_list,
+    "show": cmd_show,
+    "cancel": cmd_cancel,
+    "retry": cmd_retry,
+    "download": cmd_download,
+    "repair": cmd_repair,
+    "doctor": cmd_doctor,
+}

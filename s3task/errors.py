@@ -1,0 +1,119 @@
+"""One exception hierarchy for s3task.
+
+Every error the core raises derives from :class:`S3TaskError`. The class
+docstring is the default message, and the original exception (a botocore
+error, an ``OSError``) is kept as ``__cause__`` by the code that raises.
+Lost races have their own types, because losing a race is normal: callers
+re-read and decide again.
+"""
+
+from __future__ import annotations
+
+
+class S3TaskError(Exception):
+    """Something went wrong in s3task."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+# --- store boundary ---------------------------------------------------------
+
+
+class StoreError(S3TaskError):
+    """The object store reported an error."""
+
+
+class NotFound(StoreError):
+    """The object does not exist."""
+
+
+class AlreadyExists(StoreError):
+    """The object already exists (a create lost to an earlier write)."""
+
+
+class PreconditionFailed(StoreError):
+    """The object changed since it was read (its ETag no longer matches)."""
+
+
+class Conflict(PreconditionFailed):
+    """A concurrent conditional write to the same object is in progress.
+
+    Treated like a lost compare-and-set: re-read, recompute, try again. The
+    old body is never resent with a fresh ETag, which would overwrite the
+    write that won.
+    """
+
+
+class StoreUnavailable(StoreError):
+    """The object store could not be reached or did not answer in time."""
+
+
+class AccessDeniedByStore(StoreError):
+    """The object store refused the request (credentials or permissions)."""
+
+
+class BucketMissing(StoreError):
+    """The bucket does not exist."""
+
+
+class UnsafeStore(StoreError):
+    """The store does not enforce conditional writes; running on it would corrupt task state."""
+
+
+class InvalidKey(StoreError):
+    """The object key is not allowed (empty, absolute, '..' or NUL)."""
+
+
+# --- records and lifecycle --------------------------------------------------
+
+
+class RecordError(S3TaskError):
+    """A task record could not be read."""
+
+
+class CorruptRecord(RecordError):
+    """A task record is not valid JSON of the expected shape."""
+
+
+class UnsupportedSchema(RecordError):
+    """A task record was written by a newer version of s3task; it is left untouched."""
+
+
+class InvalidTransition(S3TaskError):
+    """The task's current state does not allow this change."""
+
+
+class NotOwner(InvalidTransition):
+    """This worker no longer owns the task (cancelled, expired or claimed by another)."""
+
+
+# --- control API -----------------------------------------------------------
+
+
+class InvalidTaskId(S3TaskError):
+    """That is not a valid task id."""
+
+
+class TaskNotFound(S3TaskError):
+    """No task with that id exists."""
+
+
+class AccessDenied(S3TaskError):
+    """You are not allowed to do that to this task."""
+
+
+class InvalidInput(S3TaskError):
+    """The input file cannot be used."""
+
+
+class TooManyConflicts(S3TaskError):
+    """The task kept changing under us; try again in a moment."""
+
+
+class UnknownTaskType(S3TaskError):
+    """No task type with that name is registered."""

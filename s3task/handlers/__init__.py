@@ -1,0 +1,127 @@
+"""Task types: what a worker does to the rows.
+
+A task type is a :class:`TaskType` subclass registered by name. It declares a
+title, a description for non-technical users and its parameters, so a UI can
+render a form. For each attempt the worker makes a fresh instance with the
+task's parameters and feeds it the input as pandas DataFrames (every cell a
+string). ``process`` returns output rows for a chunk, with an ``error`` column
+that is empty for good rows; ``finish`` may return final rows. Row errors are
+data; raising :class:`~s3task.errors.InvalidInput` fails the task for good
+(bad input), any other exception fails the attempt (retried).
+
+Extra task types load from a module named with ``--handlers``: importing it
+is enough if it calls :func:`register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from ..errors import InvalidInput, UnknownTaskType
+
+ERROR_COLUMN = "error"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter of a task type."""
+
+    name: str
+    type: str = "str"  # "str" | "int" | "float" | "bool" | "choice"
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    required: bool = False
+
+    def coerce(self, value: Any) -> Any:
+        if value is None or value == "":
+            if self.required:
+                raise InvalidInput(f"parameter {self.name!r} is required")
+            return self.default
+        try:
+            if self.type == "int":
+                return int(value)
+            if self.type == "float":
+                return float(value)
+            if self.type == "bool":
+                if isinstance(value, bool):
+                    return value
+                text = str(value).strip().lower()
+                if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                return text in ("1", "true", "yes", "on")
+        except (TypeError, ValueError) as e:
+            raise InvalidInput(f"parameter {self.name!r} must be a {self.type}, not {value!r}") from e
+        text = str(value)
+        if self.type == "choice" and text not in self.choices:
+            raise InvalidInput(f"parameter {self.name!r} must be one of {', '.join(self.choices)}")
+        return text
+
+
+class TaskType:
+    """Base class of task types. Subclasses set the class attributes and ``process``."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    #: Seconds an attempt may run before it is killed (None = no limit).
+    max_runtime: ClassVar[float | None] = None
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.params = dict(params)
+
+    def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def finish(self) -> pd.DataFrame | None:
+        return None
+
+    @classmethod
+    def validate(cls, payload: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Coerce ``payload`` to the declared parameters; unknown names are refused."""
+        payload = dict(payload or {})
+        known = {p.name for p in cls.params}
+        unknown = sorted(set(payload) - known)
+        if unknown:
+            raise InvalidInput(f"{cls.name} has no parameter {', '.join(map(repr, unknown))}")
+        return {p.name: p.coerce(payload.get(p.name)) for p in cls.params}
+
+
+_REGISTRY: dict[str, type[TaskType]] = {}
+
+
+def register(task_type: type[TaskType]) -> type[TaskType]:
+    """Register a task type (usable as a class decorator)."""
+    _REGISTRY[task_type.name] = task_type
+    return task_type
+
+
+def get(name: str) -> type[TaskType]:
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError as e:
+        raise UnknownTaskType(f"no task type named {name!r} (known: {', '.join(sorted(_REGISTRY))})") from e
+
+
+def all_types() -> list[type[TaskType]]:
+    _load_builtins()
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def load_module(module: str) -> None:
+    """Import a module that registers more task types."""
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise UnknownTaskType(f"cannot import handler module {module!r}: {e}") from e
+
+
+def _load_builtins() -> None:
+    from . import builtin  # noqa: F401  (registers on import)

@@ -1,0 +1,322 @@
+"""Task states and the allowed transitions, as data plus pure functions.
+
+```
+created  --submit-->  queued  --claim-->  running  --complete-->  completed
+running  --heartbeat-->  running                    (same owner only)
+running  --release-->  queued                       (graceful stop; no failed attempt charged)
+running  --fail / expire-->  failed                 (a failed attempt)
+failed   --retry-->  queued                         (automatic after retry_at while not final;
+                                                     an operator or the creator may retry any
+                                                     failed task, which grants one more attempt)
+created|queued|running|failed  --cancel-->  abandoned
+```
+
+``completed``, ``abandoned`` and ``failed`` with ``final`` are terminal.
+Every function here takes a record and the store's current time and returns
+the next record (a new object) or raises :class:`InvalidTransition` with a
+sentence a user can act on. They never touch the store: the caller writes
+the result with a compare-and-set (:func:`s3task.record.update_record`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from .errors import InvalidTransition, NotOwner
+from .record import HISTORY_LIMIT, TaskRecord, new_write_id, parse_iso, to_iso
+
+
+class Status(StrEnum):
+    CREATED = "created"  # record exists; the input may still be uploading
+    QUEUED = "queued"  # input pinned; waiting for a worker
+    RUNNING = "running"  # a worker holds the lease
+    COMPLETED = "completed"  # output written (terminal)
+    FAILED = "failed"  # an attempt failed; retried unless final (final = terminal)
+    ABANDONED = "abandoned"  # cancelled (terminal)
+
+
+#: The one table of allowed transitions: (from, to) -> action name.
+TRANSITIONS: dict[tuple[Status, Status], str] = {
+    (Status.CREATED, Status.QUEUED): "submit",
+    (Status.QUEUED, Status.RUNNING): "claim",
+    (Status.RUNNING, Status.RUNNING): "heartbeat",
+    (Status.RUNNING, Status.QUEUED): "release",
+    (Status.RUNNING, Status.COMPLETED): "complete",
+    (Status.RUNNING, Status.FAILED): "fail",
+    (Status.FAILED, Status.QUEUED): "retry",
+    (Status.CREATED, Status.ABANDONED): "cancel",
+    (Status.QUEUED, Status.ABANDONED): "cancel",
+    (Status.RUNNING, Status.ABANDONED): "cancel",
+    (Status.FAILED, Status.ABANDONED): "cancel",
+}
+
+MAX_RELEASES = 10
+BACKOFF_BASE_SECONDS = 10.0
+BACKOFF_MAX_SECONDS = 600.0
+
+_WHAT_NEXT = {
+    Status.CREATED: "it can be submitted or cancelled",
+    Status.QUEUED: "it is waiting for a worker; it can be cancelled",
+    Status.RUNNING: "a worker is processing it; it can be cancelled",
+    Status.COMPLETED: "it is finished; its output can be downloaded",
+    Status.FAILED: "it can be retried or cancelled",
+    Status.ABANDONED: "it was cancelled; nothing more can be done with it",
+}
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What a worker holds while it owns a task."""
+
+    attempt_id: int
+    lease_token: str
+    worker_id: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    processed_count: int = 0
+    success_count: int = 0
+    error_count: int = 0
+    bytes_processed: int = 0
+
+
+def allowed(current: str, target: str) -> bool:
+    return (Status(current), Status(target)) in TRANSITIONS
+
+
+def describe(record: TaskRecord) -> str:
+    status = Status(record.status)
+    if status is Status.FAILED and record.final:
+        return f"task {record.task_id} has failed for good; a retry gives it one more attempt"
+    return f"task {record.task_id} is {status.value}; {_WHAT_NEXT[status]}"
+
+
+def _move(record: TaskRecord, target: Status, now: datetime, event: str, **changes: Any) -> TaskRecord:
+    """The only place a record changes state: checks the table, stamps the write."""
+    if not allowed(record.status, target):
+        raise InvalidTransition(f"cannot {event} {describe(record)}")
+    stamp = to_iso(now)
+    entry = {"at": stamp, "event": event, "attempt": changes.get("attempt_id", record.attempt_id)}
+    note = changes.pop("_note", None)
+    if note:
+        entry["note"] = note[:500]
+    history = record.history if event == "heartbeat" else [*record.history, entry][-HISTORY_LIMIT:]
+    return record.replace(
+        status=target.value,
+        revision=record.revision + 1,
+        write_id=new_write_id(),
+        updated_at=stamp,
+        history=history,
+        **changes,
+    )
+
+
+def check_owner(record: TaskRecord, lease: Lease) -> None:
+    """Ownership is three facts on the fresh record, checked on every worker write."""
+    if (
+        record.status != Status.RUNNING
+        or record.attempt_id != lease.attempt_id
+        or record.lease_token != lease.lease_token
+    ):
+        raise NotOwner(f"worker {lease.worker_id} no longer owns task {record.task_id} ({record.status})")
+
+
+# --- transitions ---------------------------------------------------------------
+
+
+def submit(record: TaskRecord, now: datetime, *, input_etag: str, input_size: int) -> TaskRecord:
+    return _move(
+        record,
+        Status.QUEUED,
+        now,
+        "submit",
+        input_etag=input_etag,
+        input_size_bytes=input_size,
+        queued_at=to_iso(now),
+    )
+
+
+def claim(record: TaskRecord, now: datetime, *, worker_id: str, lease_seconds: float) -> tuple[TaskRecord, Lease]:
+    """Take the task; ``attempt_id`` grows by one and fences every earlier holder."""
+    if record.status != Status.QUEUED:
+        raise InvalidTransition(f"cannot claim {describe(record)}")
+    lease = Lease(record.attempt_id + 1, secrets.token_hex(12), worker_id)
+    new = _move(
+        record,
+        Status.RUNNING,
+        now,
+        "claim",
+        _note=f"worker {worker_id}",
+        attempt_id=lease.attempt_id,
+        lease_token=lease.lease_token,
+        worker_id=worker_id,
+        lease_expires_at=to_iso(now + timedelta(seconds=lease_seconds)),
+        started_at=to_iso(now),
+        processed_count=0,
+        success_count=0,
+        error_count=0,
+        bytes_processed=0,
+        row_count=None,
+        retry_at=None,
+    )
+    return new, lease
+
+
+def heartbeat(
+    record: TaskRecord, now: datetime, *, lease: Lease, lease_seconds: float, progress: Progress
+) -> TaskRecord:
+    check_owner(record, lease)
+    return _move(
+        record,
+        Status.RUNNING,
+        now,
+        "heartbeat",
+        lease_expires_at=to_iso(now + timedelta(seconds=lease_seconds)),
+        **vars(progress),
+    )
+
+
+def release(record: TaskRecord, now: datetime, *, lease: Lease) -> TaskRecord:
+    """Give the task back (worker shutting down). Not a failed attempt, but capped."""
+    check_owner(record, lease)
+    if record.release_count + 1 >= MAX_RELEASES:
+        return _fail(
+            record,
+            now,
+            f"stopped: released by shutting-down workers {record.release_count + 1} times",
+            final=True,
+        )
+    return _move(
+        record,
+        Status.QUEUED,
+        now,
+        "release",
+        _note=f"worker {lease.worker_id} stopped",
+        release_count=record.release_count + 1,
+        worker_id=None,
+        lease_token=None,
+        lease_expires_at=None,
+        queued_at=to_iso(now),
+    )
+
+
+def complete(
+    record: TaskRecord, now: datetime, *, lease: Lease, output_path: str, progress: Progress, row_count: int
+) -> TaskRecord:
+    check_owner(record, lease)
+    return _move(
+        record,
+        Status.COMPLETED,
+        now,
+        "complete",
+        output_object_path=output_path,
+        row_count=row_count,
+        finished_at=to_iso(now),
+        lease_token=None,
+        lease_expires_at=None,
+        last_error=None,
+        **vars(progress),
+    )
+
+
+def fail(
+    record: TaskRecord, now: datetime, *, lease: Lease, error: str, permanent: bool, progress: Progress | None = None
+) -> TaskRecord:
+    """The attempt failed: a permanent error (bad input) is final at once."""
+    check_owner(record, lease)
+    return _fail(record, now, error, final=permanent, **(vars(progress) if progress else {}))
+
+
+def expire(record: TaskRecord, now: datetime, *, grace_seconds: float) -> TaskRecord | None:
+    """A running task whose lease ran out (by the store's clock) is a failed attempt.
+
+    Returns ``None`` when the lease is still live: nothing to do.
+    """
+    if record.status != Status.RUNNING:
+        return None
+    expires = parse_iso(record.lease_expires_at)
+    if expires is not None and now <= expires + timedelta(seconds=grace_seconds):
+        return None
+    return _fail(
+        record,
+        now,
+        f"worker {record.worker_id} stopped sending heartbeats; its lease expired at {record.lease_expires_at}",
+        final=False,
+    )
+
+
+def _fail(record: TaskRecord, now: datetime, error: str, *, final: bool, **changes: Any) -> TaskRecord:
+    failed = record.failed_attempts + 1
+    final = final or failed >= record.max_attempts
+    retry_at = None if final else to_iso(now + timedelta(seconds=backoff_seconds(failed)))
+    return _move(
+        record,
+        Status.FAILED,
+        now,
+        "fail",
+        _note=error,
+        failed_attempts=failed,
+        final=final,
+        retry_at=retry_at,
+        last_error=error[:2000],
+        lease_token=None,
+        lease_expires_at=None,
+        finished_at=to_iso(now) if final else None,
+        **changes,
+    )
+
+
+def backoff_seconds(failed_attempts: int) -> float:
+    return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(0, failed_attempts - 1))
+
+
+def retry_due(record: TaskRecord, now: datetime) -> bool:
+    if record.status != Status.FAILED or record.final:
+        return False
+    due = parse_iso(record.retry_at)
+    return due is None or now >= due
+
+
+def retry(record: TaskRecord, now: datetime, *, automatic: bool) -> TaskRecord:
+    """Back to the queue. Automatic retries wait for ``retry_at``; a person may retry at once.
+
+    A person retrying a task that has failed for good grants it one more attempt.
+    """
+    if record.status != Status.FAILED:
+        raise InvalidTransition(f"cannot retry {describe(record)}; only failed tasks can be retried")
+    if automatic and not retry_due(record, now):
+        raise InvalidTransition(f"task {record.task_id} is not due for an automatic retry")
+    return _move(
+        record,
+        Status.QUEUED,
+        now,
+        "retry",
+        _note="automatic" if automatic else "by request",
+        final=False,
+        retry_at=None,
+        max_attempts=max(record.max_attempts, record.failed_attempts + 1),
+        finished_at=None,
+        queued_at=to_iso(now),
+        worker_id=None,
+    )
+
+
+def cancel(record: TaskRecord, now: datetime, *, by: str) -> TaskRecord:
+    if record.status == Status.FAILED and record.final:
+        raise InvalidTransition(f"cannot cancel {describe(record)}")
+    return _move(
+        record,
+        Status.ABANDONED,
+        now,
+        "cancel",
+        _note=f"cancelled by {by}",
+        finished_at=to_iso(now),
+        lease_token=None,
+        lease_expires_at=None,
+        retry_at=None,
+    )

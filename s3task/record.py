@@ -1,0 +1,232 @@
+"""The task record (``status.json``): its fields, its JSON, and the compare-and-set loop.
+
+Every write of a record goes through :func:`update_record` (or
+:func:`create_record` for the first one) with a change function from
+:mod:`s3task.lifecycle`; nothing else writes ``status.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import (
+    CorruptRecord,
+    NotFound,
+    PreconditionFailed,
+    StoreUnavailable,
+    TaskNotFound,
+    TooManyConflicts,
+    UnsupportedSchema,
+)
+from .layout import Layout
+from .store.base import ObjectStore, PutMode
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MAX_RECORD_BYTES = 256 * 1024
+HISTORY_LIMIT = 50
+CAS_TRIES = 10
+
+
+def new_write_id() -> str:
+    return secrets.token_hex(8)
+
+
+def to_iso(dt: datetime | None) -> str | None:
+    if dt is None:
+        return None
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_iso(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+@dataclass
+class TaskRecord:
+    # identity
+    task_id: str
+    task_name: str
+    created_by: str
+    task_type: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    # lifecycle
+    schema_version: int = SCHEMA_VERSION
+    status: str = "created"
+    attempt_id: int = 0
+    revision: int = 0
+    write_id: str = ""
+    max_attempts: int = 3
+    failed_attempts: int = 0
+    release_count: int = 0
+    final: bool = False
+    retry_at: str | None = None
+    # progress
+    row_count: int | None = None
+    processed_count: int = 0
+    success_count: int = 0
+    error_count: int = 0
+    bytes_processed: int = 0
+    # storage
+    input_object_path: str = ""
+    output_object_path: str | None = None
+    input_etag: str | None = None
+    input_size_bytes: int | None = None
+    # ownership
+    worker_id: str | None = None
+    lease_expires_at: str | None = None
+    lease_token: str | None = None
+    # audit
+    last_error: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    queued_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    # fields written by a newer s3task with the same schema version: kept as they are
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in ("completed", "abandoned") or (self.status == "failed" and self.final)
+
+    @property
+    def progress(self) -> float:
+        """0..1, exact by bytes while running."""
+        if self.status == "completed":
+            return 1.0
+        if not self.input_size_bytes:
+            return 0.0
+        return min(1.0, self.bytes_processed / self.input_size_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {**self.extra, **data}
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False).encode()
+
+    def replace(self, **changes: Any) -> TaskRecord:
+        return dataclasses.replace(self, **changes)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(TaskRecord) if f.name != "extra"}
+_REQUIRED = ("task_id", "task_name", "created_by", "task_type", "status")
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "bool": (bool,),
+    "dict[str, Any]": (dict,),
+    "list[dict[str, Any]]": (list,),
+    "str | None": (str, type(None)),
+    "int | None": (int, type(None)),
+}
+
+
+def record_from_json(data: bytes, key: str) -> TaskRecord:
+    """Parse ``status.json``; a clear :class:`CorruptRecord` / :class:`UnsupportedSchema` if we cannot."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise CorruptRecord(f"{key}: record is {len(data)} bytes, more than a task record can be")
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CorruptRecord(f"{key}: not valid JSON ({e})") from e
+    if not isinstance(raw, dict):
+        raise CorruptRecord(f"{key}: expected a JSON object")
+    version = raw.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CorruptRecord(f"{key}: schema_version is missing or not a number")
+    if version > SCHEMA_VERSION:
+        raise UnsupportedSchema(
+            f"{key}: written by a newer s3task (schema {version}, this one knows {SCHEMA_VERSION}); left untouched"
+        )
+    missing = [name for name in _REQUIRED if name not in raw]
+    if missing:
+        raise CorruptRecord(f"{key}: missing {', '.join(missing)}")
+    known: dict[str, Any] = {}
+    for name, value in raw.items():
+        f = _FIELDS.get(name)
+        if f is None:
+            continue
+        allowed = _TYPES[str(f.type)]
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            raise CorruptRecord(f"{key}: field {name} has the wrong type ({type(value).__name__})")
+        known[name] = value
+    extra = {k: v for k, v in raw.items() if k not in _FIELDS}
+    return TaskRecord(**known, extra=extra)
+
+
+# --- reading and writing with compare-and-set --------------------------------
+
+
+def read_record(store: ObjectStore, layout: Layout, task_id: str) -> tuple[TaskRecord, str]:
+    """The record and the ETag it was read with."""
+    key = layout.status_key(task_id)
+    try:
+        got = store.get(key)
+    except NotFound as e:
+        raise TaskNotFound(f"task {task_id} does not exist") from e
+    return record_from_json(got.body, key), got.etag
+
+
+def create_record(store: ObjectStore, layout: Layout, record: TaskRecord) -> TaskRecord:
+    """Write the first version of a record; fails if the id is already taken."""
+    store.put(layout.status_key(record.task_id), record.to_json(), PutMode.CREATE, content_type="application/json")
+    return record
+
+
+Change = Callable[[TaskRecord, datetime], "TaskRecord | None"]
+
+
+def update_record(
+    store: ObjectStore, layout: Layout, task_id: str, change: Change, *, tries: int = CAS_TRIES
+) -> TaskRecord:
+    """Read, apply ``change``, write back only if nobody wrote in between.
+
+    ``change(record, now)`` is a pure function (from :mod:`s3task.lifecycle`)
+    returning the next record, or ``None`` for "nothing to do". It may raise
+    to refuse. On a lost race we re-read and call it again on the fresh
+    record — the decision is always made against what is really stored.
+
+    Lost-response safety: the new record carries a fresh ``write_id``. If the
+    put reports a failed precondition or times out, the write may still have
+    landed (an SDK retry after a lost response sees its own write as a
+    change). We re-read: if the stored ``write_id`` is ours, we won.
+    """
+    key = layout.status_key(task_id)
+    for attempt in range(tries):
+        record, etag = read_record(store, layout, task_id)
+        new = change(record, store.now())
+        if new is None:
+            return record
+        try:
+            store.put(key, new.to_json(), PutMode.update(etag), content_type="application/json")
+            return new
+        except PreconditionFailed:
+            if _landed(store, layout, new):
+                return new
+            log.debug("lost compare-and-set on %s (try %d); re-reading", key, attempt + 1)
+        except StoreUnavailable:
+            if _landed(store, layout, new):
+                return new
+            raise
+        time.sleep(random.uniform(0, 0.02 * (attempt + 1)))
+    raise TooManyConflicts(f"task {task_id} kept changing under us; try again in a moment")
+
+
+def _landed(store: ObjectStore, layout: Layout, new: TaskRecord) -> bool:
+    current, _ = read_record(store, layout, new.task_id)
+    return current.write_id == new.write_id

@@ -1,0 +1,150 @@
+"""The narrow object-store protocol the core is written against.
+
+Only ``s3task/store/`` knows about boto3 or the filesystem. Everything above
+talks to an :class:`ObjectStore` and sees the exceptions in
+:mod:`s3task.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import BinaryIO, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class PutMode:
+    """How a put treats an existing object: a value, never a set of flags.
+
+    ``PutMode.OVERWRITE`` writes unconditionally, ``PutMode.CREATE`` fails
+    with :class:`~s3task.errors.AlreadyExists` if the key exists
+    (If-None-Match ``*``), and ``PutMode.update(etag)`` fails with
+    :class:`~s3task.errors.PreconditionFailed` unless the stored ETag is
+    still ``etag`` (If-Match).
+    """
+
+    kind: str
+    etag: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("overwrite", "create", "update"):
+            raise ValueError(f"unknown put mode {self.kind!r}")
+        if self.kind == "update" and not self.etag:
+            raise ValueError("an update needs the ETag it was read with")
+        if self.kind != "update" and self.etag is not None:
+            raise ValueError("only an update carries an ETag")
+
+    @classmethod
+    def update(cls, etag: str) -> PutMode:
+        return cls("update", etag)
+
+
+PutMode.OVERWRITE = PutMode("overwrite")  # type: ignore[attr-defined]
+PutMode.CREATE = PutMode("create")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ObjectMeta:
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class GetResult:
+    body: bytes
+    meta: ObjectMeta
+
+    @property
+    def etag(self) -> str:
+        return self.meta.etag
+
+
+class ObjectWriter(Protocol):
+    """A file-like sink returned by :meth:`ObjectStore.open_write`."""
+
+    def write(self, data: bytes) -> int: ...
+
+
+@runtime_checkable
+class ObjectStore(Protocol):
+    """What the core needs from an object store."""
+
+    #: A short, credential-free description for logs and the UI.
+    description: str
+
+    def get(self, key: str, *, if_match: str | None = None) -> GetResult: ...
+
+    def head(self, key: str) -> ObjectMeta: ...
+
+    def put(
+        self,
+        key: str,
+        body: bytes,
+        mode: PutMode,
+        *,
+        content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> str:
+        """Write ``body``; return the new ETag."""
+        ...
+
+    def delete(self, key: str, *, if_match: str | None = None) -> None:
+        """Delete ``key``. Deleting a missing key is not an error unless ``if_match`` is given."""
+        ...
+
+    def list_keys(self, prefix: str, *, start_after: str | None = None, limit: int | None = None) -> list[str]: ...
+
+    def list_prefixes(self, prefix: str, *, start_after: str | None = None, limit: int | None = None) -> list[str]:
+        """Common prefixes one ``/`` level below ``prefix`` (which should end in ``/``), ascending."""
+        ...
+
+    def open_read(self, key: str, *, if_match: str | None = None) -> AbstractContextManager[BinaryIO]: ...
+
+    def open_write(
+        self,
+        key: str,
+        mode: PutMode,
+        *,
+        content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> AbstractContextManager[ObjectWriter]:
+        """A streaming writer; the object appears only when the block exits cleanly.
+
+        After the block, ``writer.etag`` holds the new ETag.
+        """
+        ...
+
+    def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str | None: ...
+
+    def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None: ...
+
+    def now(self) -> datetime:
+        """The store's clock (aware UTC)."""
+        ...
+
+
+def iter_chunks(stream: BinaryIO, size: int = 1 << 20) -> Iterator[bytes]:
+    while chunk := stream.read(size):
+        yield chunk
+
+
+def check_key(key: str) -> str:
+    """Refuse keys that could escape a prefix or a directory."""
+    from ..errors import InvalidKey
+
+    if (
+        not isinstance(key, str)
+        or not key
+        or "\x00" in key
+        or key.startswith("/")
+        or any(part in ("", ".", "..") for part in key.split("/")[:-1])
+        or key.split("/")[-1] in (".", "..")
+    ):
+        raise InvalidKey(f"invalid object key {key!r}")
+    return key

@@ -1,0 +1,302 @@
+"""The control API: everything a user (through the app, the CLI or HTTP) can do to tasks.
+
+The API owns state transitions: each call re-reads the record, checks who is
+asking, and writes through :mod:`s3task.lifecycle` with a compare-and-set.
+Clients never decide a transition from their own copy or clock.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import pandas as pd
+
+from . import handlers, lifecycle
+from .errors import (
+    AccessDenied,
+    InvalidInput,
+    InvalidTaskId,
+    InvalidTransition,
+    NotFound,
+    RecordError,
+    TaskNotFound,
+)
+from .ids import new_task_id, validate_task_id
+from .layout import CSV_TYPE, Layout
+from .record import SCHEMA_VERSION, TaskRecord, create_record, new_write_id, read_record, to_iso, update_record
+from .store.base import ObjectMeta, ObjectStore, PutMode
+
+MAX_LIST = 200
+HEADER_PROBE_BYTES = 64 * 1024
+MAX_NAME = 200
+_READERS = 16
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is asking. Operators may act on every task; others on their own."""
+
+    name: str
+    operator: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name or len(self.name) > 200 or any(ord(c) < 32 for c in self.name):
+            raise AccessDenied("a user name is required (printable, at most 200 characters)")
+
+
+@dataclass(frozen=True)
+class Created:
+    record: TaskRecord
+    #: Where the browser may PUT the input directly, or None if the store has no presigned URLs.
+    upload_url: str | None
+    upload_content_type: str = CSV_TYPE
+
+
+@dataclass
+class Page:
+    tasks: list[TaskRecord]
+    next_cursor: str | None
+    #: Tasks whose record could not be read, with the reason (skipped, never rewritten).
+    problems: list[str] = field(default_factory=list)
+
+
+class TaskService:
+    def __init__(self, store: ObjectStore, layout: Layout, *, max_attempts: int = 3, url_seconds: int = 900) -> None:
+        self.store = store
+        self.layout = layout
+        self.max_attempts = max_attempts
+        self.url_seconds = url_seconds
+        # Completed and abandoned records never change again: cache them.
+        self._finished: dict[str, TaskRecord] = {}
+        self._lock = threading.Lock()
+
+    # --- access ------------------------------------------------------------
+
+    @staticmethod
+    def may_act(actor: Actor, record: TaskRecord) -> bool:
+        return actor.operator or record.created_by == actor.name
+
+    def _require(self, actor: Actor, record: TaskRecord, action: str) -> None:
+        if not self.may_act(actor, record):
+            raise AccessDenied(
+                f"task {record.task_id} belongs to {record.created_by}; only they or an operator can {action} it"
+            )
+
+    def can_cancel(self, actor: Actor, record: TaskRecord) -> bool:
+        return self.may_act(actor, record) and lifecycle.allowed(record.status, "abandoned") and not record.is_terminal
+
+    def can_retry(self, actor: Actor, record: TaskRecord) -> bool:
+        return self.may_act(actor, record) and record.status == lifecycle.Status.FAILED
+
+    # --- create, upload, submit --------------------------------------------
+
+    def create(self, actor: Actor, name: str, task_type: str, payload: dict[str, Any] | None = None) -> Created:
+        name = (name or "").strip()
+        if not name:
+            raise InvalidInput("give the task a name")
+        if len(name) > MAX_NAME:
+            raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
+        params = handlers.get(task_type).validate(payload)
+        task_id = new_task_id()
+        now = to_iso(self.store.now())
+        record = TaskRecord(
+            task_id=task_id,
+            task_name=name,
+            created_by=actor.name,
+            task_type=task_type,
+            payload=params,
+            schema_version=SCHEMA_VERSION,
+            max_attempts=self.max_attempts,
+            revision=1,
+            write_id=new_write_id(),
+            input_object_path=self.layout.input_key(task_id),
+            created_at=now,
+            updated_at=now,
+            history=[{"at": now, "event": "create", "attempt": 0}],
+        )
+        # The "my tasks" marker goes first: a marker without a record is skipped
+        # by listings, a record without its marker would be missing from them.
+        self.store.put(self.layout.user_key(actor.name, task_id), b"", PutMode.OVERWRITE)
+        create_record(self.store, self.layout, record)
+        url = self.store.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
+        return Created(record, url)
+
+    def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
+        """Store the input (streamed). Allowed until the task is submitted."""
+        record = self.get(actor, task_id)
+        self._require(actor, record, "upload to")
+        if record.status != lifecycle.Status.CREATED:
+            raise InvalidTransition(f"cannot replace the input: {lifecycle.describe(record)}")
+        with self.store.open_write(record.input_object_path, PutMode.OVERWRITE, content_type=CSV_TYPE) as w:
+            for chunk in _chunks(stream):
+                w.write(chunk)
+        return self.store.head(record.input_object_path)
+
+    def submit(self, actor: Actor, task_id: str) -> TaskRecord:
+        """Check the input, pin its ETag, add the active marker, then queue the task."""
+        record = self.get(actor, task_id)
+        self._require(actor, record, "submit")
+        if record.status != lifecycle.Status.CREATED:
+            raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
+        meta = self._check_input(record)
+        # Marker before record: a queued task without a marker would never be
+        # polled; a marker on a still-created task is harmless (workers leave
+        # created tasks alone) and the next submit reuses it.
+        self.store.put(self.layout.active_key(task_id), b"", PutMode.OVERWRITE)
+
+        def change(current: TaskRecord, now: Any) -> TaskRecord:
+            return lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
+
+        return update_record(self.store, self.layout, task_id, change)
+
+    def _check_input(self, record: TaskRecord) -> ObjectMeta:
+        try:
+            meta = self.store.head(record.input_object_path)
+        except NotFound as e:
+            raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
+        if meta.size == 0:
+            raise InvalidInput("the uploaded file is empty; a CSV needs at least a header row")
+        with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
+            head = f.read(HEADER_PROBE_BYTES)
+        first = head.split(b"\n", 1)[0].removeprefix(codecs.BOM_UTF8).strip(b"\r")
+        try:
+            text = first.decode("utf-8")
+        except UnicodeDecodeError:
+            if b"\n" in head:
+                raise InvalidInput("the header row is not UTF-8 text; save the file as CSV UTF-8") from None
+            text = first.decode("utf-8", errors="ignore")  # header may continue past the probe
+        if not text.strip(" ,;\t"):
+            raise InvalidInput("the first line of the file is empty; a CSV starts with a header row")
+        if "\x00" in text:
+            raise InvalidInput("this does not look like a CSV file (it contains binary data)")
+        return meta
+
+    # --- reading -----------------------------------------------------------
+
+    def get(self, actor: Actor, task_id: str) -> TaskRecord:
+        """Anyone may look at a task; acting on it is checked per action."""
+        validate_task_id(task_id)
+        cached = self._finished.get(task_id)
+        if cached is not None:
+            return cached
+        record, _ = read_record(self.store, self.layout, task_id)
+        if record.status in (lifecycle.Status.COMPLETED, lifecycle.Status.ABANDONED):
+            with self._lock:
+                self._finished[task_id] = record
+        return record
+
+    def list(self, actor: Actor, *, limit: int = 50, cursor: str | None = None, mine: bool = False) -> Page:
+        """Newest first, ``limit`` at a time; pass ``next_cursor`` back for the next page."""
+        if not 1 <= limit <= MAX_LIST:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIST}")
+        if cursor is not None:
+            try:
+                validate_task_id(cursor)
+            except InvalidTaskId as e:
+                raise InvalidInput("that page cursor is not valid; start again from the first page") from e
+        if mine:
+            root = self.layout.user_root(actor.name)
+            keys = self.store.list_keys(root, start_after=root + cursor if cursor else None, limit=limit)
+        else:
+            start = self.layout.task_cursor(cursor) if cursor else None
+            keys = self.store.list_prefixes(self.layout.root, start_after=start, limit=limit)
+        ids = [i for i in (self.layout.task_id_of(k) for k in keys) if i]
+        records, problems = self._read_many(actor, ids)
+        next_cursor = ids[-1] if len(keys) == limit and ids else None
+        return Page(records, next_cursor, problems)
+
+    def _read_many(self, actor: Actor, ids: list[str]) -> tuple[list[TaskRecord], list[str]]:
+        def one(task_id: str) -> TaskRecord | str | None:
+            try:
+                return self.get(actor, task_id)
+            except TaskNotFound:
+                return None  # a marker whose create never finished
+            except RecordError as e:
+                return f"{task_id}: {e}"
+
+        with ThreadPoolExecutor(max_workers=min(_READERS, max(1, len(ids)))) as pool:
+            results = list(pool.map(one, ids))
+        records = [r for r in results if isinstance(r, TaskRecord)]
+        problems = [r for r in results if isinstance(r, str)]
+        return records, problems
+
+    # --- acting ------------------------------------------------------------
+
+    def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
+        self._require(actor, self.get(actor, task_id), "cancel")
+        record = update_record(self.store, self.layout, task_id, lambda r, now: lifecycle.cancel(r, now, by=actor.name))
+        # Record first, then the marker: a crash in between leaves a stale
+        # marker, which the next poll removes.
+        self.store.delete(self.layout.active_key(task_id))
+        return record
+
+    def retry(self, actor: Actor, task_id: str) -> TaskRecord:
+        record = self.get(actor, task_id)
+        self._require(actor, record, "retry")
+        if record.status != lifecycle.Status.FAILED:
+            raise InvalidTransition(f"cannot retry {lifecycle.describe(record)}; only failed tasks can be retried")
+        # A final failure had its marker removed: put it back before queueing.
+        self.store.put(self.layout.active_key(task_id), b"", PutMode.OVERWRITE)
+        return update_record(self.store, self.layout, task_id, lambda r, now: lifecycle.retry(r, now, automatic=False))
+
+    # --- output ------------------------------------------------------------
+
+    def _completed(self, actor: Actor, task_id: str) -> TaskRecord:
+        record = self.get(actor, task_id)
+        self._require(actor, record, "download the output of")
+        if record.status != lifecycle.Status.COMPLETED or not record.output_object_path:
+            raise InvalidTransition(f"there is no output yet: {lifecycle.describe(record)}")
+        return record
+
+    def output_filename(self, record: TaskRecord) -> str:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", record.task_name).strip("-.")[:60] or "output"
+        return f"{stem}-{record.task_id[-6:].lower()}.csv"
+
+    def output_url(self, actor: Actor, task_id: str) -> str | None:
+        """A short-lived download URL, or None if the store has none (stream with open_output)."""
+        record = self._completed(actor, task_id)
+        return self.store.presign_get(
+            record.output_object_path, expires=self.url_seconds, filename=self.output_filename(record)
+        )
+
+    @contextlib.contextmanager
+    def open_output(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:
+        record = self._completed(actor, task_id)
+        with self.store.open_read(record.output_object_path) as f:
+            yield f
+
+    def read_output(self, actor: Actor, task_id: str, rows: int = 100, *, errors_only: bool = False) -> pd.DataFrame:
+        """The first ``rows`` output rows (only rows with an error, if asked), read as text."""
+        with self.open_output(actor, task_id) as f:
+            if not errors_only:
+                return pd.read_csv(f, nrows=rows, dtype=str, keep_default_na=False)
+            found: list[pd.DataFrame] = []
+            total = 0
+            for chunk in pd.read_csv(f, chunksize=10_000, dtype=str, keep_default_na=False):
+                if handlers.ERROR_COLUMN not in chunk.columns:
+                    return chunk.iloc[0:0]
+                bad = chunk[chunk[handlers.ERROR_COLUMN] != ""]
+                found.append(bad)
+                total += len(bad)
+                if total >= rows:
+                    break
+            return pd.concat(found).head(rows) if found else pd.DataFrame()
+
+
+def _chunks(stream: BinaryIO | bytes | Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    if isinstance(stream, bytes | bytearray):
+        yield bytes(stream)
+        return
+    read = getattr(stream, "read", None)
+    if read is None:
+        yield from stream  # an iterable of chunks
+        return
+    while chunk := read(size):
+        yield chunk
