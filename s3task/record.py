@@ -192,7 +192,13 @@ Change = Callable[[TaskRecord, datetime], "TaskRecord | None"]
 
 
 def update_record(
-    store: ObjectStore, layout: Layout, task_id: str, change: Change, *, tries: int = CAS_TRIES
+    store: ObjectStore,
+    layout: Layout,
+    task_id: str,
+    change: Change,
+    *,
+    tries: int = CAS_TRIES,
+    first: tuple[TaskRecord, str] | None = None,
 ) -> TaskRecord:
     """Read, apply ``change``, write back only if nobody wrote in between.
 
@@ -208,7 +214,7 @@ def update_record(
     """
     key = layout.status_key(task_id)
     for attempt in range(tries):
-        record, etag = read_record(store, layout, task_id)
+        record, etag = first if first is not None and attempt == 0 else read_record(store, layout, task_id)
         new = change(record, store.now())
         if new is None:
             return record
