@@ -27,9 +27,13 @@ class Settings:
     #: How long past lease expiry (by the store's clock) before a task counts as abandoned by its worker.
     lease_grace_seconds: float = 10.0
     max_attempts: int = 3
+    #: First automatic retry waits this long; each further one twice as long (at most 10 minutes).
+    retry_backoff_seconds: float = 10.0
     concurrency: int = 1
     #: A handler whose progress does not move for this long is killed.
     stall_timeout: float = 300.0
+    #: A task's process using more memory than this (MB of RSS) is killed and the attempt fails.
+    max_child_memory_mb: int = 2048
     worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     handlers: tuple[str, ...] = ()
     log_format: str = "text"

@@ -141,8 +141,13 @@ def submit(record: TaskRecord, now: datetime, *, input_etag: str, input_size: in
     )
 
 
-def claim(record: TaskRecord, now: datetime, *, worker_id: str, lease_seconds: float) -> tuple[TaskRecord, Lease]:
-    """Take the task; ``attempt_id`` grows by one and fences every earlier holder."""
+def claim(
+    record: TaskRecord, now: datetime, *, worker_id: str, lease_seconds: float, max_attempts: int | None = None
+) -> tuple[TaskRecord, Lease]:
+    """Take the task; ``attempt_id`` grows by one and fences every earlier holder.
+
+    ``max_attempts`` (the claiming worker's setting) replaces the record's cap.
+    """
     if record.status != Status.QUEUED:
         raise InvalidTransition(f"cannot claim {describe(record)}")
     lease = Lease(record.attempt_id + 1, secrets.token_hex(12), worker_id)
@@ -163,6 +168,7 @@ def claim(record: TaskRecord, now: datetime, *, worker_id: str, lease_seconds: f
         bytes_processed=0,
         row_count=None,
         retry_at=None,
+        max_attempts=max_attempts or record.max_attempts,
     )
     return new, lease
 
@@ -225,14 +231,24 @@ def complete(
 
 
 def fail(
-    record: TaskRecord, now: datetime, *, lease: Lease, error: str, permanent: bool, progress: Progress | None = None
+    record: TaskRecord,
+    now: datetime,
+    *,
+    lease: Lease,
+    error: str,
+    permanent: bool,
+    progress: Progress | None = None,
+    backoff_base: float = BACKOFF_BASE_SECONDS,
 ) -> TaskRecord:
     """The attempt failed: a permanent error (bad input) is final at once."""
     check_owner(record, lease)
-    return _fail(record, now, error, final=permanent, **(vars(progress) if progress else {}))
+    counts = vars(progress) if progress else {}
+    return _fail(record, now, error, final=permanent, backoff_base=backoff_base, **counts)
 
 
-def expire(record: TaskRecord, now: datetime, *, grace_seconds: float) -> TaskRecord | None:
+def expire(
+    record: TaskRecord, now: datetime, *, grace_seconds: float, backoff_base: float = BACKOFF_BASE_SECONDS
+) -> TaskRecord | None:
     """A running task whose lease ran out (by the store's clock) is a failed attempt.
 
     Returns ``None`` when the lease is still live: nothing to do.
@@ -247,13 +263,22 @@ def expire(record: TaskRecord, now: datetime, *, grace_seconds: float) -> TaskRe
         now,
         f"worker {record.worker_id} stopped sending heartbeats; its lease expired at {record.lease_expires_at}",
         final=False,
+        backoff_base=backoff_base,
     )
 
 
-def _fail(record: TaskRecord, now: datetime, error: str, *, final: bool, **changes: Any) -> TaskRecord:
+def _fail(
+    record: TaskRecord,
+    now: datetime,
+    error: str,
+    *,
+    final: bool,
+    backoff_base: float = BACKOFF_BASE_SECONDS,
+    **changes: Any,
+) -> TaskRecord:
     failed = record.failed_attempts + 1
     final = final or failed >= record.max_attempts
-    retry_at = None if final else to_iso(now + timedelta(seconds=backoff_seconds(failed)))
+    retry_at = None if final else to_iso(now + timedelta(seconds=backoff_seconds(failed, backoff_base)))
     return _move(
         record,
         Status.FAILED,
@@ -271,8 +296,8 @@ def _fail(record: TaskRecord, now: datetime, error: str, *, final: bool, **chang
     )
 
 
-def backoff_seconds(failed_attempts: int) -> float:
-    return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(0, failed_attempts - 1))
+def backoff_seconds(failed_attempts: int, base: float = BACKOFF_BASE_SECONDS) -> float:
+    return min(BACKOFF_MAX_SECONDS, base * 2 ** max(0, failed_attempts - 1))
 
 
 def retry_due(record: TaskRecord, now: datetime) -> bool:

@@ -1,0 +1,281 @@
+"""One attempt, seen from the worker: supervise the child, renew the lease, finish.
+
+The worker process is the only writer of the task record. Every write
+re-reads the record and re-checks ownership (status, attempt, lease token)
+inside the compare-and-set loop, so a cancel, an expiry or another worker's
+claim always wins over this attempt's stale view.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import handlers, lifecycle
+from ..config import Settings
+from ..errors import NotOwner, S3TaskError
+from ..layout import Layout
+from ..lifecycle import Lease, Progress
+from ..record import TaskRecord, update_record
+from ..store.base import ObjectStore
+from . import child
+
+log = logging.getLogger("s3task.worker")
+
+# forkserver: children fork from a small single-threaded server that has
+# pandas and pyarrow already imported, so an attempt starts in milliseconds
+# without forking this (threaded) process.
+_MP = multiprocessing.get_context("forkserver")
+_MP.set_forkserver_preload(["s3task.worker.child", "s3task.processing", "s3task.store.s3", "s3task.store.local"])
+TICK = 0.2
+
+
+@dataclass
+class Outcome:
+    kind: str  # "completed" | "failed" | "released" | "lost"
+    detail: str = ""
+
+
+class Attempt:
+    def __init__(
+        self,
+        store: ObjectStore,
+        layout: Layout,
+        settings: Settings,
+        record: TaskRecord,
+        lease: Lease,
+        stop: threading.Event,
+    ) -> None:
+        self.store, self.layout, self.settings = store, layout, settings
+        self.record, self.lease, self.stop = record, lease, stop
+        self.task_id = record.task_id
+        self.progress = Progress()
+        self._proc: Any = None
+        self._row_count = 0
+        self._renewed = False
+
+    # --- the supervision loop -------------------------------------------------
+
+    def run(self) -> Outcome:
+        conn = self._start_child()
+        interval = self.settings.lease_seconds / 3
+        started = last_move = last_renewal = time.monotonic()
+        next_beat = started + interval
+        moved_bytes = -1
+        max_runtime = self._max_runtime()
+        result: tuple | None = None
+        try:
+            while result is None:
+                result = self._receive(conn)
+                now = time.monotonic()
+                if self.progress.bytes_processed != moved_bytes:
+                    moved_bytes, last_move = self.progress.bytes_processed, now
+                if result is not None:
+                    break
+                if not self._proc.is_alive():
+                    result = self._receive(conn) or ("error", self._crash_message(), False)
+                    break
+                if self.stop.is_set():
+                    return self._release()
+                if now - last_move > self.settings.stall_timeout:
+                    return self._fail(f"stalled: no progress for {self.settings.stall_timeout:.0f} seconds", False)
+                if max_runtime and now - started > max_runtime:
+                    return self._fail(f"ran longer than the {max_runtime:.0f} seconds this task type allows", False)
+                if self._rss_mb() > self.settings.max_child_memory_mb:
+                    return self._fail(f"used more than {self.settings.max_child_memory_mb} MB of memory", False)
+                if now >= next_beat:
+                    next_beat = now + interval
+                    outcome = self._heartbeat(now, last_renewal)
+                    if outcome is not None:
+                        return outcome
+                    last_renewal = now if self._renewed else last_renewal
+        finally:
+            self._kill_child()
+            conn.close()
+        return self._finish(result)
+
+    def _start_child(self) -> Any:
+        parent_conn, child_conn = _MP.Pipe(duplex=False)
+        job = child.Job(
+            store_url=self.settings.store,
+            handler_modules=tuple(self.settings.handlers),
+            task_id=self.task_id,
+            task_type=self.record.task_type,
+            params=dict(self.record.payload),
+            input_key=self.record.input_object_path,
+            input_etag=self.record.input_etag or "",
+            output_key=self.layout.output_key(self.task_id, self.lease.attempt_id),
+            write_id=secrets.token_hex(8),
+        )
+        self._proc = _MP.Process(target=child.main, args=(job, child_conn), name=f"s3task-{self.task_id}", daemon=True)
+        self._proc.start()
+        child_conn.close()
+        return parent_conn
+
+    def _receive(self, conn: Any) -> tuple | None:
+        """Drain progress messages; return the final message if one came."""
+        try:
+            while conn.poll(TICK):
+                msg = conn.recv()
+                if msg[0] == "progress":
+                    self.progress = _progress(msg[1])
+                    continue
+                if msg[0] == "done":
+                    self.progress = _progress(msg[1])
+                    self._row_count = int(msg[1].get("row_count", 0))
+                return msg
+        except (EOFError, OSError):
+            pass
+        return None
+
+    def _crash_message(self) -> str:
+        self._proc.join(1)
+        code = self._proc.exitcode
+        return f"the task's process stopped unexpectedly (exit code {code})"
+
+    def _kill_child(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+
+    def _rss_mb(self) -> float:
+        try:
+            with open(f"/proc/{self._proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+        except (OSError, ValueError):
+            pass
+        return 0.0
+
+    def _max_runtime(self) -> float | None:
+        try:
+            return handlers.get(self.record.task_type).max_runtime
+        except S3TaskError:
+            return None
+
+    # --- writes to the record ------------------------------------------------
+
+    def _write(self, change) -> TaskRecord:
+        return update_record(self.store, self.layout, self.task_id, change)
+
+    def _heartbeat(self, now: float, last_renewal: float) -> Outcome | None:
+        self._renewed = False
+        try:
+            self._write(
+                lambda r, t: lifecycle.heartbeat(
+                    r, t, lease=self.lease, lease_seconds=self.settings.lease_seconds, progress=self.progress
+                )
+            )
+            self._renewed = True
+            log.info(
+                "progress %s: %d rows, %d bytes",
+                self.task_id,
+                self.progress.processed_count,
+                self.progress.bytes_processed,
+                extra={"task_id": self.task_id, "event": "progress"},
+            )
+        except NotOwner as e:
+            log.warning("lost lease on %s: %s", self.task_id, e, extra={"task_id": self.task_id, "event": "lost"})
+            return Outcome("lost", str(e))
+        except S3TaskError as e:
+            # Keep trying while the lease may still be ours; past lease minus a
+            # margin another worker may have taken over, so stop writing.
+            margin = max(2.0, self.settings.lease_seconds / 6)
+            if now - last_renewal > self.settings.lease_seconds - margin:
+                log.warning(
+                    "giving up %s: renewals failed for too long (%s)",
+                    self.task_id,
+                    e,
+                    extra={"task_id": self.task_id, "event": "lost"},
+                )
+                return Outcome("lost", f"renewals failed: {e}")
+            log.warning("heartbeat failed for %s: %s", self.task_id, e, extra={"task_id": self.task_id})
+        return None
+
+    def _finish(self, result: tuple) -> Outcome:
+        if result[0] == "error":
+            return self._fail(result[1], bool(result[2]))
+        output_key = self.layout.output_key(self.task_id, self.lease.attempt_id)
+        try:
+            self._write(
+                lambda r, t: lifecycle.complete(
+                    r,
+                    t,
+                    lease=self.lease,
+                    output_path=output_key,
+                    progress=self.progress,
+                    row_count=self._row_count,
+                )
+            )
+        except NotOwner as e:
+            log.warning(
+                "finished %s but no longer own it: %s",
+                self.task_id,
+                e,
+                extra={"task_id": self.task_id, "event": "lost"},
+            )
+            return Outcome("lost", str(e))
+        self._drop_marker()
+        log.info(
+            "completed %s: %d rows in, %d out, %d errors",
+            self.task_id,
+            self.progress.processed_count,
+            self._row_count,
+            self.progress.error_count,
+            extra={"task_id": self.task_id, "event": "completed"},
+        )
+        return Outcome("completed")
+
+    def _fail(self, error: str, permanent: bool) -> Outcome:
+        self._kill_child()
+        try:
+            record = self._write(
+                lambda r, t: lifecycle.fail(
+                    r, t, lease=self.lease, error=error, permanent=permanent, progress=self.progress
+                )
+            )
+        except NotOwner as e:
+            return Outcome("lost", str(e))
+        if record.final:
+            self._drop_marker()
+        log.warning(
+            "failed %s (attempt %d%s): %s",
+            self.task_id,
+            self.lease.attempt_id,
+            ", final" if record.final else f", retry at {record.retry_at}",
+            error,
+            extra={"task_id": self.task_id, "event": "failed"},
+        )
+        return Outcome("failed", error)
+
+    def _release(self) -> Outcome:
+        self._kill_child()
+        try:
+            record = self._write(lambda r, t: lifecycle.release(r, t, lease=self.lease))
+        except NotOwner as e:
+            return Outcome("lost", str(e))
+        log.info("released %s back to the queue", self.task_id, extra={"task_id": self.task_id, "event": "released"})
+        if record.is_terminal:
+            self._drop_marker()
+        return Outcome("released")
+
+    def _drop_marker(self) -> None:
+        try:
+            self.store.delete(self.layout.active_key(self.task_id))
+        except S3TaskError as e:  # harmless: the next poll removes a stale marker
+            log.warning("could not remove marker of %s: %s", self.task_id, e)
+
+
+def _progress(data: dict) -> Progress:
+    return Progress(
+        processed_count=int(data.get("processed_count", 0)),
+        success_count=int(data.get("success_count", 0)),
+        error_count=int(data.get("error_count", 0)),
+        bytes_processed=int(data.get("bytes_processed", 0)),
+    )

@@ -1,0 +1,93 @@
+"""The child process of one attempt: stream the input through the handler into the output.
+
+It runs in its own process so the worker can kill it (hung, crashed, using
+too much memory) without going down itself. It reports progress and its
+result to the parent through a pipe and never writes the task record: the
+parent is the one writer of ``status.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidInput, PreconditionFailed, S3TaskError
+from ..layout import CSV_TYPE
+
+PROGRESS_EVERY = 0.5
+WRITE_ID_META = "s3task-write-id"
+
+
+@dataclass(frozen=True)
+class Job:
+    store_url: str
+    handler_modules: tuple[str, ...]
+    task_id: str
+    task_type: str
+    params: dict[str, Any]
+    input_key: str
+    input_etag: str
+    output_key: str
+    write_id: str
+
+
+def main(job: Job, conn: Any) -> None:
+    """Entry point of the child process. Sends ("progress", counts), then ("done", counts) or ("error", ...)."""
+    try:
+        counts = _run(job, conn)
+        conn.send(("done", dataclasses.asdict(counts)))
+    except InvalidInput as e:
+        conn.send(("error", str(e), True))
+    except PreconditionFailed:
+        conn.send(("error", "the input file changed after the task was submitted; submit it as a new task", True))
+    except S3TaskError as e:
+        conn.send(("error", str(e), False))
+    except MemoryError:
+        conn.send(("error", "the task ran out of memory", False))
+    except Exception as e:  # a handler bug: transient, retried, reported
+        conn.send(("error", f"{type(e).__name__}: {e}", False))
+    finally:
+        conn.close()
+
+
+def _run(job: Job, conn: Any):
+    from .. import handlers, processing
+    from ..store import open_store
+    from ..store.base import PutMode
+
+    for module in job.handler_modules:
+        handlers.load_module(module)
+    store, _ = open_store(job.store_url)
+    last = 0.0
+
+    def on_progress(counts: processing.Counts) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PROGRESS_EVERY:
+            last = now
+            conn.send(("progress", dataclasses.asdict(counts)))
+
+    metadata = {WRITE_ID_META: job.write_id}
+    counts = None
+    try:
+        with (
+            store.open_read(job.input_key, if_match=job.input_etag) as source,
+            store.open_write(job.output_key, PutMode.CREATE, content_type=CSV_TYPE, metadata=metadata) as sink,
+        ):
+            counts = processing.run(job.task_type, job.params, source, sink, on_progress)
+    except S3TaskError:
+        # Completing the output failed after the handler finished. It may have
+        # landed anyway (a lost response, or a resend refused because our first
+        # send succeeded): our write id in its metadata tells.
+        if counts is None or not _is_ours(store, job):
+            raise
+    return counts
+
+
+def _is_ours(store: Any, job: Job) -> bool:
+    try:
+        return store.head(job.output_key).metadata.get(WRITE_ID_META) == job.write_id
+    except S3TaskError:
+        return False

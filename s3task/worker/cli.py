@@ -1,0 +1,110 @@
+"""``python worker.py``: a standalone worker with signal handling."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import Settings
+from ..errors import S3TaskError
+from ..handlers import load_module
+from ..store.probe import cas_probe
+from .loop import Worker
+
+log = logging.getLogger("s3task.worker")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python worker.py", description="Process s3task tasks from an object store.")
+    p.add_argument("--store", help="s3://bucket/prefix or a local directory (S3TASK_STORE)")
+    p.add_argument("--once", action="store_true", help="process until nothing is claimable, then exit")
+    p.add_argument("--concurrency", type=int, help="tasks processed at once (S3TASK_CONCURRENCY, default 1)")
+    p.add_argument("--poll-interval", type=float, help="seconds between polls (S3TASK_POLL_INTERVAL, default 3)")
+    p.add_argument("--lease-seconds", type=float, help="lease length, renewed every third (S3TASK_LEASE_SECONDS)")
+    p.add_argument("--max-attempts", type=int, help="failed attempts before a task fails for good (default 3)")
+    p.add_argument("--stall-timeout", type=float, help="kill a task whose progress stops this long (seconds)")
+    p.add_argument("--worker-id", help="name in records and logs (default host-pid)")
+    p.add_argument("--handlers", action="append", help="module that registers more task types (repeatable)")
+    p.add_argument("--log-format", choices=["text", "json"], help="log lines as text or JSON (S3TASK_LOG_FORMAT)")
+    return p
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "event": getattr(record, "event", None),
+            "task_id": getattr(record, "task_id", None),
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return json.dumps({k: v for k, v in data.items() if v is not None})
+
+
+def setup_logging(fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger("s3task")
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("S3TASK_LOG_LEVEL", "INFO").upper())
+    root.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    overrides = {
+        "store": args.store,
+        "concurrency": args.concurrency,
+        "poll_interval": args.poll_interval,
+        "lease_seconds": args.lease_seconds,
+        "max_attempts": args.max_attempts,
+        "stall_timeout": args.stall_timeout,
+        "worker_id": args.worker_id,
+        "handlers": args.handlers,
+        "log_format": args.log_format,
+    }
+    try:
+        settings = Settings.load(overrides)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    setup_logging(settings.log_format)
+    try:
+        for module in settings.handlers:
+            load_module(module)
+        worker = Worker(settings)
+        cas_probe(worker.store, worker.layout.prefix)
+    except (S3TaskError, ValueError) as e:
+        print(f"error: refusing to start: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    _install_signals(worker)
+    try:
+        worker.run_once() if args.once else worker.run_forever()
+    except S3TaskError as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    log.info("worker %s stopped", settings.worker_id, extra={"event": "stopped"})
+    return 0
+
+
+def _install_signals(worker: Worker) -> None:
+    def handle(signum: int, _frame: Any) -> None:
+        if worker.stop_event.is_set():
+            os._exit(128 + signum)  # second signal: leave at once
+        log.info("signal %d: releasing tasks and stopping (again to exit at once)", signum, extra={"event": "stopping"})
+        worker.stop_event.set()
+        worker._wake.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)

@@ -1,0 +1,246 @@
+"""The worker loop: poll the ``active/`` index, tidy what needs it, claim, run attempts.
+
+Poll = list ``active/`` + read those records in parallel. For each record:
+queued → a claim candidate; failed, not final, ``retry_at`` passed → back to
+the queue; running with its lease (plus a grace) expired by the *store's*
+clock → a failed attempt; terminal → drop the stale marker; created → leave
+alone (its submit may be under way). Unreadable records are logged and
+skipped, never rewritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .. import lifecycle
+from ..config import Settings
+from ..errors import InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
+from ..layout import Layout
+from ..lifecycle import Lease, Status
+from ..record import TaskRecord, read_record, update_record
+from ..store import open_store
+from ..store.base import ObjectStore
+from .attempt import Attempt, Outcome
+from .presence import Presence
+
+log = logging.getLogger("s3task.worker")
+
+#: Claim among the oldest few at random, so workers don't all race for one task.
+SPREAD = 3
+_READERS = 16
+
+
+class Worker:
+    def __init__(self, settings: Settings, store: ObjectStore | None = None, layout: Layout | None = None) -> None:
+        self.settings = settings
+        if store is None or layout is None:
+            store, layout = open_store(settings.store)
+        self.store, self.layout = store, layout
+        self.stop_event = threading.Event()
+        self._wake = threading.Event()
+        self._slots = threading.Semaphore(max(1, settings.concurrency))
+        self._running: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self.presence = Presence(store, layout, settings.worker_id)
+        self.outcomes: list[tuple[str, Outcome]] = []
+
+    # --- lifecycle of the worker itself -------------------------------------------
+
+    def run_forever(self) -> None:
+        log.info(
+            "worker %s polling %s every %.1fs",
+            self.settings.worker_id,
+            self.store.description,
+            self.settings.poll_interval,
+            extra={"event": "started"},
+        )
+        while not self.stop_event.is_set():
+            try:
+                self.poll_once()
+            except S3TaskError as e:
+                log.warning("poll failed: %s", e)
+            self.presence.beat(self.task_ids())
+            self._wake.wait(self.settings.poll_interval)
+            self._wake.clear()
+        self._drain()
+
+    def run_once(self) -> None:
+        """Work until nothing is claimable right now, then return (cron, tests)."""
+        while not self.stop_event.is_set():
+            started = self.poll_once()
+            if not started and not self.task_ids():
+                break
+            if not started:
+                self._wake.wait(0.2)
+                self._wake.clear()
+        self._drain()
+
+    def stop(self, timeout: float | None = 30) -> None:
+        """Stop claiming; running attempts release their tasks back to the queue."""
+        self.stop_event.set()
+        self._wake.set()
+        self._drain(timeout)
+
+    def _drain(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in list(self._running.values()):
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self.presence.beat([], force=True, stopped=self.stop_event.is_set())
+
+    def task_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._running)
+
+    # --- polling -----------------------------------------------------------------
+
+    def poll_once(self) -> int:
+        """One pass over ``active/``. Returns the number of attempts started."""
+        ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(self.layout.active_root)) if i]
+        found = self._read_all(ids)
+        candidates: list[tuple[TaskRecord, str]] = []
+        for task_id in ids:  # newest first
+            item = found.get(task_id)
+            if item is None:
+                continue
+            record, etag = item
+            if record.status == Status.QUEUED:
+                candidates.append((record, etag))
+            else:
+                self._tidy(record, etag)
+        candidates.reverse()  # oldest first
+        return self._claim_some(candidates)
+
+    def _read_all(self, ids: list[str]) -> dict[str, tuple[TaskRecord, str]]:
+        def one(task_id: str) -> tuple[TaskRecord, str] | None:
+            try:
+                return read_record(self.store, self.layout, task_id)
+            except TaskNotFound:
+                self._delete_marker(task_id)  # a marker with no task behind it
+            except RecordError as e:
+                log.error("skipping unreadable task %s: %s", task_id, e, extra={"task_id": task_id})
+            except S3TaskError as e:
+                log.warning("could not read %s: %s", task_id, e, extra={"task_id": task_id})
+            return None
+
+        if not ids:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(_READERS, len(ids))) as pool:
+            return {i: r for i, r in zip(ids, pool.map(one, ids), strict=True) if r is not None}
+
+    def _tidy(self, record: TaskRecord, etag: str) -> None:
+        task_id = record.task_id
+        try:
+            if record.is_terminal:
+                self._delete_marker(task_id)
+            elif lifecycle.retry_due(record, self.store.now()):
+                update_record(
+                    self.store,
+                    self.layout,
+                    task_id,
+                    lambda r, t: lifecycle.retry(r, t, automatic=True),
+                    first=(record, etag),
+                )
+                log.info(
+                    "retrying %s (attempt %d failed)",
+                    task_id,
+                    record.attempt_id,
+                    extra={"task_id": task_id, "event": "retried"},
+                )
+                self._wake.set()
+            elif record.status == Status.RUNNING and task_id not in self._running:
+                grace = self.settings.lease_grace_seconds
+                backoff = self.settings.retry_backoff_seconds
+                new = update_record(
+                    self.store,
+                    self.layout,
+                    task_id,
+                    lambda r, t: lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff),
+                    first=(record, etag),
+                )
+                if new.status == Status.FAILED:
+                    log.warning("%s", new.last_error, extra={"task_id": task_id, "event": "failed"})
+                    if new.final:
+                        self._delete_marker(task_id)
+        except InvalidTransition as e:
+            log.debug("%s changed while tidying: %s", task_id, e)
+        except S3TaskError as e:
+            log.warning("could not tidy %s: %s", task_id, e, extra={"task_id": task_id})
+
+    def _delete_marker(self, task_id: str) -> None:
+        try:
+            self.store.delete(self.layout.active_key(task_id))
+        except (NotFound, S3TaskError) as e:
+            log.debug("could not remove marker of %s: %s", task_id, e)
+
+    # --- claiming ----------------------------------------------------------------------
+
+    def _claim_some(self, candidates: list[tuple[TaskRecord, str]]) -> int:
+        started = 0
+        while candidates and not self.stop_event.is_set():
+            if not self._slots.acquire(blocking=False):
+                break
+            pick = random.randrange(min(SPREAD, len(candidates)))
+            record, etag = candidates.pop(pick)
+            claimed = self._claim(record, etag)
+            if claimed is None:
+                self._slots.release()
+                continue
+            self._start(*claimed)
+            started += 1
+        return started
+
+    def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease] | None:
+        holder: dict[str, Any] = {}
+
+        def change(current: TaskRecord, now: Any) -> TaskRecord:
+            new, holder["lease"] = lifecycle.claim(
+                current,
+                now,
+                worker_id=self.settings.worker_id,
+                lease_seconds=self.settings.lease_seconds,
+                max_attempts=self.settings.max_attempts,
+            )
+            return new
+
+        try:
+            # One try only: if someone else wrote in between, they won.
+            new = update_record(self.store, self.layout, record.task_id, change, tries=1, first=(record, etag))
+        except (InvalidTransition, S3TaskError) as e:
+            log.debug("lost the claim on %s: %s", record.task_id, e)
+            return None
+        log.info(
+            "claimed %s (attempt %d, %s)",
+            new.task_id,
+            new.attempt_id,
+            new.task_type,
+            extra={"task_id": new.task_id, "event": "claimed"},
+        )
+        return new, holder["lease"]
+
+    def _start(self, record: TaskRecord, lease: Lease) -> None:
+        attempt = Attempt(self.store, self.layout, self.settings, record, lease, self.stop_event)
+
+        def body() -> None:
+            try:
+                outcome = attempt.run()
+            except Exception as e:  # never let one task take the worker down
+                log.exception("attempt on %s crashed in the worker: %s", record.task_id, e)
+                outcome = Outcome("lost", str(e))
+            finally:
+                self._slots.release()
+                with self._lock:
+                    self._running.pop(record.task_id, None)
+                self._wake.set()
+            with self._lock:
+                self.outcomes.append((record.task_id, outcome))
+
+        thread = threading.Thread(target=body, name=f"attempt-{record.task_id}", daemon=True)
+        with self._lock:
+            self._running[record.task_id] = thread
+        self.presence.beat(self.task_ids(), force=True)
+        thread.start()
