@@ -1,0 +1,77 @@
+"""s3task in the browser: ``streamlit run app.py`` (or ``./run.sh``).
+
+Sets up the page, works out who the user is, opens the store from the settings
+(``S3TASK_*``; a local ``./s3task-data`` directory by default), starts the
+embedded worker unless ``S3TASK_EMBEDDED_WORKER=0``, and hands over to the
+page the user is on. Pages live in ``pages/``; Streamlit-side helpers in ``ui/``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from s3task.config import Settings
+from s3task.errors import S3TaskError
+from ui import context, identity, services, sidebar
+from ui import format as fmt
+from ui.appsettings import AppSettings
+
+st.set_page_config(page_title="s3task", page_icon=":material/table_view:", layout="wide")
+
+
+def _stop_with(title: str, message: str) -> None:
+    """Show one explanatory page and nothing else (no navigation to other pages)."""
+
+    def explain() -> None:
+        st.title(title)
+        st.error(fmt.plain(message), icon=":material/block:")
+
+    st.navigation([st.Page(explain, title="s3task", url_path="problem")], position="hidden").run()
+    st.stop()
+
+
+def _sign_in() -> None:
+    def welcome() -> None:
+        st.title("s3task")
+        st.write("Upload a CSV file, let it be processed in the background, and download the result.")
+        st.button("Sign in to continue", type="primary", on_click=st.login, icon=":material/login:")
+
+    st.navigation([st.Page(welcome, title="Sign in", url_path="signin")], position="hidden").run()
+    st.stop()
+
+
+try:
+    settings = Settings.load()
+    app_settings = AppSettings.load()
+except ValueError as e:
+    _stop_with("s3task is not configured correctly", str(e))
+
+who = identity.current(settings.operators)
+if who.problem:
+    _stop_with("s3task cannot let you in", who.problem)
+if who.login_needed:
+    _sign_in()
+
+try:
+    service = services.service_for(settings)
+except (S3TaskError, ValueError, OSError) as e:
+    _stop_with("s3task cannot open its task store", f"{settings.store}: {e}")
+
+ctx = context.Context(
+    settings=settings,
+    app=app_settings,
+    identity=who,
+    service=service,
+    worker=services.embedded_worker(settings),
+)
+context.put(ctx)
+
+page = st.navigation(
+    [
+        st.Page("pages/tasks.py", title="Tasks", icon=":material/list_alt:", url_path="tasks", default=True),
+        st.Page("pages/new_task.py", title="New task", icon=":material/upload_file:", url_path="new"),
+        st.Page("pages/task.py", title="Task", icon=":material/description:", url_path="task", visibility="hidden"),
+    ]
+)
+sidebar.render(ctx)
+page.run()

@@ -1,0 +1,222 @@
+"""Pieces of the Task page: status and progress, timeline, actions, output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from s3task.errors import S3TaskError
+from s3task.record import TaskRecord
+
+from . import format as fmt
+from . import services
+from .context import Context
+from .tables import type_title
+
+EVENTS = {
+    "create": "Created",
+    "submit": "Submitted, waiting for a worker",
+    "claim": "Started",
+    "release": "Handed back to the queue (worker stopped)",
+    "fail": "Attempt failed",
+    "retry": "Queued again",
+    "complete": "Completed",
+    "cancel": "Cancelled",
+}
+
+
+def header(ctx: Context, record: TaskRecord) -> None:
+    st.title(fmt.plain(record.task_name))
+    tz = st.context.timezone
+    st.caption(
+        f"{fmt.plain(type_title(record.task_type))} · created by {fmt.plain(record.created_by)} "
+        f"on {fmt.local_time(record.created_at, tz)} · task id {record.task_id}"
+    )
+
+
+def status(ctx: Context, record: TaskRecord, now: datetime) -> None:
+    st.badge(fmt.status_label(record), color=fmt.status_color(record))
+    if record.status == "running":
+        rate = fmt.rows_per_second(record, now)
+        left = fmt.time_left(record, now)
+        text = f"{record.progress:.0%} · {record.processed_count:,} rows"
+        if rate:
+            text += f" · {rate:,.0f} rows/s"
+        if left is not None:
+            text += f" · about {fmt.duration(left.total_seconds())} left"
+        st.progress(record.progress, text=text)
+    elif record.status == "queued":
+        st.progress(0.0, text="Waiting for a worker to pick it up…")
+    elif record.status == "completed":
+        st.progress(1.0, text=f"Done in {fmt.duration(fmt.elapsed_seconds(record, now) or 0)}")
+    elif record.status == "created":
+        st.info("This task was created but its file was never submitted. You can cancel it.")
+    counts = st.columns(3)
+    counts[0].metric("Rows processed", f"{_rows(record):,}")
+    counts[1].metric("Succeeded", f"{record.success_count:,}")
+    counts[2].metric("Rows with errors", f"{record.error_count:,}")
+    _attempts(record)
+    if record.status == "failed" and record.last_error:
+        _failure(record)
+
+
+def _rows(record: TaskRecord) -> int:
+    return record.row_count if record.status == "completed" and record.row_count is not None else record.processed_count
+
+
+def _attempts(record: TaskRecord) -> None:
+    tz = st.context.timezone
+    parts = []
+    if record.attempt_id:
+        parts.append(f"attempt {record.attempt_id}")
+    if record.failed_attempts:
+        parts.append(f"{record.failed_attempts} of {record.max_attempts} allowed failures used")
+    if record.status == "running" and record.worker_id:
+        parts.append(f"worker {fmt.plain(record.worker_id)}, lease until {fmt.local_time(record.lease_expires_at, tz)}")
+    if parts:
+        text = " · ".join(parts)
+        st.caption(text[0].upper() + text[1:])
+
+
+def _failure(record: TaskRecord) -> None:
+    tz = st.context.timezone
+    if record.final:
+        what = "This task failed and will not be retried automatically."
+    elif record.retry_at:
+        what = f"The last attempt failed. It will be retried automatically after {fmt.local_time(record.retry_at, tz)}."
+    else:
+        what = "The last attempt failed. It will be retried automatically."
+    st.error(what, icon=":material/error:")
+    st.caption("What went wrong")
+    st.text(record.last_error or "")
+
+
+def timeline(record: TaskRecord) -> None:
+    tz = st.context.timezone
+    rows = [
+        {
+            "When": fmt.local_time(entry.get("at"), tz),
+            "What": EVENTS.get(str(entry.get("event")), str(entry.get("event"))),
+            "Attempt": str(entry.get("attempt") or ""),
+            "Details": str(entry.get("note") or ""),
+        }
+        for entry in record.history
+    ]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def actions(ctx: Context, record: TaskRecord, done: Callable[[], None]) -> None:
+    """Cancel (after a confirmation) and Retry, shown only when this user may use them."""
+    service, actor = ctx.service, ctx.actor
+    confirm_key = f"confirm_cancel_{record.task_id}"
+    can_cancel, can_retry = service.can_cancel(actor, record), service.can_retry(actor, record)
+    if st.session_state.get(confirm_key) and can_cancel:
+        with st.container(border=True):
+            st.warning("Cancel this task? Work done so far is thrown away and it cannot be restarted.")
+            yes, no = st.columns(2)
+            if yes.button("Yes, cancel the task", type="primary", width="stretch"):
+                st.session_state.pop(confirm_key, None)
+                _act(lambda: service.cancel(actor, record.task_id), done)
+            if no.button("No, keep it", width="stretch"):
+                st.session_state.pop(confirm_key, None)
+                st.rerun(scope="fragment")
+        return
+    cols = st.columns(4)
+    if can_retry and cols[0].button("Retry now", icon=":material/replay:", width="stretch"):
+        _act(lambda: service.retry(actor, record.task_id), done)
+    if can_cancel and cols[1].button("Cancel task…", icon=":material/cancel:", width="stretch"):
+        st.session_state[confirm_key] = True
+        st.rerun(scope="fragment")
+    if not service.may_act(actor, record) and not record.is_terminal:
+        st.caption(f"Only {fmt.plain(record.created_by)} or an operator can cancel or retry this task.")
+
+
+def _act(call: Callable[[], object], done: Callable[[], None]) -> None:
+    try:
+        call()
+    except S3TaskError as e:
+        st.error(fmt.plain(e), icon=":material/error:")
+        return
+    done()
+
+
+def output(ctx: Context, record: TaskRecord) -> None:
+    service, actor = ctx.service, ctx.actor
+    st.subheader("Result")
+    if not service.may_act(actor, record):
+        st.info(f"Only {fmt.plain(record.created_by)} or an operator can see and download the result of this task.")
+        return
+    _download(ctx, record)
+    errors = record.error_count
+    view = st.segmented_control(
+        "Show",
+        ["First 100 rows", f"Only rows with errors ({errors:,})"],
+        default="First 100 rows",
+        required=True,
+        key=f"view_{record.task_id}",
+        label_visibility="collapsed",
+    )
+    errors_only = view != "First 100 rows"
+    try:
+        frame = services.output_preview(
+            service, actor, ctx.settings.store, record.task_id, record.output_object_path or "", errors_only
+        )
+    except S3TaskError as e:
+        st.error("Could not read the result: " + fmt.plain(e), icon=":material/error:")
+        return
+    if errors_only and frame.empty:
+        st.write("No row has an error.")
+        return
+    st.dataframe(frame, hide_index=True, width="stretch")
+    shown = len(frame)
+    total = errors if errors_only else _rows(record)
+    if total > shown:
+        st.caption(f"Showing {shown:,} of {total:,} rows. Download the file for all of them.")
+
+
+def _download(ctx: Context, record: TaskRecord) -> None:
+    service, actor = ctx.service, ctx.actor
+    filename = service.output_filename(record)
+    try:
+        url = service.output_url(actor, record.task_id)
+    except S3TaskError as e:
+        st.error("The result cannot be downloaded: " + fmt.plain(e), icon=":material/error:")
+        return
+    if url:  # the browser fetches it from the store itself
+        st.link_button("Download result (CSV)", url, type="primary", icon=":material/download:")
+        minutes = service.url_seconds // 60
+        st.caption(f"{fmt.plain(filename)} · the link works for {minutes} minutes; reload the page for a new one.")
+        return
+    # No presigned URLs (local directory): the app sends the file, so it has to fit in memory.
+    size = service.store.head(record.output_object_path or "").size
+    cap = ctx.app.download_cap_mb * 2**20
+    if size <= cap:
+
+        def read() -> bytes:  # runs only when the button is clicked
+            with service.open_output(actor, record.task_id) as f:
+                return f.read()
+
+        st.download_button(
+            "Download result (CSV)",
+            read,
+            file_name=filename,
+            mime="text/csv",
+            type="primary",
+            icon=":material/download:",
+            on_click="ignore",
+        )
+        st.caption(f"{fmt.plain(filename)} · {fmt.size(size)}")
+        return
+    where = getattr(service.store, "root", None)
+    st.warning(
+        f"The result is {fmt.size(size)}, more than the {ctx.app.download_cap_mb} MB this app sends through "
+        "the browser when tasks are kept in a local folder.",
+        icon=":material/warning:",
+    )
+    if where is not None:
+        st.caption("The file is on this computer at")
+        st.code(str(where / (record.output_object_path or "")), language=None)

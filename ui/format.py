@@ -1,0 +1,140 @@
+"""Pure formatting for the pages: status labels and colours, times, sizes, rates.
+
+No Streamlit here, so it is cheap to test and to reuse.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from s3task.record import TaskRecord, parse_iso
+
+#: Readable label and a colour (Streamlit badge colour names) per status.
+STATUS_STYLE: dict[str, tuple[str, str]] = {
+    "created": ("Waiting for upload", "gray"),
+    "queued": ("Queued", "orange"),
+    "running": ("Running", "blue"),
+    "completed": ("Completed", "green"),
+    "failed": ("Failed, will retry", "red"),
+    "failed_final": ("Failed", "red"),
+    "abandoned": ("Cancelled", "gray"),
+}
+
+#: CSS colours for the same statuses, for table pills.
+STATUS_CSS = {"gray": "#9aa0a6", "orange": "#f0a020", "blue": "#3b82f6", "green": "#22a06b", "red": "#e5484d"}
+
+
+def status_key(record: TaskRecord) -> str:
+    return "failed_final" if record.status == "failed" and record.final else record.status
+
+
+def status_label(record: TaskRecord) -> str:
+    return STATUS_STYLE.get(status_key(record), (record.status, "gray"))[0]
+
+
+def status_color(record: TaskRecord) -> str:
+    return STATUS_STYLE.get(status_key(record), (record.status, "gray"))[1]
+
+
+def is_live(record: TaskRecord) -> bool:
+    """Will this record change without anyone clicking? (worth refreshing)"""
+    return record.status in ("queued", "running") or (record.status == "failed" and not record.final)
+
+
+def ago(stamp: str | datetime | None, now: datetime) -> str:
+    """'just now', '5 min ago', '3 h ago', '2 days ago'."""
+    when = parse_iso(stamp) if isinstance(stamp, str) or stamp is None else stamp
+    if when is None:
+        return ""
+    seconds = (now - when).total_seconds()
+    if seconds < 0:
+        return "in " + duration(-seconds)
+    if seconds < 45:
+        return "just now"
+    return duration(seconds) + " ago"
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400 * 2:
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours:.0f} h {rest / 60:.0f} min" if hours < 10 else f"{hours:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def local_time(stamp: str | None, tz: str | None = None) -> str:
+    """An ISO stamp as 'YYYY-MM-DD HH:MM:SS' in the browser's time zone (UTC if unknown)."""
+    when = parse_iso(stamp)
+    if when is None:
+        return ""
+    label = "UTC"
+    if tz:
+        try:
+            from zoneinfo import ZoneInfo
+
+            when = when.astimezone(ZoneInfo(tz))
+            label = when.tzname() or tz
+        except (KeyError, ValueError, OSError):
+            pass
+    return f"{when:%Y-%m-%d %H:%M:%S} {label}"
+
+
+def size(n: int | None) -> str:
+    if n is None:
+        return ""
+    value = float(n)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} bytes"
+
+
+def rows_text(record: TaskRecord) -> str:
+    if record.row_count is not None and record.status == "completed":
+        return f"{record.row_count:,}"
+    return f"{record.processed_count:,}"
+
+
+def elapsed_seconds(record: TaskRecord, now: datetime) -> float | None:
+    started = parse_iso(record.started_at)
+    if started is None:
+        return None
+    end = parse_iso(record.finished_at) if record.status == "completed" else None
+    return max(0.0, ((end or now) - started).total_seconds())
+
+
+def rows_per_second(record: TaskRecord, now: datetime) -> float | None:
+    elapsed = elapsed_seconds(record, now)
+    if not elapsed or elapsed < 1 or not record.processed_count:
+        return None
+    return record.processed_count / elapsed
+
+
+def time_left(record: TaskRecord, now: datetime) -> timedelta | None:
+    """Estimate from the exact byte progress: elapsed × (1 - p) / p."""
+    if record.status != "running":
+        return None
+    elapsed = elapsed_seconds(record, now)
+    p = record.progress
+    if elapsed is None or elapsed < 2 or p <= 0.01 or p >= 1:
+        return None
+    return timedelta(seconds=elapsed * (1 - p) / p)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$&=\"'^%@/])")
+
+
+def plain(text: object) -> str:
+    """Escape user text for places where Streamlit renders Markdown (titles, alerts, labels).
+
+    Every ASCII punctuation character gets a backslash, which CommonMark turns
+    back into the literal character: no links, emphasis, HTML, math, colour
+    directives or icons can come out of a task name or an error message.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")

@@ -1,0 +1,93 @@
+"""Process-wide objects for the app: one TaskService per store, the embedded worker, worker presence.
+
+``st.cache_resource`` makes each of these a singleton across reruns, tabs and
+sessions. The TaskService keeps finished records in memory (they never change),
+so an open Tasks page re-reads only live tasks.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from s3task.config import Settings
+from s3task.store import open_store
+from s3task.tasks import Actor, TaskService
+
+log = logging.getLogger("s3task.app")
+
+WORKER_WINDOW_SECONDS = 180
+
+
+@dataclass(frozen=True)
+class Worker:
+    """Whether this app runs a worker itself, and what went wrong starting it."""
+
+    embedded: bool
+    problem: str | None = None
+
+
+@st.cache_resource(show_spinner=False)
+def task_service(store_url: str, max_attempts: int, url_seconds: int) -> TaskService:
+    store, layout = open_store(store_url)
+    return TaskService(store, layout, max_attempts=max_attempts, url_seconds=url_seconds)
+
+
+def service_for(settings: Settings) -> TaskService:
+    return task_service(settings.store, settings.max_attempts, settings.url_seconds)
+
+
+@st.cache_resource(show_spinner=False)
+def _embedded_worker(_settings: Settings) -> Worker:
+    """Start the in-process worker once per process (start_embedded is itself idempotent)."""
+    try:
+        from s3task.worker import start_embedded
+    except ImportError as e:
+        log.warning("no embedded worker: %s", e)
+        return Worker(False, f"the worker module is not available ({e})")
+    try:
+        worker = start_embedded(_settings)
+    except Exception as e:  # e.g. the store failed the conditional-write probe
+        log.exception("embedded worker did not start")
+        return Worker(False, f"the built-in worker did not start: {e}")
+    # Give the task in hand back to the queue when the app stops (no signal handlers here).
+    atexit.register(worker.stop)
+    return Worker(True)
+
+
+def embedded_worker(settings: Settings) -> Worker:
+    if not settings.embedded_worker:
+        return Worker(False)
+    return _embedded_worker(settings)
+
+
+@st.cache_data(ttl=20, show_spinner=False)
+def live_workers(store_url: str) -> list[dict[str, Any]] | None:
+    """Workers seen recently, or None if presence cannot be read (no worker module yet, store down)."""
+    try:
+        from s3task.worker import live_workers as read_presence
+    except ImportError:
+        return None
+    store, layout = open_store(store_url)
+    try:
+        return read_presence(store, layout, within_seconds=WORKER_WINDOW_SECONDS)
+    except Exception as e:
+        log.warning("could not read worker presence: %s", e)
+        return None
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def output_preview(
+    _service: TaskService, _actor: Actor, store_url: str, task_id: str, output_path: str, errors_only: bool
+) -> pd.DataFrame:
+    """The first 100 output rows; cached per output object, which never changes once written.
+
+    The caller checks access before calling: the cache key deliberately leaves
+    out the user, since the rows do not depend on who reads them.
+    """
+    return _service.read_output(_actor, task_id, rows=100, errors_only=errors_only)

@@ -1,0 +1,70 @@
+"""The task table on the Tasks page: one row per task, a click opens it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from s3task import handlers
+from s3task.errors import UnknownTaskType
+from s3task.record import TaskRecord
+
+from . import format as fmt
+
+_LABELS = list(dict.fromkeys(label for label, _ in fmt.STATUS_STYLE.values()))
+_COLORS = [fmt.STATUS_CSS[next(c for lab, c in fmt.STATUS_STYLE.values() if lab == label)] for label in _LABELS]
+
+
+def type_title(name: str) -> str:
+    try:
+        return handlers.get(name).title
+    except UnknownTaskType:
+        return name
+
+
+def task_frame(records: list[TaskRecord], now: datetime) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id": [r.task_id for r in records],
+            "name": [r.task_name for r in records],
+            "type": [type_title(r.task_type) for r in records],
+            "status": [[fmt.status_label(r)] for r in records],
+            "progress": [r.progress for r in records],
+            "rows": [r.processed_count if r.status != "completed" else (r.row_count or 0) for r in records],
+            "errors": [r.error_count for r in records],
+            "created_by": [r.created_by for r in records],
+            "created": [fmt.ago(r.created_at, now) for r in records],
+        }
+    )
+
+
+COLUMNS = {
+    "name": st.column_config.TextColumn("Name", width="medium"),
+    "type": st.column_config.TextColumn("Type"),
+    "status": st.column_config.MultiselectColumn("Status", options=_LABELS, color=_COLORS, width="small"),
+    "progress": st.column_config.ProgressColumn("Progress", min_value=0.0, max_value=1.0, format="percent"),
+    "rows": st.column_config.NumberColumn("Rows", format="localized"),
+    "errors": st.column_config.NumberColumn("Errors", format="localized"),
+    "created_by": st.column_config.TextColumn("Created by"),
+    "created": st.column_config.TextColumn("Created"),
+}
+
+
+def task_table(records: list[TaskRecord], now: datetime, *, key: str) -> str | None:
+    """Show the tasks; return the id of the task the user clicked, if any."""
+    frame = task_frame(records, now)
+    event = st.dataframe(
+        frame,
+        column_config=COLUMNS,
+        column_order=list(COLUMNS),
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key=key,
+    )
+    st.caption("Click a row to open the task.")
+    rows = event.selection.rows if event is not None else []
+    return frame["id"].iloc[rows[0]] if rows else None
