@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import pandas as pd
 
@@ -67,12 +67,30 @@ class Page:
     problems: list[str] = field(default_factory=list)
 
 
+class UrlSigner(Protocol):
+    """Makes transfer URLs for a store that has no presigned URLs of its own (see s3task.transfer)."""
+
+    def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str: ...
+
+    def presign_put(self, key: str, *, expires: int, content_type: str) -> str: ...
+
+
 class TaskService:
-    def __init__(self, store: ObjectStore, layout: Layout, *, max_attempts: int = 3, url_seconds: int = 900) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        layout: Layout,
+        *,
+        max_attempts: int = 3,
+        url_seconds: int = 900,
+        url_signer: UrlSigner | None = None,
+    ) -> None:
         self.store = store
         self.layout = layout
         self.max_attempts = max_attempts
         self.url_seconds = url_seconds
+        #: Used only when the store's own presign returns None (the local store).
+        self.url_signer = url_signer
         # Completed and abandoned records never change again: cache them.
         self._finished: dict[str, TaskRecord] = {}
         self._lock = threading.Lock()
@@ -126,6 +144,8 @@ class TaskService:
         self.store.put(self.layout.user_key(actor.name, task_id), b"", PutMode.OVERWRITE)
         create_record(self.store, self.layout, record)
         url = self.store.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
+        if url is None and self.url_signer is not None:
+            url = self.url_signer.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
         return Created(record, url)
 
     def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
@@ -262,9 +282,11 @@ class TaskService:
     def output_url(self, actor: Actor, task_id: str) -> str | None:
         """A short-lived download URL, or None if the store has none (stream with open_output)."""
         record = self._completed(actor, task_id)
-        return self.store.presign_get(
-            record.output_object_path, expires=self.url_seconds, filename=self.output_filename(record)
-        )
+        key, filename = record.output_object_path, self.output_filename(record)
+        url = self.store.presign_get(key, expires=self.url_seconds, filename=filename)
+        if url is None and self.url_signer is not None:
+            url = self.url_signer.presign_get(key, expires=self.url_seconds, filename=filename)
+        return url
 
     @contextlib.contextmanager
     def open_output(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:
