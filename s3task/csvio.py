@@ -1,0 +1,528 @@
+"""Streaming CSV in and out, with Arrow doing the heavy lifting.
+
+Reading: :class:`CsvReader` pulls the input from a plain ``read(n)`` stream and
+cuts it into *blocks of whole rows* itself, then parses each block with
+Arrow's multithreaded parser (every column as string). Cutting the blocks
+ourselves, instead of handing the stream to ``pyarrow.csv.open_csv``, buys:
+
+- exact progress: a block ends on a row boundary, so the bytes consumed by the
+  rows parsed so far are known to the byte (``open_csv`` reads tens of blocks
+  ahead of the rows it has returned, and says nothing about where they end);
+- exact line numbers in error messages: each block knows the file line it
+  starts on, and a block Arrow refuses is re-read by Python's ``csv`` module to
+  find the line and say what is wrong with it;
+- rows bigger than the block size (a 5 MB cell) just make that one block
+  bigger, up to :data:`MAX_ROW_BYTES`;
+- bounded memory: no read-ahead beyond the one block being parsed.
+
+A row boundary is a line end outside quotes. The fast path counts quote
+characters (numpy) and checks that every quote sits where RFC 4180 puts one
+(opening a field, closing it, or doubled inside it); only then is quote parity
+the same as Arrow's own reading. Otherwise (stray quotes such as ``27" wide``)
+a slower exact scan that follows Arrow's quoting rules decides.
+
+Writing: :class:`CsvWriter` turns handler output into RFC 4180 CSV (UTF-8,
+CRLF, header once) with ``pyarrow.csv.CSVWriter``, after casting every column
+to text and neutralising spreadsheet formulas (see :func:`neutralise`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from .errors import InvalidInput
+
+#: Bytes of input per block handed to Arrow (the unit of progress and of memory).
+DEFAULT_BLOCK_SIZE = 8 << 20
+#: Arrow parses a block in pieces of this size, in parallel.
+ARROW_BLOCK_SIZE = 1 << 20
+#: A single row (usually one huge cell) may be at most this big.
+MAX_ROW_BYTES = 64 << 20
+
+BOM = b"\xef\xbb\xbf"
+QUOTE = 0x22
+#: Characters that may stand next to a quote in well-formed CSV: , LF CR ".
+_NEIGHBOURS = np.zeros(256, dtype=bool)
+_NEIGHBOURS[[0x2C, 0x0A, 0x0D, QUOTE]] = True
+#: First characters that make a spreadsheet read a cell as a formula.
+_FORMULA_START = np.zeros(256, dtype=bool)
+_FORMULA_START[list(b"=+-@\t\r")] = True
+_NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
+
+SAVE_AS_UTF8 = "save the file as 'CSV UTF-8' and upload it again"
+
+
+def line_label(line: int) -> str:
+    return f"line {line:,}"
+
+
+# --- reading ------------------------------------------------------------------
+
+
+class Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+@dataclass
+class Block:
+    """Whole rows of the input: ``data`` starts on ``first_line`` and ends at byte ``end`` of the file."""
+
+    data: bytes | memoryview
+    first_line: int
+    end: int
+    eol: bytes
+
+    @property
+    def line_count(self) -> int:
+        return bytes_count(self.data, self.eol)
+
+
+def bytes_count(data: bytes | memoryview, needle: bytes) -> int:
+    return data.count(needle) if isinstance(data, bytes) else bytes(data).count(needle)
+
+
+class CsvReader:
+    """Reads a CSV stream as a header plus a sequence of Arrow tables of string columns.
+
+    ``bytes_consumed`` is the number of input bytes covered by the header and
+    the tables returned so far; at the end it equals the input size.
+    """
+
+    def __init__(self, source: Readable, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be positive")
+        self._source = source
+        self._block_size = block_size
+        self._eof = False
+        self.bytes_consumed = 0
+        self.names: list[str] = []
+        self._pending = b""
+        self._next_line = 1
+        self._eol = b"\n"
+        self._read_header()
+
+    # The stream may return short reads (a network body does): fill the request.
+    def _read(self, n: int) -> bytes:
+        if self._eof:
+            return b""
+        parts: list[bytes] = []
+        size = 0
+        while size < n:
+            data = self._source.read(n - size)
+            if not data:
+                self._eof = True
+                break
+            parts.append(bytes(data))
+            size += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _read_header(self) -> None:
+        buf = self._read(self._block_size)
+        if buf.startswith(BOM):
+            buf = buf[len(BOM) :]
+            self.bytes_consumed = len(BOM)
+        # Blank lines before the header are skipped (Arrow skips blank lines too).
+        while True:
+            stripped = buf.lstrip(b"\r\n")
+            self._next_line += buf.count(b"\n", 0, len(buf) - len(stripped))
+            self.bytes_consumed += len(buf) - len(stripped)
+            buf = stripped
+            if buf or self._eof:
+                break
+            buf = self._read(self._block_size)
+        if not buf:
+            raise InvalidInput("the file is empty")
+        if b"\n" not in buf and b"\r" in buf:
+            self._eol = b"\r"  # old Mac line ends
+        while True:
+            end, open_quote = scan_exact(buf, self._eol, stop_at_first=True)
+            if end >= 0 or self._eof:
+                break
+            if len(buf) > MAX_ROW_BYTES:
+                raise _too_big(self._next_line, open_quote >= 0)
+            buf += self._read(max(self._block_size, len(buf)))
+            if b"\n" in buf:
+                self._eol = b"\n"
+        if end < 0:
+            if open_quote >= 0:
+                raise _unterminated(self._next_line + buf.count(self._eol, 0, open_quote))
+            end = len(buf) - 1
+        header = buf[: end + 1]
+        self.names = parse_header(header, self._next_line)
+        self._next_line += header.count(self._eol)
+        self.bytes_consumed += len(header)
+        self._pending = buf[end + 1 :]
+
+    def blocks(self) -> Iterator[Block]:
+        """Yield the body as blocks of whole rows; raise InvalidInput on an unterminated quote."""
+        offset = self.bytes_consumed
+        line = self._next_line
+        pending = self._pending
+        self._pending = b""
+        while True:
+            buf = pending + self._read(self._next_read(len(pending)))
+            if self._eof:
+                end = self._final_end(buf, line)
+            else:
+                end = find_boundary(buf, self._eol)
+                if end < 0:
+                    if len(buf) > MAX_ROW_BYTES:
+                        raise _too_big(line, _in_quotes(buf, self._eol))
+                    pending = buf
+                    continue
+            view = memoryview(buf)[: end + 1]
+            offset += end + 1
+            block = Block(view, line, offset, self._eol)
+            line += buf.count(self._eol, 0, end + 1)
+            pending = buf[end + 1 :]
+            if end >= 0:
+                yield block
+            if self._eof and not pending:
+                return
+
+    def _next_read(self, pending: int) -> int:
+        """Top a small partial row up to one block; when a row does not fit, double."""
+        return self._block_size - pending if pending < self._block_size // 2 else pending
+
+    def _final_end(self, buf: bytes, line: int) -> int:
+        """The whole rest is the last block, unless a quote is left open."""
+        if b'"' in buf:
+            _, open_quote = scan(buf, self._eol, at_eof=True)
+            if open_quote >= 0:
+                raise _unterminated(line + buf.count(self._eol, 0, open_quote))
+        return len(buf) - 1
+
+    def tables(self) -> Iterator[tuple[pa.Table, Block]]:
+        """Yield each block parsed by Arrow (all columns strings), with the block."""
+        parse = BlockParser(self.names)
+        for block in self.blocks():
+            yield parse(block), block
+
+    def empty_table(self) -> pa.Table:
+        return pa.table({name: pa.array([], pa.string()) for name in self.names})
+
+
+class BlockParser:
+    """Parses one block of whole rows with Arrow; failures become InvalidInput naming the line."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.read_options = pacsv.ReadOptions(column_names=names, block_size=ARROW_BLOCK_SIZE, use_threads=True)
+        self.parse_options = pacsv.ParseOptions(newlines_in_values=True)
+        self.convert_options = pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False, quoted_strings_can_be_null=False
+        )
+
+    def __call__(self, block: Block) -> pa.Table:
+        try:
+            return pacsv.read_csv(
+                pa.py_buffer(block.data),
+                read_options=self.read_options,
+                parse_options=self.parse_options,
+                convert_options=self.convert_options,
+            )
+        except pa.ArrowInvalid as e:
+            if str(e).startswith("Empty CSV file"):
+                return pa.table({name: pa.array([], pa.string()) for name in self.names})
+            raise diagnose(block, len(self.names), str(e)) from e
+
+
+def parse_header(header: bytes, line: int) -> list[str]:
+    try:
+        text = header.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _not_text(header, line + header.count(b"\n", 0, e.start)) from e
+    if "\x00" in text:
+        raise _not_text(header, line)
+    names = next(csv.reader(io.StringIO(text, newline="")), [])
+    if not names:
+        raise InvalidInput(f"{line_label(line)}: the header row is empty")
+    seen: dict[str, list[int]] = {}
+    for i, name in enumerate(names, 1):
+        seen.setdefault(name, []).append(i)
+    dupes = {name: cols for name, cols in seen.items() if len(cols) > 1}
+    if dupes:
+        described = "; ".join(
+            f"{repr(name) if name else 'an empty name'} (columns {', '.join(map(str, cols))})"
+            for name, cols in dupes.items()
+        )
+        raise InvalidInput(f"the header row repeats column names: {described} — give every column a different name")
+    return names
+
+
+def find_boundary(buf: bytes, eol: bytes) -> int:
+    """Index of the line end that closes the last complete row in ``buf`` (-1 if none).
+
+    ``buf`` starts at the start of a row, outside quotes.
+    """
+    last = buf.rfind(eol)
+    if last < 0 or buf.find(b'"', 0, last) < 0:
+        return last
+    quotes = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == QUOTE)
+    if not _regular(buf, quotes[: np.searchsorted(quotes, last)]):
+        return scan(buf, eol)[0]
+    pos = last
+    while pos >= 0:
+        before = int(np.searchsorted(quotes, pos))
+        if before % 2 == 0:
+            return pos
+        # ``pos`` is inside the quoted field opened by quote number before-1: try the line end before it.
+        pos = buf.rfind(eol, 0, int(quotes[before - 1]))
+    return -1
+
+
+def _regular(buf: bytes, quotes: np.ndarray) -> bool:
+    """True when quote parity reads ``buf`` exactly like Arrow does.
+
+    Under the parity reading, even-numbered quotes open a field (so they follow
+    a comma, a line end, the start, or the quote just before: a doubled quote)
+    and odd-numbered ones close it (so they are followed by a comma, a line end
+    or a quote). Anything else is a stray quote in an unquoted field.
+    """
+    if not len(quotes):
+        return True
+    data = np.frombuffer(buf, dtype=np.uint8)
+    opening = quotes[0::2]
+    closing = quotes[1::2]
+    ok_open = _NEIGHBOURS[data[opening[opening > 0] - 1]].all()
+    inner = closing[closing + 1 < len(data)]
+    return bool(ok_open and _NEIGHBOURS[data[inner + 1]].all())
+
+
+def _in_quotes(buf: bytes, eol: bytes) -> bool:
+    return scan(buf, eol, at_eof=True)[1] >= 0
+
+
+def scan(buf: bytes, eol: bytes, at_eof: bool = False) -> tuple[int, int]:
+    """Like :func:`scan_exact`, but uses quote parity when that is exact."""
+    quotes = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == QUOTE)
+    if not _regular(buf, quotes):
+        return scan_exact(buf, eol)
+    open_quote = int(quotes[-1]) if len(quotes) % 2 else -1
+    if not at_eof:
+        return find_boundary(buf, eol), open_quote
+    return len(buf) - 1, open_quote
+
+
+def scan_exact(buf: bytes, eol: bytes, stop_at_first: bool = False) -> tuple[int, int]:
+    """Follow Arrow's quoting rules through ``buf`` (which starts a row, outside quotes).
+
+    A quote opens a quoted field only at the start of a field; inside one, a
+    doubled quote is a quote and a single quote closes it (what follows, up to
+    the next comma, is still part of the value). Returns the index of the last
+    line end outside quotes (the first one with ``stop_at_first``; -1 if
+    none) and the index of the quote left open at the end (-1 if none).
+    """
+    last_end = -1
+    pos = 0  # always outside quotes
+    while True:
+        q = buf.find(b'"', pos)
+        stop = q if q >= 0 else len(buf)
+        if stop_at_first:
+            first = buf.find(eol, pos, stop)
+            if first >= 0:
+                return first, -1
+        else:
+            last_end = max(last_end, buf.rfind(eol, pos, stop))
+        if q < 0:
+            return last_end, -1
+        if q > 0 and buf[q - 1] not in b",\r\n":
+            pos = q + 1  # a literal quote inside an unquoted value
+            continue
+        close = q + 1
+        while True:
+            close = buf.find(b'"', close)
+            if close < 0:
+                return last_end, q
+            if buf[close + 1 : close + 2] != b'"':
+                break
+            close += 2  # a doubled quote inside the quoted value
+        pos = close + 1
+
+
+def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
+    """Find the first line of ``block`` that Arrow could not read and say what is wrong with it."""
+    data = bytes(block.data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _not_text(data, block.first_line + data.count(block.eol, 0, e.start))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 0
+    try:
+        for fields in reader:
+            if fields and len(fields) != ncols:
+                line = line_label(block.first_line + start)
+                return InvalidInput(
+                    f"{line}: expected {ncols} fields, found {len(fields)} — "
+                    "the row must have one value per column of the header, and a value that contains "
+                    "a comma must be in double quotes"
+                )
+            start = reader.line_num
+    except csv.Error as e:
+        return InvalidInput(f"{line_label(block.first_line + start)}: {e}")
+    if "\x00" in text:
+        nul = text.index("\x00")
+        return _not_text(data, block.first_line + text.count(block.eol.decode(), 0, nul))
+    last = block.first_line + max(0, block.line_count - 1)
+    return InvalidInput(
+        f"lines {block.first_line:,}–{last:,}: the file could not be read as CSV ({arrow_message.splitlines()[0]})"
+    )
+
+
+def _not_text(data: bytes, line: int) -> InvalidInput:
+    if data.startswith(b"PK\x03\x04"):
+        return InvalidInput("this is an Excel workbook or a zip file, not a CSV file — " + SAVE_AS_UTF8)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return InvalidInput("the file is UTF-16 text, not UTF-8 — " + SAVE_AS_UTF8)
+    if b"\x00" in data[:4096]:
+        return InvalidInput(f"{line_label(line)}: this is binary data, not CSV text — " + SAVE_AS_UTF8)
+    return InvalidInput(f"{line_label(line)}: not UTF-8 text — " + SAVE_AS_UTF8)
+
+
+def _unterminated(line: int) -> InvalidInput:
+    return InvalidInput(f'{line_label(line)}: unterminated quote — a value starts with " but never ends with one')
+
+
+def _too_big(line: int, in_quotes: bool) -> InvalidInput:
+    limit = f"{MAX_ROW_BYTES >> 20} MB"
+    if in_quotes:
+        return InvalidInput(
+            f"{line_label(line)}: a quoted value runs on for more than {limit} — "
+            'probably an unterminated quote (a value that starts with " but never ends with one)'
+        )
+    return InvalidInput(f"{line_label(line)}: a single row is longer than {limit}; is this a CSV file?")
+
+
+# --- writing ------------------------------------------------------------------
+
+
+class _SinkFile:
+    """What ``pa.PythonFile`` needs around a sink that only has ``write``; Arrow's buffers are copied out."""
+
+    closed = False
+
+    def __init__(self, sink: Any) -> None:
+        self._sink = sink
+
+    def write(self, data: Any) -> int:
+        chunk = data.to_pybytes() if isinstance(data, pa.Buffer) else bytes(data)
+        self._sink.write(chunk)
+        return len(chunk)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:  # the sink belongs to the caller
+        pass
+
+
+@dataclass
+class Written:
+    rows: int = 0
+    errors: int = 0
+
+
+class CsvWriter:
+    """Writes DataFrames as one RFC 4180 CSV (header once, UTF-8, CRLF), formulas neutralised."""
+
+    def __init__(self, sink: Any, error_column: str | None = None) -> None:
+        self._file = pa.PythonFile(_SinkFile(sink), mode="w")
+        self._error_column = error_column
+        self._writer: pacsv.CSVWriter | None = None
+        self._names: list[str] | None = None
+
+    def write(self, frame: pd.DataFrame | None) -> Written:
+        if frame is None or len(frame.columns) == 0:
+            return Written()
+        table = to_text_table(frame)
+        if self._names is None:
+            self._start(table.column_names)
+        elif table.column_names != self._names:
+            if table.num_rows == 0:
+                return Written()
+            raise RuntimeError(f"the task type returned columns {table.column_names} after {self._names}")
+        table = pa.table([neutralise(col) for col in table.columns], schema=self._schema)
+        assert self._writer is not None
+        self._writer.write_table(table)
+        return Written(table.num_rows, self._count_errors(table))
+
+    def _start(self, names: list[str]) -> None:
+        self._names = names
+        header = neutralise(pa.array(names, pa.string())).to_pylist()
+        self._schema = pa.schema([(name, pa.string()) for name in header])
+        self._writer = pacsv.CSVWriter(self._file, self._schema, write_options=pacsv.WriteOptions(eol="\r\n"))
+
+    def _count_errors(self, table: pa.Table) -> int:
+        if self._error_column is None or self._error_column not in table.column_names:
+            return 0
+        col = table.column(self._error_column)
+        return int(pc.sum(pc.greater(pc.binary_length(col), 0)).as_py() or 0)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+def to_text_table(frame: pd.DataFrame) -> pa.Table:
+    """The frame as an Arrow table of string columns (names as text; numbers and booleans as text)."""
+    columns = []
+    for i in range(frame.shape[1]):
+        columns.append(_to_text(frame.iloc[:, i]))
+    return pa.table(columns, names=[str(c) for c in frame.columns])
+
+
+def _to_text(series: pd.Series) -> pa.ChunkedArray | pa.Array:
+    try:
+        arr = pa.array(series, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # Mixed Python objects: render each as text (slow, but only for such columns).
+        arr = pa.array([None if v is None or v is pd.NA or v != v else str(v) for v in series], pa.string())
+    if arr.type == pa.string():
+        return arr
+    if pa.types.is_boolean(arr.type):
+        return pc.if_else(arr, "true", "false")
+    return pc.cast(arr, pa.string())
+
+
+def neutralise(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Prefix ``'`` to text that a spreadsheet would run as a formula.
+
+    A value starting with = + - @ tab or CR gets a leading apostrophe unless
+    it is a plain number ("-42" and "+3.5" stay as they are). The common case
+    (no such value in the column) is decided from the first byte of each
+    value, without touching the rest.
+    """
+    if not _any_formula_start(col):
+        return col
+    starts = pc.match_substring_regex(col, r"^[=+\-@\t\r]")
+    risky = pc.and_(starts, pc.invert(pc.match_substring_regex(col, _NUMBER)))
+    return pc.if_else(risky, pc.binary_join_element_wise("'", col, ""), col)
+
+
+def _any_formula_start(col: pa.ChunkedArray | pa.Array) -> bool:
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        if chunk.type != pa.string():
+            chunk = chunk.cast(pa.string())
+        _validity, offsets_buf, data_buf = chunk.buffers()
+        if data_buf is None:
+            continue
+        offsets = np.frombuffer(offsets_buf, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+        data = np.frombuffer(data_buf, dtype=np.uint8)
+        starts = offsets[:-1][offsets[1:] > offsets[:-1]]
+        if len(starts) and _FORMULA_START[data[starts]].any():
+            return True
+    return False
