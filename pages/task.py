@@ -52,7 +52,7 @@ def panel() -> None:
     if fmt.is_live(current) != live:
         st.rerun()
     detail.status(ctx, current, ctx.service.store.now())
-    detail.actions(ctx, current, done=st.rerun)
+    detail.actions(ctx, current)
     st.subheader("Timeline")
     detail.timeline(current)
 

@@ -53,7 +53,8 @@ def first_visit() -> None:
         "3. Follow the progress here, then preview and download the result.",
         icon=":material/waving_hand:",
     )
-    st.page_link("pages/new_task.py", label="Start a new task", icon=":material/upload_file:")
+    if st.button("Start a new task", type="primary", icon=":material/upload_file:"):
+        st.switch_page("pages/new_task.py")
 
 
 def show(page: Page) -> None:
@@ -71,7 +72,7 @@ def show(page: Page) -> None:
         return
     now = ctx.service.store.now()
     visit = state.setdefault("tasks_visit", 0)
-    chosen = tables.task_table(page.tasks, now, key=f"tasks_table_{visit}")
+    chosen = tables.task_table(page.tasks, now, key=f"tasks_table_{visit}", show_owner=not mine)
     if chosen:
         state["tasks_visit"] = visit + 1  # a fresh table (no selection) when the user comes back
         st.switch_page("pages/task.py", query_params={"id": chosen})

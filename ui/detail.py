@@ -109,39 +109,57 @@ def timeline(record: TaskRecord) -> None:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
-def actions(ctx: Context, record: TaskRecord, done: Callable[[], None]) -> None:
-    """Cancel (after a confirmation) and Retry, shown only when this user may use them."""
-    service, actor = ctx.service, ctx.actor
-    confirm_key = f"confirm_cancel_{record.task_id}"
+def actions(ctx: Context, record: TaskRecord) -> None:
+    """Cancel (after a confirmation) and Retry, shown only when this user may use them.
+
+    The buttons act in their callbacks, before the rerun they cause, so the
+    rerun already shows the new state (and only the fragment reruns).
+    """
+    service, actor, task_id = ctx.service, ctx.actor, record.task_id
+    confirm_key, error_key = f"confirm_cancel_{task_id}", f"action_error_{task_id}"
+    state = st.session_state
+
+    def act(call: Callable[[], object]) -> None:
+        state.pop(confirm_key, None)
+        try:
+            call()
+        except S3TaskError as e:
+            state[error_key] = str(e)
+
+    if error_key in state:
+        st.error(fmt.plain(state.pop(error_key)), icon=":material/error:")
     can_cancel, can_retry = service.can_cancel(actor, record), service.can_retry(actor, record)
-    if st.session_state.get(confirm_key) and can_cancel:
+    if state.get(confirm_key) and can_cancel:
         with st.container(border=True):
             st.warning("Cancel this task? Work done so far is thrown away and it cannot be restarted.")
             yes, no = st.columns(2)
-            if yes.button("Yes, cancel the task", type="primary", width="stretch"):
-                st.session_state.pop(confirm_key, None)
-                _act(lambda: service.cancel(actor, record.task_id), done)
-            if no.button("No, keep it", width="stretch"):
-                st.session_state.pop(confirm_key, None)
-                st.rerun(scope="fragment")
+            yes.button(
+                "Yes, cancel the task",
+                type="primary",
+                width="stretch",
+                on_click=act,
+                args=(lambda: service.cancel(actor, task_id),),
+            )
+            no.button("No, keep it", width="stretch", on_click=lambda: state.pop(confirm_key, None))
         return
     cols = st.columns(4)
-    if can_retry and cols[0].button("Retry now", icon=":material/replay:", width="stretch"):
-        _act(lambda: service.retry(actor, record.task_id), done)
-    if can_cancel and cols[1].button("Cancel task…", icon=":material/cancel:", width="stretch"):
-        st.session_state[confirm_key] = True
-        st.rerun(scope="fragment")
+    if can_retry:
+        cols[0].button(
+            "Retry now",
+            icon=":material/replay:",
+            width="stretch",
+            on_click=act,
+            args=(lambda: service.retry(actor, task_id),),
+        )
+    if can_cancel:
+        cols[1].button(
+            "Cancel task…",
+            icon=":material/cancel:",
+            width="stretch",
+            on_click=lambda: state.update({confirm_key: True}),
+        )
     if not service.may_act(actor, record) and not record.is_terminal:
         st.caption(f"Only {fmt.plain(record.created_by)} or an operator can cancel or retry this task.")
-
-
-def _act(call: Callable[[], object], done: Callable[[], None]) -> None:
-    try:
-        call()
-    except S3TaskError as e:
-        st.error(fmt.plain(e), icon=":material/error:")
-        return
-    done()
 
 
 def output(ctx: Context, record: TaskRecord) -> None:

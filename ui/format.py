@@ -128,13 +128,18 @@ def time_left(record: TaskRecord, now: datetime) -> timedelta | None:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$&=\"'^%@/])")
+_WORD_JOINER = "\u2060"  # invisible; stops bare URLs and e-mail addresses turning into links
 
 
 def plain(text: object) -> str:
-    """Escape user text for places where Streamlit renders Markdown (titles, alerts, labels).
+    """Make user text (task names, errors) safe where Streamlit renders Markdown.
 
     Every ASCII punctuation character gets a backslash, which CommonMark turns
-    back into the literal character: no links, emphasis, HTML, math, colour
-    directives or icons can come out of a task name or an error message.
+    back into the literal character: no emphasis, links, HTML, math, colour
+    directives or icons. GitHub-style autolinks are found in the text after
+    that, so an invisible word joiner after ``:``, ``@`` and ``www`` breaks
+    ``https://…``, ``www.…`` and ``name@host`` as well.
     """
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    escaped = _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    escaped = re.sub(r"(\\[:@])", r"\1" + _WORD_JOINER, escaped)
+    return re.sub(r"(?i)(www)(?=\\\.)", r"\1" + _WORD_JOINER, escaped)

@@ -7,7 +7,6 @@ so an open Tasks page re-reads only live tasks.
 
 from __future__ import annotations
 
-import atexit
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -42,21 +41,24 @@ def service_for(settings: Settings) -> TaskService:
     return task_service(settings.store, settings.max_attempts, settings.url_seconds)
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(ttl=60, show_spinner=False)
 def _embedded_worker(_settings: Settings) -> Worker:
-    """Start the in-process worker once per process (start_embedded is itself idempotent)."""
+    """Start the in-process worker once per process.
+
+    ``start_embedded`` is idempotent and restarts a worker thread that died, so
+    asking it again every minute (the cache's ttl) also revives a crashed one.
+    It registers its own exit hook, which hands the task in hand back to the queue.
+    """
     try:
         from s3task.worker import start_embedded
     except ImportError as e:
         log.warning("no embedded worker: %s", e)
         return Worker(False, f"the worker module is not available ({e})")
     try:
-        worker = start_embedded(_settings)
+        start_embedded(_settings)
     except Exception as e:  # e.g. the store failed the conditional-write probe
         log.exception("embedded worker did not start")
         return Worker(False, f"the built-in worker did not start: {e}")
-    # Give the task in hand back to the queue when the app stops (no signal handlers here).
-    atexit.register(worker.stop)
     return Worker(True)
 
 

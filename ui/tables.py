@@ -42,23 +42,23 @@ def task_frame(records: list[TaskRecord], now: datetime) -> pd.DataFrame:
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name", width="medium"),
-    "type": st.column_config.TextColumn("Type"),
-    "status": st.column_config.MultiselectColumn("Status", options=_LABELS, color=_COLORS, width="small"),
+    "status": st.column_config.MultiselectColumn("Status", options=_LABELS, color=_COLORS),
     "progress": st.column_config.ProgressColumn("Progress", min_value=0.0, max_value=1.0, format="percent"),
     "rows": st.column_config.NumberColumn("Rows", format="localized"),
     "errors": st.column_config.NumberColumn("Errors", format="localized"),
-    "created_by": st.column_config.TextColumn("Created by"),
     "created": st.column_config.TextColumn("Created"),
+    "type": st.column_config.TextColumn("Type"),
+    "created_by": st.column_config.TextColumn("Created by"),
 }
 
 
-def task_table(records: list[TaskRecord], now: datetime, *, key: str) -> str | None:
+def task_table(records: list[TaskRecord], now: datetime, *, key: str, show_owner: bool = True) -> str | None:
     """Show the tasks; return the id of the task the user clicked, if any."""
     frame = task_frame(records, now)
     event = st.dataframe(
         frame,
         column_config=COLUMNS,
-        column_order=list(COLUMNS),
+        column_order=[c for c in COLUMNS if show_owner or c != "created_by"],
         hide_index=True,
         width="stretch",
         on_select="rerun",
