@@ -4,12 +4,22 @@
 - ``moto``: the S3 backend against moto's in-process mock (``mock_aws``);
 - ``moto_http``: the S3 backend over real HTTP to moto's ``ThreadedMotoServer``
   on 127.0.0.1, reset before each test.
+
+Moto handles each request in its own thread but does not lock its
+conditional checks: two puts with the same If-Match can both succeed, and an
+overwrite closes the old object's buffer while another thread is still
+answering from it (a ``ValueError`` in-process, a 500 over HTTP). Real S3
+applies each request atomically, so we serialise moto's request handling
+(:func:`_serialise_moto`); the interleaving of *our* read → compare-and-set
+loops across threads is untouched, and that is what the race tests measure.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +41,51 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_PROFILE", None)
 
 STORE_KINDS = ("local", "moto", "moto_http")
+
+_MOTO_LOCK = threading.RLock()
+
+
+def _serialise_moto() -> None:
+    """One moto request at a time, in-process and in the server thread (see the module docstring)."""
+    from moto.core.botocore_stubber import BotocoreStubber
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    for cls in (BotocoreStubber, DomainDispatcherApplication):
+        call = cls.__call__
+        if getattr(call, "_s3task_serialised", False):
+            continue
+
+        @functools.wraps(call)
+        def serialised(*args, _call=call, **kwargs):
+            with _MOTO_LOCK:
+                return _call(*args, **kwargs)
+
+        serialised._s3task_serialised = True  # type: ignore[attr-defined]
+        cls.__call__ = serialised
+
+
+_serialise_moto()
+
+_BOTO_LOCK = threading.RLock()
+_boto_session: boto3.session.Session | None = None
+
+
+def boto_session() -> boto3.session.Session:
+    """One boto3 session for the whole run: a client from a warm session takes milliseconds, not 100 ms.
+
+    (``mock_aws`` clears boto3's default session on every start, so ``boto3.client`` would reload
+    the service model for every test.) Moto is imported above, so its hook is in this session.
+    """
+    global _boto_session
+    with _BOTO_LOCK:
+        if _boto_session is None:
+            _boto_session = boto3.session.Session(region_name="us-east-1")
+        return _boto_session
+
+
+def boto_client(endpoint: str | None = None, config=None):
+    with _BOTO_LOCK:  # creating clients from one session is not thread-safe
+        return boto_session().client("s3", endpoint_url=endpoint, config=config)
 
 
 def free_port() -> int:
@@ -77,7 +132,7 @@ def reset_moto(url: str) -> None:
 
 
 def s3_client(endpoint: str | None = None):
-    return boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint)
+    return boto_client(endpoint)
 
 
 @pytest.fixture
@@ -102,13 +157,12 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
         return S3Store("s3task-test", client=s3_client())
     if kind == "moto_http":
         endpoint, bucket = request.getfixturevalue("moto_http_bucket")
-        session = boto3.session.Session(region_name="us-east-1")
         from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG
 
         return S3Store(
             bucket,
-            client=session.client("s3", endpoint_url=endpoint, config=_RECORD_CONFIG),
-            data_client=session.client("s3", endpoint_url=endpoint, config=_DATA_CONFIG),
+            client=boto_client(endpoint, _RECORD_CONFIG),
+            data_client=boto_client(endpoint, _DATA_CONFIG),
         )
     raise ValueError(kind)
 

@@ -1,0 +1,446 @@
+"""One contract suite, every backend: local directory, moto in-process, moto over HTTP.
+
+Each test takes the ``store`` fixture and so runs once per store kind. What
+is asserted is what a caller of the store relies on: put modes, conditional
+reads and deletes, listings with ``start_after`` and ``limit``, streaming,
+key validation, the clock, the CAS probe, and races that must count exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+import s3task.clock
+import s3task.store.s3
+from s3task.errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, UnsafeStore
+from s3task.store.base import ObjectStore, PutMode
+from s3task.store.local import LocalStore
+from s3task.store.probe import cas_probe
+from s3task.store.s3 import S3Store
+
+MIB = 1024 * 1024
+
+
+def md5_etag(data: bytes) -> str:
+    return f'"{hashlib.md5(data).hexdigest()}"'
+
+
+# --- put modes --------------------------------------------------------------------
+
+
+def test_overwrite_creates_and_replaces(store: ObjectStore) -> None:
+    first = store.put("t/a", b"one", PutMode.OVERWRITE)
+    second = store.put("t/a", b"two", PutMode.OVERWRITE)
+    assert (first, second) == (md5_etag(b"one"), md5_etag(b"two"))
+    assert store.get("t/a").body == b"two"
+
+
+def test_create_refuses_an_existing_key(store: ObjectStore) -> None:
+    store.put("t/a", b"one", PutMode.CREATE)
+    with pytest.raises(AlreadyExists):
+        store.put("t/a", b"two", PutMode.CREATE)
+    assert store.get("t/a").body == b"one"
+
+
+def test_update_with_the_right_etag_succeeds(store: ObjectStore) -> None:
+    etag = store.put("t/a", b"one", PutMode.CREATE)
+    new = store.put("t/a", b"two", PutMode.update(etag))
+    assert new == md5_etag(b"two") != etag
+    assert store.get("t/a").body == b"two"
+
+
+def test_update_with_a_stale_etag_fails_and_changes_nothing(store: ObjectStore) -> None:
+    stale = store.put("t/a", b"one", PutMode.CREATE)
+    store.put("t/a", b"two", PutMode.update(stale))
+    with pytest.raises(PreconditionFailed):
+        store.put("t/a", b"three", PutMode.update(stale))
+    assert store.get("t/a").body == b"two"
+
+
+def test_update_of_a_missing_key_fails(store: ObjectStore) -> None:
+    with pytest.raises(PreconditionFailed):
+        store.put("t/missing", b"x", PutMode.update(md5_etag(b"x")))
+    with pytest.raises(NotFound):
+        store.head("t/missing")
+
+
+def test_update_without_an_etag_is_an_error_never_an_overwrite() -> None:
+    with pytest.raises(ValueError):
+        PutMode.update("")
+    with pytest.raises(ValueError):
+        PutMode("update")
+    with pytest.raises(ValueError):
+        PutMode("create", '"abc"')
+    with pytest.raises(ValueError):
+        PutMode("upsert")
+
+
+# --- reads --------------------------------------------------------------------------
+
+
+def test_get_and_head_report_size_etag_metadata_and_content_type(store: ObjectStore) -> None:
+    body = b"id,name\n1,ada\n"
+    store.put("t/in.csv", body, PutMode.CREATE, content_type="text/csv", metadata={"write-id": "w1", "by": "ada"})
+    got = store.get("t/in.csv")
+    head = store.head("t/in.csv")
+    assert got.body == body
+    for meta in (got.meta, head):
+        assert meta.key == "t/in.csv"
+        assert meta.size == len(body)
+        assert meta.etag == md5_etag(body)
+        assert meta.metadata == {"write-id": "w1", "by": "ada"}
+        assert meta.content_type == "text/csv"
+        assert meta.last_modified is not None
+        assert abs((meta.last_modified - datetime.now(UTC)).total_seconds()) < 60
+
+
+def test_empty_object(store: ObjectStore) -> None:
+    store.put("t/marker", b"", PutMode.OVERWRITE)
+    assert store.get("t/marker").body == b""
+    assert store.head("t/marker").size == 0
+
+
+def test_missing_key_is_not_found(store: ObjectStore) -> None:
+    with pytest.raises(NotFound):
+        store.get("t/nope")
+    with pytest.raises(NotFound):
+        store.head("t/nope")
+    with pytest.raises(NotFound), store.open_read("t/nope"):
+        pass
+
+
+def test_get_if_match(store: ObjectStore) -> None:
+    etag = store.put("t/a", b"one", PutMode.CREATE)
+    assert store.get("t/a", if_match=etag).body == b"one"
+    store.put("t/a", b"two", PutMode.OVERWRITE)
+    with pytest.raises(PreconditionFailed):
+        store.get("t/a", if_match=etag)
+    with pytest.raises(PreconditionFailed), store.open_read("t/a", if_match=etag):
+        pass
+
+
+# --- delete -------------------------------------------------------------------------
+
+
+def test_delete(store: ObjectStore) -> None:
+    store.put("t/a", b"one", PutMode.CREATE)
+    store.delete("t/a")
+    with pytest.raises(NotFound):
+        store.get("t/a")
+    store.delete("t/a")  # deleting a missing key is fine
+    store.delete("t/never-existed")
+
+
+def test_conditional_delete(store: ObjectStore) -> None:
+    etag = store.put("t/a", b"one", PutMode.CREATE)
+    with pytest.raises(PreconditionFailed):
+        store.delete("t/a", if_match=md5_etag(b"other"))
+    assert store.get("t/a").body == b"one"
+    store.delete("t/a", if_match=etag)
+    with pytest.raises(NotFound):
+        store.head("t/a")
+
+
+def test_create_after_delete(store: ObjectStore) -> None:
+    store.put("t/a/b", b"one", PutMode.CREATE)
+    store.delete("t/a/b")
+    store.put("t/a/b", b"two", PutMode.CREATE)
+    assert store.get("t/a/b").body == b"two"
+
+
+# --- listing ------------------------------------------------------------------------
+
+
+def _fill(store: ObjectStore, keys: list[str], threads: int = 16) -> None:
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda k: store.put(k, b"", PutMode.OVERWRITE), keys))
+
+
+def test_list_keys_start_after_and_limit(store: ObjectStore) -> None:
+    keys = [f"p/{c}" for c in "edcba"] + ["p/sub/x", "p/sub/y", "other/z", "pz"]
+    _fill(store, keys)
+    assert store.list_keys("p/") == ["p/a", "p/b", "p/c", "p/d", "p/e", "p/sub/x", "p/sub/y"]
+    assert store.list_keys("p/", limit=2) == ["p/a", "p/b"]
+    assert store.list_keys("p/", start_after="p/b", limit=2) == ["p/c", "p/d"]
+    assert store.list_keys("p/", start_after="p/e") == ["p/sub/x", "p/sub/y"]
+    assert store.list_keys("p/", start_after="p/sub/y") == []
+    assert store.list_keys("p/sub/") == ["p/sub/x", "p/sub/y"]
+    assert store.list_keys("nothing/") == []
+
+
+def test_list_prefixes_start_after_and_limit(store: ObjectStore) -> None:
+    keys = ["r/c/1", "r/a/1", "r/a/2", "r/b/x/1", "r/d/1", "r/top", "s/e/1"]
+    _fill(store, keys)
+    assert store.list_prefixes("r/") == ["r/a/", "r/b/", "r/c/", "r/d/"]
+    assert store.list_prefixes("r/", limit=2) == ["r/a/", "r/b/"]
+    assert store.list_prefixes("r/", start_after="r/b0", limit=2) == ["r/c/", "r/d/"]
+    assert store.list_prefixes("r/b/") == ["r/b/x/"]
+    assert store.list_prefixes("nothing/") == []
+    store.delete("r/b/x/1")  # no directories in an object store: an emptied prefix is gone
+    assert store.list_prefixes("r/") == ["r/a/", "r/c/", "r/d/"]
+
+
+def test_listings_paginate_past_1000(store: ObjectStore) -> None:
+    """S3 answers at most 1,000 entries per request: listings must follow continuation tokens."""
+    keys = [f"many/{i:05d}/x" for i in range(1100)]
+    prefixes = [k.removesuffix("x") for k in keys]
+    _fill(store, keys)
+    assert store.list_keys("many/") == keys
+    assert store.list_keys("many/", limit=1050) == keys[:1050]
+    assert store.list_keys("many/", start_after=keys[99], limit=1001) == keys[100:1100]
+    assert store.list_prefixes("many/") == prefixes
+    assert store.list_prefixes("many/", start_after="many/00009/", limit=1020) == prefixes[10:1030]
+
+
+# --- streaming ----------------------------------------------------------------------
+
+
+def test_open_write_and_open_read_stream(store: ObjectStore) -> None:
+    with store.open_write("t/out.csv", PutMode.CREATE, content_type="text/csv", metadata={"write-id": "w"}) as w:
+        for i in range(100):
+            w.write(f"{i},row\n".encode())
+    expected = b"".join(f"{i},row\n".encode() for i in range(100))
+    assert w.etag == md5_etag(expected)
+    meta = store.head("t/out.csv")
+    assert (meta.size, meta.etag, meta.metadata, meta.content_type) == (
+        len(expected),
+        md5_etag(expected),
+        {"write-id": "w"},
+        "text/csv",
+    )
+    with store.open_read("t/out.csv", if_match=meta.etag) as f:
+        parts = []
+        while chunk := f.read(37):
+            parts.append(chunk)
+    assert b"".join(parts) == expected
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> int:
+    """S3 parts may be 5 MiB at least (except the last); use that instead of 8 MiB to stay quick."""
+    monkeypatch.setattr(s3task.store.s3, "PART_SIZE", 5 * MIB)
+    return 5 * MIB
+
+
+def test_multipart_sized_object_round_trips(store: ObjectStore, small_parts: int) -> None:
+    block = bytes(range(256)) * 4096  # 1 MiB
+    total = 2 * small_parts + 123_456
+    digest = hashlib.md5()
+    with store.open_write("t/big.csv", PutMode.CREATE) as w:
+        written = 0
+        while written < total:
+            piece = block[: min(len(block), total - written)]
+            w.write(piece)
+            digest.update(piece)
+            written += len(piece)
+    meta = store.head("t/big.csv")
+    assert meta.size == total
+    assert w.etag == meta.etag
+    if isinstance(store, S3Store):
+        assert meta.etag.endswith('-3"')  # really a multipart upload: three parts
+    else:
+        assert meta.etag == f'"{digest.hexdigest()}"'
+    check = hashlib.md5()
+    with store.open_read("t/big.csv") as f:
+        while chunk := f.read(MIB):
+            check.update(chunk)
+    assert check.hexdigest() == digest.hexdigest()
+
+
+@pytest.mark.parametrize("size", ["small", "multipart"])
+def test_open_write_create_refuses_an_existing_key(store: ObjectStore, small_parts: int, size: str) -> None:
+    store.put("t/out.csv", b"first", PutMode.CREATE)
+    data = b"x" * (small_parts + 10 if size == "multipart" else 10)
+    with pytest.raises(AlreadyExists), store.open_write("t/out.csv", PutMode.CREATE) as w:
+        w.write(data)
+    assert store.get("t/out.csv").body == b"first"
+    _assert_no_pending_uploads(store)
+
+
+@pytest.mark.parametrize("size", ["small", "multipart"])
+def test_open_write_leaves_nothing_when_the_block_raises(store: ObjectStore, small_parts: int, size: str) -> None:
+    data = b"x" * (small_parts + 10 if size == "multipart" else 10)
+    with pytest.raises(RuntimeError, match="handler crashed"), store.open_write("t/out.csv", PutMode.CREATE) as w:
+        w.write(data)
+        raise RuntimeError("handler crashed")
+    with pytest.raises(NotFound):
+        store.head("t/out.csv")
+    assert store.list_keys("t/") == []
+    _assert_no_pending_uploads(store)
+
+
+def _assert_no_pending_uploads(store: ObjectStore) -> None:
+    if isinstance(store, S3Store):
+        assert not store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads")
+    elif isinstance(store, LocalStore):
+        assert list((store.root / ".s3task-meta" / "tmp").iterdir()) == []
+
+
+# --- keys and clock -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["../x", "a/../../x", "/abs", "a\x00b", "", "a//b", "a/.", "./a"])
+def test_invalid_keys_are_refused(store: ObjectStore, key: str) -> None:
+    with pytest.raises(InvalidKey):
+        store.put(key, b"x", PutMode.OVERWRITE)
+    with pytest.raises(InvalidKey):
+        store.get(key)
+    with pytest.raises(InvalidKey):
+        store.head(key)
+    with pytest.raises(InvalidKey):
+        store.delete(key)
+
+
+def test_local_store_never_writes_outside_its_root(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root")
+    with pytest.raises(InvalidKey):
+        store.put("../escaped", b"x", PutMode.OVERWRITE)
+    with pytest.raises(InvalidKey):
+        store.put(".s3task-meta/locks/x", b"x", PutMode.OVERWRITE)
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_now_is_close_to_real_time(store: ObjectStore) -> None:
+    store.list_keys("t/")  # on S3 the clock follows the Date of recent responses
+    assert abs((store.now() - datetime.now(UTC)).total_seconds()) < 2
+    assert store.now().tzinfo is not None
+
+
+@pytest.mark.parametrize("store", ["moto_http"], indirect=True)
+def test_s3_now_follows_the_server_date_not_a_skewed_local_clock(
+    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(s3task.clock, "_SKEW", -3600.0)  # this machine's clock is an hour slow
+    store.list_keys("t/")
+    assert abs(s3task.clock.wall() - time.time() + 3600) < 1
+    assert abs(store.now().timestamp() - time.time()) < 2
+
+
+# --- the CAS probe --------------------------------------------------------------------
+
+
+def test_cas_probe_passes_and_cleans_up(store: ObjectStore) -> None:
+    cas_probe(store, "batch-tasks")
+    assert store.list_keys("batch-tasks/") == []
+
+
+class IgnoresConditions:
+    """A store like some S3-compatibles: every put is an unconditional overwrite."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.description = "ignores conditions"
+
+    def put(self, key, body, mode, **kwargs):
+        return self.inner.put(key, body, PutMode.OVERWRITE, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_cas_probe_refuses_a_store_that_ignores_conditions(store: ObjectStore) -> None:
+    with pytest.raises(UnsafeStore, match="conditional"):
+        cas_probe(IgnoresConditions(store), "batch-tasks")
+    assert store.list_keys("batch-tasks/") == []
+
+
+# --- races ------------------------------------------------------------------------------
+
+THREADS = 8
+INCREMENTS = 25
+
+
+def cas_increment(store: ObjectStore, key: str, times: int) -> None:
+    """Add one to the counter ``times`` times: read → +1 → update, and on a lost race read again."""
+    for _ in range(times):
+        while True:
+            got = store.get(key)
+            try:
+                store.put(key, str(int(got.body) + 1).encode(), PutMode.update(got.etag))
+                break
+            except PreconditionFailed:
+                time.sleep(random.uniform(0, 0.01))  # jittered backoff, as update_record does
+
+
+def test_race_compare_and_set_increments_total_exactly(store: ObjectStore) -> None:
+    store.put("race/counter", b"0", PutMode.CREATE)
+    barrier = threading.Barrier(THREADS)
+
+    def worker(_: int) -> int:
+        barrier.wait()
+        return cas_increment(store, "race/counter", INCREMENTS)
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(worker, range(THREADS)))
+    assert int(store.get("race/counter").body) == THREADS * INCREMENTS
+
+
+def test_race_parallel_creates_have_one_winner(store: ObjectStore) -> None:
+    for round_ in range(3):
+        key = f"race/create-{round_}"
+        barrier = threading.Barrier(THREADS)
+
+        def worker(i: int, key: str = key, barrier: threading.Barrier = barrier) -> bool:
+            barrier.wait()
+            try:
+                store.put(key, f"writer {i}".encode(), PutMode.CREATE)
+                return True
+            except AlreadyExists:
+                return False
+
+        with ThreadPoolExecutor(THREADS) as pool:
+            won = list(pool.map(worker, range(THREADS)))
+        assert sum(won) == 1
+        assert store.get(key).body == f"writer {won.index(True)}".encode()
+
+
+# Separate processes on the local backend: the locks must hold across processes, not just threads.
+
+PROCESSES = 4
+
+
+def _process_increments(root: str, key: str, times: int, start) -> None:
+    store = LocalStore(root)
+    start.wait(60)
+    cas_increment(store, key, times)
+
+
+def _process_create(root: str, key: str, i: int, start, results) -> None:
+    store = LocalStore(root)
+    start.wait(60)
+    try:
+        store.put(key, str(i).encode(), PutMode.CREATE)
+        results.put(True)
+    except AlreadyExists:
+        results.put(False)
+
+
+def test_local_race_across_processes(tmp_path: Path) -> None:
+    """Increments and creates from separate (spawned) processes on one local store."""
+    root = str(tmp_path / "store")
+    store = LocalStore(root)
+    store.put("race/counter", b"0", PutMode.CREATE)
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(2 * PROCESSES)  # everyone imported and ready: then all go at once
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_process_increments, args=(root, "race/counter", INCREMENTS, start))
+        for _ in range(PROCESSES)
+    ] + [ctx.Process(target=_process_create, args=(root, "race/once", i, start, results)) for i in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    won = [results.get(timeout=60) for _ in range(PROCESSES)]
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * len(procs)
+    assert int(store.get("race/counter").body) == PROCESSES * INCREMENTS
+    assert sum(won) == 1
