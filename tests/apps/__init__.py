@@ -1,0 +1,1 @@
+"""Helper apps and servers for the HTTP API and transfer tests."""
