@@ -97,8 +97,12 @@ def describe(record: TaskRecord) -> str:
 
 
 def _move(record: TaskRecord, target: Status, now: datetime, event: str, **changes: Any) -> TaskRecord:
-    """The only place a record changes state: checks the table, stamps the write."""
-    if not allowed(record.status, target):
+    """The only place a record changes state: checks the table, stamps the write.
+
+    The table is checked for the action too, not just for (from, to): ``submit``
+    of a running task must not pass as a ``release`` (both are running → queued).
+    """
+    if TRANSITIONS.get((Status(record.status), target)) != event:
         raise InvalidTransition(f"cannot {event} {describe(record)}")
     stamp = to_iso(now)
     entry = {"at": stamp, "event": event, "attempt": changes.get("attempt_id", record.attempt_id)}
