@@ -165,6 +165,11 @@ def record_from_json(data: bytes, key: str) -> TaskRecord:
         if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             raise CorruptRecord(f"{key}: field {name} has the wrong type ({type(value).__name__})")
         known[name] = value
+    from .lifecycle import Status  # imported here: lifecycle builds on this module
+
+    if known["status"] not in {s.value for s in Status}:
+        # Caught here, not as a ValueError deep in a caller's loop (cancel, describe, a worker's poll).
+        raise CorruptRecord(f"{key}: unknown status {known['status']!r}")
     extra = {k: v for k, v in raw.items() if k not in _FIELDS}
     return TaskRecord(**known, extra=extra)
 
