@@ -12,7 +12,7 @@ import streamlit as st
 
 from s3task.config import Settings
 from s3task.errors import S3TaskError
-from ui import context, identity, services, sidebar
+from ui import context, identity, nav, services, sidebar
 from ui import format as fmt
 from ui.appsettings import AppSettings
 
@@ -66,12 +66,6 @@ ctx = context.Context(
 )
 context.put(ctx)
 
-page = st.navigation(
-    [
-        st.Page("pages/tasks.py", title="Tasks", icon=":material/list_alt:", url_path="tasks", default=True),
-        st.Page("pages/new_task.py", title="New task", icon=":material/upload_file:", url_path="new"),
-        st.Page("pages/task.py", title="Task", icon=":material/description:", url_path="task", visibility="hidden"),
-    ]
-)
+page = st.navigation(nav.pages())
 sidebar.render(ctx)
 page.run()

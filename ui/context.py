@@ -40,7 +40,23 @@ def put(context: Context) -> None:
 
 def get() -> Context:
     context = st.session_state.get(_KEY)
-    if context is None:  # a page file was run on its own, not through app.py
-        st.error("Open the app through app.py (./run.sh), not a page file directly.")
-        st.stop()
+    if context is None:
+        _start_over_through_app()
     return context
+
+
+def _start_over_through_app() -> None:
+    """Go through app.py when a page file was started without it.
+
+    Until some session has called ``st.navigation``, Streamlit treats a
+    ``pages/`` folder the old (v1) way: the first request of a fresh server
+    that goes straight to a page URL (a shared ``/task?id=…`` link) runs that
+    page file without app.py, so there is no user and no store. Calling
+    ``st.navigation`` with the app's pages switches the process to app-defined
+    navigation and resolves the requested URL to one of them; switching to it
+    then runs app.py and that page, with the same query.
+    """
+    from .nav import pages
+
+    requested = st.navigation(pages(), position="hidden")
+    st.switch_page(requested, query_params=st.query_params.to_dict())

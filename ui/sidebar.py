@@ -35,6 +35,10 @@ def _workers(ctx: Context) -> None:
     if ctx.worker.problem:
         st.warning("Built-in worker: " + fmt.plain(ctx.worker.problem), icon=":material/error:")
     workers = services.live_workers(ctx.settings.store)
+    if ctx.worker.embedded:
+        others = f"; {len(workers) - 1} more elsewhere" if workers and len(workers) > 1 else ""
+        st.success(f"A worker runs inside this app{others}.", icon=":material/check_circle:")
+        return
     if workers is None:
         st.caption("Worker status unknown (could not read it from the store).")
         return
