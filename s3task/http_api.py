@@ -414,7 +414,7 @@ def routes(
     signer = service.url_signer or signer_for(service.store)
     if signer is not None:
         max_bytes = settings.max_upload_mb * 1024 * 1024
-        mounted.append(transfer_mount(service.store, service.layout, signer, max_bytes=max_bytes))  # type: ignore[arg-type]
+        mounted.append(transfer_mount(service.store, service.layout, signer, max_bytes=max_bytes))
     return mounted
 
 

@@ -30,7 +30,7 @@ import requests
 from apps.http_server import serve
 from conftest import free_port, wait_for
 
-from s3task import lifecycle
+from s3task import http_api, lifecycle
 from s3task.config import Settings
 from s3task.errors import StoreUnavailable
 from s3task.http_api import Api, TokenTable, create_app, hash_token, openapi_document, parse_tokens
@@ -410,11 +410,14 @@ def test_oversized_bodies_are_413(local_api: Api_) -> None:
 
 
 class DownStore(LocalStore):
-    """A store that stops answering (a network partition, a dead MinIO)."""
+    """A store that stops answering (a network partition, a dead MinIO), or has a bug."""
 
     down = False
+    broken = False
 
     def get(self, key, *, if_match=None):
+        if self.broken:
+            raise RuntimeError("secret internal detail")
         if self.down:
             raise StoreUnavailable("connection refused")
         return super().get(key, if_match=if_match)
@@ -425,7 +428,7 @@ class DownStore(LocalStore):
         return super().list_prefixes(prefix, start_after=start_after, limit=limit)
 
 
-def test_an_unavailable_store_is_503(tmp_path: Path) -> None:
+def test_an_unavailable_store_is_503_and_a_bug_is_a_json_500(tmp_path: Path) -> None:
     store, layout = DownStore(tmp_path / "store"), Layout()
     service = TaskService(store, layout, url_signer=signer_for(store, environ={}))
     with serve(create_app(settings_for(tmp_path), service=service, tokens=token_table())) as base:
@@ -437,6 +440,10 @@ def test_an_unavailable_store_is_503(tmp_path: Path) -> None:
             r = api.call(method, path)
             assert (r.status_code, r.json()["code"]) == (503, "store_unavailable"), path
             assert "connection refused" in r.json()["message"]
+        store.down, store.broken = False, True
+        r = api.call("GET", f"/api/tasks/{task_id}")  # a bug: still JSON, and no internals leak
+        assert (r.status_code, r.json()["code"]) == (500, "internal_error")
+        assert "secret" not in r.text
 
 
 def test_a_missing_bucket_is_503(tmp_path: Path, moto_server: str) -> None:
@@ -520,16 +527,19 @@ def test_bad_tokens_files_are_refused_with_a_reason(text: str, complaint: str) -
         parse_tokens(text, "tokens.json")
 
 
-def test_cli_makes_and_hashes_tokens() -> None:
-    def run(*args: str, stdin: str = "") -> str:
-        cmd = [sys.executable, "-m", "s3task.http_api", *args]
-        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+def test_cli_makes_and_hashes_tokens(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    cmd = [sys.executable, "-m", "s3task.http_api", "hash-token"]
+    hashed = subprocess.run(cmd, input="secret-token\n", capture_output=True, text=True, check=True, cwd=ROOT)
+    assert hashed.stdout.strip() == hash_token("secret-token")
 
-    assert run("hash-token", stdin="secret-token\n").strip() == hash_token("secret-token")
-    made = run("new-token", "--user", "ops-bot", "--role", "operator")
+    assert http_api.main(["new-token", "--user", "ops-bot", "--role", "operator"]) == 0
+    made = capsys.readouterr().out
     token = re.search(r"token: (\S+)", made).group(1)
     entry = json.loads(made.split("(JSON):", 1)[1])
     assert parse_tokens(json.dumps(entry), "t.json") == {hash_token(token): Actor("ops-bot", operator=True)}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(token + "\n"))
+    http_api.main(["hash-token"])
+    assert capsys.readouterr().out.strip() in entry
 
 
 # --- the docs' walkthrough and the Streamlit mount, as real processes -------------------------------------
