@@ -1,0 +1,250 @@
+"""The whole path in a real browser: upload a CSV, submit, watch it complete, preview, download.
+
+Runs ``streamlit run app.py`` as a subprocess on a free port and drives it
+with Playwright on Debian's Chromium. Two stores: a fresh local directory with
+the worker embedded in the app, and moto's S3 server with a separate
+``worker.py`` process. Screenshots of each page go to ``tests/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import free_port, wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ROWS = [["name", "age", "note"], ["ann", "007", "first"], ["bob", "42", "=1+1"], ["cy", "", "multi\nline"]]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"{CHROMIUM} not found; install Debian's Chromium (sudo apt-get install chromium) "
+        "or run ./test.sh as root, which installs it",
+    ),
+]
+
+
+def csv_bytes(rows: list[list[str]]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue().encode()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("S3TASK_", "STREAMLIT_"))}
+    env.update(S3TASK_POLL_INTERVAL="0.3", S3TASK_REFRESH_SECONDS="0.5", PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+@contextmanager
+def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """A child process whose output goes to ``log`` (shown if the test fails); stopped afterwards."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    args += ["--server.headless", "true", "--server.address", "127.0.0.1"]
+    with process(args, env, log) as proc:
+
+        def healthy() -> bool:
+            assert proc.poll() is None, f"streamlit exited:\n{log.read_text()}"
+            try:
+                return requests.get(url + "/_stcore/health", timeout=1).ok
+            except requests.RequestException:
+                return False
+
+        wait_for(healthy, timeout=30, interval=0.1, what="streamlit /_stcore/health")
+        yield url
+
+
+def open_app(page, url: str) -> None:
+    page.goto(url)
+    settle(page)
+
+
+def settle(page) -> None:
+    """Connected and no script running: the page shows what the server last sent."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']", timeout=20_000)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=20_000)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def grid_cells(page, nth: int = -1) -> list[str]:
+    """The text of a dataframe's cells (Streamlit's grid keeps an accessible table of them)."""
+    frames = page.locator("[data-testid='stDataFrame']")
+    return frames.nth(nth if nth >= 0 else frames.count() - 1).locator("td").all_inner_texts()
+
+
+def upload_and_submit(page, url: str, name: str, data: Path, prefix: str) -> str:
+    """From the Tasks page to a submitted task's page; returns the task id."""
+    from playwright.sync_api import expect
+
+    open_app(page, url)
+    shot(page, f"{prefix}-1-tasks-first-visit")
+    expect(page.get_by_text("No tasks yet")).to_be_visible()
+    page.get_by_role("button", name="Start a new task").click()
+    expect(page.get_by_role("heading", name="New task")).to_be_visible()
+    settle(page)
+    page.get_by_role("textbox", name="Task name").fill(name)
+    page.get_by_role("textbox", name="Task name").press("Enter")
+    page.get_by_role("combobox", name="What should happen to the rows?").click()
+    page.get_by_role("option", name="Copy rows unchanged").click()
+    expect(page.get_by_text("Writes every row of the uploaded file")).to_be_visible()
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(data))
+    expect(page.get_by_text("3 columns: name, age, note")).to_be_visible(timeout=20_000)
+    settle(page)
+    expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
+    assert grid_cells(page)[:3] == ["ann", "007", "first"]
+    shot(page, f"{prefix}-2-new-task-preview")
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_url(re.compile(r".*/task\?id=[0-9A-Z]{26}$"), timeout=20_000)
+    return page.url.rsplit("=", 1)[1]
+
+
+def watch_until_completed(page, prefix: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible(timeout=20_000)
+    shot(page, f"{prefix}-3-task-in-progress")
+    expect(page.get_by_role("heading", name="Result")).to_be_visible(timeout=60_000)
+    settle(page)
+    expect(page.locator("[data-testid='stDataFrame']").last.locator("td").first).to_be_attached()
+    cells = grid_cells(page)
+    assert cells[:4] == ["ann", "007", "first", ""]  # name, age, note, error
+    assert "'=1+1" in cells  # formula neutralised in the output
+    shot(page, f"{prefix}-4-task-completed")
+
+
+def assert_rows(path: Path) -> None:
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
+    assert rows[0] == ["name", "age", "note", "error"]
+    assert [r[:2] for r in rows[1:]] == [["ann", "007"], ["bob", "42"], ["cy", ""]]
+    assert rows[3][2] == "multi\nline"
+    assert rows[2][2] == "'=1+1"
+
+
+def back_to_list(page, name: str, prefix: str) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("link", name="All tasks").click()
+    expect(page.get_by_role("heading", name="Tasks")).to_be_visible()
+    settle(page)
+    expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
+    cells = grid_cells(page)
+    assert cells[0] == name and "Completed" in cells
+    shot(page, f"{prefix}-5-tasks-list")
+
+
+def test_local_store_with_embedded_worker(browser, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    data = tmp_path / "people.csv"
+    data.write_bytes(csv_bytes(ROWS))
+    env = base_env(S3TASK_STORE=str(tmp_path / "store"))
+    page = browser.new_page(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
+    try:
+        with streamlit_app(env, tmp_path / "streamlit.log") as url:
+            # A shared link as the very first request of a fresh server still goes through app.py.
+            open_app(page, url + "/task?id=7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
+            expect(page.get_by_text("There is no task with this id")).to_be_visible()
+            upload_and_submit(page, url, "People *list*", data, "local")
+            watch_until_completed(page, "local")
+            with page.expect_download() as download:
+                page.get_by_role("button", name="Download result (CSV)").click()
+            saved = tmp_path / download.value.suggested_filename
+            download.value.save_as(saved)
+            assert saved.name.startswith("People-list-") and saved.suffix == ".csv"
+            assert_rows(saved)
+            back_to_list(page, "People *list*", "local")
+    finally:
+        page.close()
+
+
+def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket: tuple[str, str]) -> None:
+    endpoint, bucket = moto_http_bucket
+    data = tmp_path / "people.csv"
+    data.write_bytes(csv_bytes(ROWS))
+    aws = {
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    store_url = f"s3://{bucket}/batch-tasks"
+    env = base_env(S3TASK_STORE=store_url, S3TASK_EMBEDDED_WORKER="0", **aws)
+    page = browser.new_page(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
+    worker = [sys.executable, "worker.py", "--store", store_url, "--poll-interval", "0.3"]
+    try:
+        with (
+            streamlit_app(env, tmp_path / "streamlit.log") as url,
+            process(worker, env, tmp_path / "worker.log") as worker_proc,
+        ):
+            upload_and_submit(page, url, "People on S3", data, "s3")
+            watch_until_completed(page, "s3")
+            link = page.get_by_role("link", name="Download result (CSV)")
+            href = link.get_attribute("href")
+            assert href and href.startswith(endpoint) and "X-Amz-Signature" in href  # straight from the store
+            # The link opens a new tab, which the presigned URL's Content-Disposition turns into a
+            # download; Chromium reports it on the page that opened the tab.
+            with page.expect_download() as download:
+                link.click()
+            saved = tmp_path / download.value.suggested_filename
+            download.value.save_as(saved)
+            assert saved.name.startswith("People-on-S3-")
+            assert_rows(saved)
+            timeline = grid_cells(page, 0)
+            assert f"worker {socket.gethostname()}-{worker_proc.pid}" in timeline  # the separate worker did it
+            back_to_list(page, "People on S3", "s3")
+    finally:
+        page.close()
