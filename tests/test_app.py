@@ -227,15 +227,17 @@ def test_identity_resolution(kwargs, mode, name, operator, problem) -> None:
 
 def test_new_task_renders_the_form_of_each_task_type(app, form_demo) -> None:
     at = goto(app(), "pages/new_task.py")
-    kinds = at.selectbox[0]
-    assert "Copy rows unchanged" in kinds.options and "Form demo" in kinds.options
-    kinds.set_value(FormDemo).run()
-    labels = [w.label for w in at.text_input] + [w.label for w in at.number_input]
-    labels += [w.label for w in at.checkbox] + [w.label for w in at.selectbox]
-    for label in ("Label", "Limit", "Ratio", "Strict", "Mode"):
-        assert label in labels
+    for task_type in handlers.all_types():
+        at.selectbox(key="type_0").set_value(task_type).run()
+        assert not at.exception
+        shown = {w.label for kind in ("text_input", "number_input", "checkbox", "selectbox") for w in getattr(at, kind)}
+        for param in task_type.params:
+            assert param.name.replace("_", " ").capitalize() + (" *" if param.required else "") in shown
+        assert task_type.description[:20] in texts(at)
+    at.selectbox(key="type_0").set_value(FormDemo).run()
     assert next(s for s in at.selectbox if s.label == "Mode").value == "b"
-    assert "Only for tests" in texts(at)
+    assert next(n for n in at.number_input if n.label == "Limit").value == 5
+    assert next(c for c in at.checkbox if c.label == "Strict").value is False
 
 
 @pytest.mark.parametrize(

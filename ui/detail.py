@@ -8,7 +8,8 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from s3task.errors import S3TaskError
+from s3task import handlers
+from s3task.errors import S3TaskError, UnknownTaskType
 from s3task.record import TaskRecord
 
 from . import format as fmt
@@ -70,7 +71,7 @@ def _rows(record: TaskRecord) -> int:
 def _attempts(record: TaskRecord) -> None:
     tz = st.context.timezone
     parts = []
-    if record.attempt_id:
+    if record.attempt_id > 1 or record.failed_attempts or record.status == "running":
         parts.append(f"attempt {record.attempt_id}")
     if record.failed_attempts:
         parts.append(f"{record.failed_attempts} of {record.max_attempts} allowed failures used")
@@ -170,15 +171,17 @@ def output(ctx: Context, record: TaskRecord) -> None:
         return
     _download(ctx, record)
     errors = record.error_count
-    view = st.segmented_control(
-        "Show",
-        ["First 100 rows", f"Only rows with errors ({errors:,})"],
-        default="First 100 rows",
-        required=True,
-        key=f"view_{record.task_id}",
-        label_visibility="collapsed",
-    )
-    errors_only = view != "First 100 rows"
+    errors_only = False
+    if _marks_errors(record.task_type):
+        view = st.segmented_control(
+            "Show",
+            ["First 100 rows", f"Only rows with errors ({errors:,})"],
+            default="First 100 rows",
+            required=True,
+            key=f"view_{record.task_id}",
+            label_visibility="collapsed",
+        )
+        errors_only = view != "First 100 rows"
     try:
         frame = services.output_preview(
             service, actor, ctx.settings.store, record.task_id, record.output_object_path or "", errors_only
@@ -194,6 +197,14 @@ def output(ctx: Context, record: TaskRecord) -> None:
     total = errors if errors_only else _rows(record)
     if total > shown:
         st.caption(f"Showing {shown:,} of {total:,} rows. Download the file for all of them.")
+
+
+def _marks_errors(task_type: str) -> bool:
+    """Does this task type write an error column (so an errors-only view means something)?"""
+    try:
+        return handlers.get(task_type).error_column is not None
+    except (UnknownTaskType, AttributeError):
+        return True
 
 
 def _download(ctx: Context, record: TaskRecord) -> None:

@@ -68,7 +68,8 @@ def embedded_worker(settings: Settings) -> Worker:
     return _embedded_worker(settings)
 
 
-@st.cache_data(ttl=20, show_spinner=False)
+# Short-lived: a worker that has just started must not be reported missing for long.
+@st.cache_data(ttl=10, show_spinner=False)
 def live_workers(store_url: str) -> list[dict[str, Any]] | None:
     """Workers seen recently, or None if presence cannot be read (no worker module yet, store down)."""
     try:
