@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -67,12 +68,22 @@ if task_type.params:
         payload = {p.name: param_widget(p) for p in task_type.params}
 
 limit_mb = ctx.settings.max_upload_mb
+
+
+def name_from_file() -> None:
+    """An unnamed task takes the uploaded file's name (the user can still change it)."""
+    chosen = st.session_state.get(f"file_{form}")
+    if chosen is not None and not st.session_state.get(f"name_{form}", "").strip():
+        st.session_state[f"name_{form}"] = Path(chosen.name).stem[:200]
+
+
 upload = st.file_uploader(
     "CSV file",
     type=["csv"],
     max_upload_size=limit_mb,
     help=f"A .csv file (comma-separated, UTF-8) with a header row, up to {limit_mb} MB.",
     key=f"file_{form}",
+    on_change=name_from_file,
 )
 
 inspection: Inspection | None = None

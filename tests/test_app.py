@@ -264,6 +264,13 @@ def test_a_file_that_is_not_named_csv_is_refused() -> None:
     assert not found.ok and "not a .csv file" in found.problem
 
 
+def test_an_unnamed_task_takes_the_file_name(app) -> None:
+    at = goto(app(), "pages/new_task.py")
+    at.file_uploader[0].set_value(("March customers.csv", CSV, "text/csv")).run()
+    assert at.text_input[0].value == "March customers"
+    assert not next(b for b in at.button if b.label == "Submit").disabled
+
+
 def test_new_task_previews_then_submits_a_queued_task(app, service: TaskService) -> None:
     at = goto(app("ann"), "pages/new_task.py")
     submit = next(b for b in at.button if b.label == "Submit")
@@ -298,6 +305,32 @@ def test_tasks_newest_first_with_status_and_progress(app, service: TaskService) 
     row = at.dataframe[0].value.iloc[0]
     assert row["status"] == ["Queued"] and row["progress"] == 0.0
     assert "Updating every" in texts(at)  # something is live, so the list refreshes
+
+
+def test_an_open_list_rereads_only_live_tasks(app, service: TaskService, store_dir: Path) -> None:
+    done = submitted(service, "local", "done")
+    run_as_worker(service, done, output=b"name,age,error\nann,007,\n")
+    submitted(service, "local", "waiting")
+    at = app().run()
+    assert listed(at) == ["waiting", "done"]
+    from ui.services import task_service
+
+    app_service = task_service(str(store_dir), 3, 900)  # the app's process-wide service
+    reads: list[str] = []
+    original = app_service.store.get
+
+    def counting_get(key: str, **kwargs):
+        reads.append(key)
+        return original(key, **kwargs)
+
+    app_service.store.get = counting_get
+    try:
+        at.run()  # what each refresh of an open tab costs
+    finally:
+        del app_service.store.get
+    assert listed(at) == ["waiting", "done"]
+    status_reads = [k for k in reads if k.endswith("status.json")]
+    assert status_reads == [service.layout.status_key(at.dataframe[0].value["id"].iloc[0])]
 
 
 def test_tasks_pages_through_older_and_newer(app, service: TaskService, monkeypatch) -> None:
