@@ -17,6 +17,7 @@ loops across threads is untouched, and that is what the race tests measure.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import socket
 import threading
@@ -65,6 +66,8 @@ def _serialise_moto() -> None:
 
 
 _serialise_moto()
+# moto's server logs every request through werkzeug; a failing test's output should show ours.
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 _BOTO_LOCK = threading.RLock()
 _boto_session: boto3.session.Session | None = None

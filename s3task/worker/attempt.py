@@ -35,6 +35,17 @@ _MP.set_forkserver_preload(["s3task.worker.child", "s3task.processing", "s3task.
 TICK = 0.2
 
 
+def _noop() -> None:
+    pass
+
+
+def warm_up() -> None:
+    """Start the fork server now, so the first claim does not wait seconds for imports with its lease ticking."""
+    proc = _MP.Process(target=_noop, name="s3task-warm-up")
+    proc.start()
+    proc.join(120)
+
+
 @dataclass
 class Outcome:
     kind: str  # "completed" | "failed" | "released" | "lost"
@@ -237,7 +248,13 @@ class Attempt:
         try:
             record = self._write(
                 lambda r, t: lifecycle.fail(
-                    r, t, lease=self.lease, error=error, permanent=permanent, progress=self.progress
+                    r,
+                    t,
+                    lease=self.lease,
+                    error=error,
+                    permanent=permanent,
+                    progress=self.progress,
+                    backoff_base=self.settings.retry_backoff_seconds,
                 )
             )
         except NotOwner as e:

@@ -25,7 +25,7 @@ from ..lifecycle import Lease, Status
 from ..record import TaskRecord, read_record, update_record
 from ..store import open_store
 from ..store.base import ObjectStore
-from .attempt import Attempt, Outcome
+from .attempt import Attempt, Outcome, warm_up
 from .presence import Presence
 
 log = logging.getLogger("s3task.worker")
@@ -52,6 +52,7 @@ class Worker:
     # --- lifecycle of the worker itself -------------------------------------------
 
     def run_forever(self) -> None:
+        warm_up()
         log.info(
             "worker %s polling %s every %.1fs",
             self.settings.worker_id,
@@ -71,6 +72,7 @@ class Worker:
 
     def run_once(self) -> None:
         """Work until nothing is claimable right now, then return (cron, tests)."""
+        warm_up()
         while not self.stop_event.is_set():
             started = self.poll_once()
             if not started and not self.task_ids():

@@ -1,0 +1,342 @@
+"""Real worker processes (``python worker.py``) against moto's S3 server over HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+import requests
+import worker_handlers  # noqa: F401  (registers the test task types here too)
+from conftest import wait_for
+
+from s3task import lifecycle
+from s3task.layout import Layout
+from s3task.record import read_record, update_record
+from s3task.store.s3 import S3Store
+from s3task.tasks import Actor, TaskService
+
+ROOT = Path(__file__).resolve().parent.parent
+ALICE = Actor("alice")
+LEASE = 4.0
+
+
+@dataclass
+class Env:
+    store: S3Store
+    layout: Layout
+    service: TaskService
+    url: str
+    env: dict[str, str]
+    tmp: Path
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def worker(self, *extra: str, env: dict[str, str] | None = None, name: str = "w") -> subprocess.Popen:
+        log = open(self.tmp / f"{name}-{len(self.procs)}.log", "wb")  # noqa: SIM115 - closed with the process
+        cmd = [
+            sys.executable, str(ROOT / "worker.py"), "--store", self.url, "--poll-interval", "0.2",
+            "--lease-seconds", str(LEASE), "--handlers", "worker_handlers", "--worker-id", f"{name}-{len(self.procs)}",
+            *extra,
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+        proc.log_path = log.name  # type: ignore[attr-defined]
+        self.procs.append(proc)
+        return proc
+
+    def submit(self, name: str, body: bytes, task_type: str = "copy", params: dict | None = None) -> str:
+        created = self.service.create(ALICE, name, task_type, params)
+        self.service.upload_input(ALICE, created.record.task_id, body)
+        self.service.submit(ALICE, created.record.task_id)
+        return created.record.task_id
+
+    def record(self, task_id: str):
+        return read_record(self.store, self.layout, task_id)[0]
+
+    def outputs(self, task_id: str) -> list[str]:
+        return [k for k in self.store.list_keys(self.layout.task_prefix(task_id)) if "output-attempt-" in k]
+
+
+@pytest.fixture
+def s3(moto_http_bucket, tmp_path: Path) -> Iterator[Env]:
+    endpoint, bucket = moto_http_bucket
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+        "S3TASK_LEASE_GRACE_SECONDS": "1",
+        "S3TASK_RETRY_BACKOFF_SECONDS": "0.5",
+    }
+    store = S3Store(bucket, client=boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
+    layout = Layout("batch-tasks")
+    e = Env(store, layout, TaskService(store, layout), f"s3://{bucket}/batch-tasks", env, tmp_path)
+    yield e
+    for p in e.procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)
+
+
+def csv_rows(n: int) -> bytes:
+    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
+
+
+def done(e: Env, task_id: str, status: str = "completed"):
+    record = e.record(task_id)
+    return record if record.status == status else None
+
+
+def logs(proc: subprocess.Popen) -> str:
+    return Path(proc.log_path).read_text(errors="replace")  # type: ignore[attr-defined]
+
+
+# --- tests ----------------------------------------------------------------------------
+
+
+def test_five_workers_complete_forty_tasks_exactly_once(s3: Env) -> None:
+    ids = [s3.submit(f"t{i}", csv_rows(i + 1)) for i in range(40)]
+    workers = [s3.worker(name=f"race{i}") for i in range(5)]
+    for task_id in ids:
+        wait_for(lambda t=task_id: done(s3, t), timeout=120, what=f"{task_id} completed")
+    for n, task_id in enumerate(ids):
+        record = s3.record(task_id)
+        assert record.attempt_id == 1, (task_id, record.history)
+        assert s3.outputs(task_id) == [s3.layout.output_key(task_id, 1)]
+        out = s3.store.get(record.output_object_path).body.decode().splitlines()
+        assert len(out) - 1 == n + 1 == record.row_count == record.processed_count
+    claimers = {e.get("note") for t in ids for e in s3.record(t).history if e["event"] == "claim"}
+    assert len(claimers) > 1, "the tasks should be spread over several workers"
+    assert s3.store.list_keys(s3.layout.active_root) == []
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    for w in workers:
+        assert w.wait(20) == 0, logs(w)
+
+
+def test_sigkill_mid_task_is_recovered_by_another_worker_on_attempt_two(s3: Env) -> None:
+    gate = s3.tmp / "gate"
+    task_id = s3.submit("held", csv_rows(5), "test_gated", {"gate": str(gate)})
+    first = s3.worker(name="victim")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    first.kill()
+    first.wait(10)
+    gate.touch()
+    second = s3.worker(name="rescuer")
+    record = wait_for(lambda: done(s3, task_id), timeout=60, what="completed by the rescuer")
+    assert record.attempt_id == 2
+    assert record.failed_attempts == 1
+    assert "victim" in (record.history[-3].get("note") or "") or any(
+        "stopped sending heartbeats" in (h.get("note") or "") for h in record.history
+    )
+    assert record.output_object_path == s3.layout.output_key(task_id, 2)
+    # The killed attempt never completed its output; nothing overwrote attempt 2's.
+    assert s3.outputs(task_id) == [s3.layout.output_key(task_id, 2)]
+    second.terminate()
+    assert second.wait(20) == 0
+
+
+def test_sigterm_releases_the_task_without_charging_an_attempt(s3: Env) -> None:
+    gate = s3.tmp / "gate"
+    task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
+    w = s3.worker(name="polite")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    w.send_signal(signal.SIGTERM)
+    assert w.wait(20) == 0, logs(w)
+    record = s3.record(task_id)
+    assert record.status == "queued"
+    assert record.failed_attempts == 0 and record.release_count == 1
+    assert s3.store.list_keys(s3.layout.active_root) == [s3.layout.active_key(task_id)]
+    gate.touch()
+    s3.worker("--once", name="finisher").wait(60)
+    record = s3.record(task_id)
+    assert record.status == "completed" and record.attempt_id == 2 and record.failed_attempts == 0
+
+
+def test_second_signal_exits_at_once(s3: Env) -> None:
+    gate = s3.tmp / "never"
+    task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
+    with proxy_server(s3, slow_status_puts=True) as (proxy, slow):
+        w = s3.worker(env={"AWS_ENDPOINT_URL_S3": proxy}, name="impatient")
+        wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+        slow.set()  # from now on the store takes ages to accept a record write
+        w.send_signal(signal.SIGINT)
+        wait_for(lambda: "releasing tasks" in logs(w), timeout=10, what="first signal seen")
+        w.send_signal(signal.SIGINT)
+        assert w.wait(5) == 128 + signal.SIGINT
+    assert s3.record(task_id).status == "running"  # it left without writing; the lease will expire
+
+
+def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: Env) -> None:
+    task_id = s3.submit("hangs", csv_rows(3), "test_hang")
+    w = s3.worker("--stall-timeout", "2", "--max-attempts", "2", name="stall")
+    record = wait_for(lambda: done(s3, task_id, "failed") if s3.record(task_id).final else None, timeout=60)
+    assert record.failed_attempts == 2 and record.attempt_id == 2
+    assert "stalled" in record.last_error
+    assert s3.store.list_keys(s3.layout.active_root) == []
+    w.terminate()
+    w.wait(20)
+
+
+def test_deterministic_failure_stops_after_max_attempts(s3: Env) -> None:
+    task_id = s3.submit("fails", csv_rows(3), "test_boom")
+    ok_id = s3.submit("fine", csv_rows(4))
+    w = s3.worker("--max-attempts", "3", name="boom")
+    record = wait_for(lambda: s3.record(task_id) if s3.record(task_id).final else None, timeout=60)
+    assert record.status == "failed" and record.failed_attempts == 3 and record.attempt_id == 3
+    assert "deliberate failure" in record.last_error
+    assert wait_for(lambda: done(s3, ok_id), timeout=30).row_count == 4
+    assert s3.store.list_keys(s3.layout.active_root) == []
+    w.terminate()
+    w.wait(20)
+
+
+def test_cancel_during_processing_stops_the_attempt_and_stays_abandoned(s3: Env) -> None:
+    gate = s3.tmp / "gate"
+    task_id = s3.submit("cancel me", csv_rows(3), "test_gated", {"gate": str(gate)})
+    w = s3.worker(name="cancelled")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    s3.service.cancel(ALICE, task_id)
+    # Within about one heartbeat (lease/3) the worker notices and lets go.
+    wait_for(lambda: "lost lease" in logs(w), timeout=LEASE + 2, what="worker noticed the cancel")
+    gate.touch()
+    record = s3.record(task_id)
+    assert record.status == "abandoned"
+    assert s3.outputs(task_id) == []
+    w.terminate()
+    assert w.wait(20) == 0
+
+
+def test_late_heartbeat_never_resurrects_an_expired_task(s3: Env) -> None:
+    task_id = s3.submit("expired", csv_rows(2))
+    record, lease = lifecycle.claim(s3.record(task_id), s3.store.now(), worker_id="slow", lease_seconds=0.01)
+    update_record(s3.store, s3.layout, task_id, lambda r, t: record)
+    # Another worker judges the lease expired and the task is retried.
+    later = timedelta(seconds=5)
+    update_record(s3.store, s3.layout, task_id, lambda r, t: lifecycle.expire(r, t + later, grace_seconds=0))
+    update_record(s3.store, s3.layout, task_id, lambda r, t: lifecycle.retry(r, t, automatic=False))
+    before = s3.record(task_id)
+    with pytest.raises(lifecycle.NotOwner):
+        update_record(
+            s3.store,
+            s3.layout,
+            task_id,
+            lambda r, t: lifecycle.heartbeat(r, t, lease=lease, lease_seconds=60, progress=lifecycle.Progress()),
+        )
+    assert s3.record(task_id) == before
+
+
+def test_skewed_clocks_neither_steal_nor_keep_leases(s3: Env) -> None:
+    gate = s3.tmp / "gate"
+    task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
+    honest = s3.worker(name="honest")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    # A worker whose clock runs ten minutes fast sees the same live lease.
+    fast = s3.worker(name="fast", env={"S3TASK_CLOCK_SKEW_SECONDS": "600"})
+    wait_for(lambda: "polling" in logs(fast), timeout=30)
+    leases_seen = set()
+    deadline = 3 * LEASE
+    wait_for(
+        lambda: leases_seen.add(s3.record(task_id).lease_expires_at) or len(leases_seen) >= 3,
+        timeout=deadline,
+        what="several renewals",
+    )
+    record = s3.record(task_id)
+    assert record.status == "running" and record.attempt_id == 1, record.history
+    # A worker whose clock runs ten minutes slow gets a normal-length lease, so when it
+    # dies the task is recovered promptly rather than ten minutes late.
+    honest.kill()
+    honest.wait(10)
+    slow_id = s3.submit("slow clock", csv_rows(3), "test_gated", {"gate": str(gate) + "-slow"})
+    fast.terminate()
+    fast.wait(20)
+    slow = s3.worker(name="slowclock", env={"S3TASK_CLOCK_SKEW_SECONDS": "-600"})
+    wait_for(lambda: done(s3, slow_id, "running"), timeout=30)
+    slow.kill()
+    slow.wait(10)
+    gate.touch()
+    (s3.tmp / "gate-slow").touch()
+    rescuer = s3.worker(name="rescuer")
+    wait_for(lambda: done(s3, task_id), timeout=30, what="first task recovered")
+    wait_for(lambda: done(s3, slow_id), timeout=30, what="slow-clock task recovered")
+    assert s3.record(slow_id).attempt_id == 2
+    rescuer.terminate()
+    rescuer.wait(20)
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """Forwards to moto. ``forget`` drops If-Match / If-None-Match, like an S3-compatible
+    store that ignores them; ``slow`` (an Event) holds record writes for a while once set."""
+
+    protocol_version = "HTTP/1.1"  # answers boto's "Expect: 100-continue" at once
+    upstream = ""
+    forget = False
+    slow: threading.Event | None = None
+    done: threading.Event
+
+    def _forward(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        dropped = ("host", "expect", "if-match", "if-none-match") if self.forget else ("host", "expect")
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+        if self.slow is not None and self.slow.is_set() and self.command == "PUT" and "status.json" in self.path:
+            self.done.wait(20)  # the simulated slowness of a struggling store, until the test ends
+        resp = requests.request(self.command, self.upstream + self.path, headers=headers, data=body, timeout=10)
+        self.send_response(resp.status_code)
+        for k, v in resp.headers.items():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(resp.content)))
+        self.end_headers()
+        self.wfile.write(resp.content)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def proxy_server(s3: Env, *, forget: bool = False, slow_status_puts: bool = False):
+    slow = threading.Event() if slow_status_puts else None
+    done = threading.Event()
+    attrs = {"upstream": s3.env["AWS_ENDPOINT_URL_S3"], "forget": forget, "slow": slow, "done": done}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Proxy", (_Proxy,), attrs))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", slow
+    finally:
+        done.set()
+        server.shutdown()
+
+
+def test_worker_refuses_a_store_that_ignores_conditions(s3: Env) -> None:
+    with proxy_server(s3, forget=True) as (proxy, _):
+        w = s3.worker("--once", env={"AWS_ENDPOINT_URL_S3": proxy}, name="unsafe")
+        assert w.wait(60) == 1
+    text = logs(w)
+    assert "refusing to start" in text and "does not enforce conditional writes" in text, text
+    assert "Traceback" not in text
+
+
+def test_worker_says_so_when_the_store_is_unreachable(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "worker.py"), "--store", "s3://no-such-bucket/x", "--once"],
+        env={**os.environ, "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "x",
+             "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: refusing to start")
+    assert "Traceback" not in proc.stderr
