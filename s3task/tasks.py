@@ -221,15 +221,19 @@ class TaskService:
                 validate_task_id(cursor)
             except InvalidTaskId as e:
                 raise InvalidInput("that page cursor is not valid; start again from the first page") from e
+        # One key more than a page: it says whether another page exists, so the last page never
+        # hands out a cursor to an empty one. Task ids (first character 0-7) sort before every
+        # other name under the prefix (active/, by-user/, workers/, _probe/), which are skipped.
         if mine:
             root = self.layout.user_root(actor.name)
-            keys = self.store.list_keys(root, start_after=root + cursor if cursor else None, limit=limit)
+            keys = self.store.list_keys(root, start_after=root + cursor if cursor else None, limit=limit + 1)
         else:
             start = self.layout.task_cursor(cursor) if cursor else None
-            keys = self.store.list_prefixes(self.layout.root, start_after=start, limit=limit)
+            keys = self.store.list_prefixes(self.layout.root, start_after=start, limit=limit + 1)
         ids = [i for i in (self.layout.task_id_of(k) for k in keys) if i]
-        records, problems = self._read_many(actor, ids)
-        next_cursor = ids[-1] if len(keys) == limit and ids else None
+        page_ids = ids[:limit]
+        records, problems = self._read_many(actor, page_ids)
+        next_cursor = page_ids[-1] if len(ids) > limit else None
         return Page(records, next_cursor, problems)
 
     def _read_many(self, actor: Actor, ids: list[str]) -> tuple[list[TaskRecord], list[str]]:

@@ -32,7 +32,7 @@ import requests
 
 from s3task.layout import Layout
 from s3task.store.local import LocalStore
-from s3task.store.s3 import S3Store
+from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import TaskService
 
 # Credentials for moto only; never real ones.
@@ -157,11 +157,12 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
         mock.start()
         request.addfinalizer(mock.stop)
         s3_client().create_bucket(Bucket="s3task-test")
-        return S3Store("s3task-test", client=s3_client())
+        # The product's client settings (SigV4 presigned URLs, short record timeouts), as on moto_http.
+        return S3Store(
+            "s3task-test", client=boto_client(None, _RECORD_CONFIG), data_client=boto_client(None, _DATA_CONFIG)
+        )
     if kind == "moto_http":
         endpoint, bucket = request.getfixturevalue("moto_http_bucket")
-        from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG
-
         return S3Store(
             bucket,
             client=boto_client(endpoint, _RECORD_CONFIG),
