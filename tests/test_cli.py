@@ -201,10 +201,12 @@ def test_every_error_is_one_line(local, tmp_path: Path) -> None:
     with ThreadPoolExecutor(4) as pool:  # independent processes: run a few at once
         futures = [pool.submit(run, url, *args, cwd=tmp_path, env=env) for args, env, _ in cases]
         down = pool.submit(run, "s3://bucket/prefix", "list", cwd=tmp_path, env=unreachable)
+        no_profile = pool.submit(run, "s3://bucket/prefix", "list", cwd=tmp_path, env={"AWS_PROFILE": "no-such"})
         results = [f.result() for f in futures]
     for (_, _, words), result in zip(cases, results, strict=True):
         one_line_error(result, *words)
     one_line_error(down.result(), "did not answer")
+    one_line_error(no_profile.result(), "no-such")
     assert read_record(store, LAYOUT, task_id)[0].status == "queued"  # bob's cancel changed nothing
 
 

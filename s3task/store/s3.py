@@ -63,10 +63,13 @@ _DATA_CONFIG = Config(
 
 class S3Store:
     def __init__(self, bucket: str, *, client: Any = None, data_client: Any = None, session: Any = None) -> None:
-        session = session or boto3.session.Session()
         self.bucket = bucket
-        self.client = client or session.client("s3", config=_RECORD_CONFIG)
-        self.data_client = data_client or (client or session.client("s3", config=_DATA_CONFIG))
+        try:
+            session = session or boto3.session.Session()
+            self.client = client or session.client("s3", config=_RECORD_CONFIG)
+            self.data_client = data_client or (client or session.client("s3", config=_DATA_CONFIG))
+        except BotoCoreError as e:  # e.g. AWS_PROFILE names no profile: a store error, not a crash
+            raise StoreError(f"cannot set up the S3 client: {e}") from e
         endpoint = self.client.meta.endpoint_url
         self.description = f"s3://{bucket} ({endpoint})"
         self._offset = 0.0  # store clock minus our wall clock, from the Date header
