@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
-from .errors import InvalidInput, S3TaskError, TaskNotFound
+from .errors import InvalidInput, NotFound, S3TaskError, TaskNotFound
 from .layout import Layout
 from .record import read_record
 from .store import open_store
@@ -224,10 +224,11 @@ def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
 
 
 def _exists(store: ObjectStore, layout: Layout, task_id: str) -> bool:
+    # Only a definite "not found" may cost a marker; a timeout or a refusal stops the repair.
     try:
         store.head(layout.status_key(task_id))
         return True
-    except S3TaskError:
+    except NotFound:
         return False
 
 

@@ -221,3 +221,25 @@ def test_against_s3_over_http(moto_http_bucket: tuple[str, str], tmp_path: Path)
     assert "status: queued" in ok(run(url, "show", task_id, cwd=tmp_path, env=env))
     missing = run(f"s3://no-such-bucket-{bucket}/x", "list", cwd=tmp_path, env=env)
     one_line_error(missing, "bucket does not exist")
+
+
+def test_repair_never_drops_a_live_marker_when_the_store_hiccups(local_store: LocalStore) -> None:
+    """A HEAD that times out is not proof that a task is gone: repair must stop, not delete its marker."""
+    from s3task.cli import repair
+    from s3task.errors import StoreUnavailable
+
+    task_id = queued_task(local_store, "live")
+
+    class Flaky:
+        description = "flaky"
+
+        def head(self, key):
+            raise StoreUnavailable(f"the store did not answer for {key}")
+
+        def __getattr__(self, name):
+            return getattr(local_store, name)
+
+    with pytest.raises(StoreUnavailable):
+        repair(Flaky(), LAYOUT)
+    assert local_store.list_keys(LAYOUT.active_root) == [LAYOUT.active_key(task_id)]
+    assert repair(local_store, LAYOUT) == (0, 0, [])
