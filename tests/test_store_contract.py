@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import ClientError
 
 import s3task.clock
 import s3task.store.s3
-from s3task.errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, UnsafeStore
+from s3task.errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, StoreUnavailable, UnsafeStore
 from s3task.store.base import ObjectStore, PutMode
 from s3task.store.local import LocalStore
 from s3task.store.probe import cas_probe
@@ -278,6 +279,34 @@ def test_open_write_leaves_nothing_when_the_block_raises(store: ObjectStore, sma
     _assert_no_pending_uploads(store)
 
 
+@pytest.mark.parametrize("store", ["moto"], indirect=True)
+@pytest.mark.parametrize("failing_part", [1, 2])
+def test_a_failed_part_aborts_the_multipart_upload(store: S3Store, small_parts: int, failing_part: int) -> None:
+    """Part 2 is the last one, sent when the block exits: it must not leave an invisible, billed upload."""
+    real = store.data_client
+    calls = {"n": 0}
+
+    class FailingParts:
+        def upload_part(self, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == failing_part:
+                raise ClientError(
+                    {"Error": {"Code": "InternalError"}, "ResponseMetadata": {"HTTPStatusCode": 500}}, "UploadPart"
+                )
+            return real.upload_part(**kwargs)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    store.data_client = FailingParts()
+    with pytest.raises(StoreUnavailable), store.open_write("t/big.csv", PutMode.CREATE) as w:
+        w.write(b"x" * (small_parts + 10))
+    assert calls["n"] == failing_part
+    with pytest.raises(NotFound):
+        store.head("t/big.csv")
+    _assert_no_pending_uploads(store)
+
+
 def _assert_no_pending_uploads(store: ObjectStore) -> None:
     if isinstance(store, S3Store):
         assert not store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads")
@@ -350,6 +379,27 @@ class IgnoresConditions:
 def test_cas_probe_refuses_a_store_that_ignores_conditions(store: ObjectStore) -> None:
     with pytest.raises(UnsafeStore, match="conditional"):
         cas_probe(IgnoresConditions(store), "batch-tasks")
+    assert store.list_keys("batch-tasks/") == []
+
+
+def test_cas_probe_reports_a_store_error_during_the_burst(store: ObjectStore) -> None:
+    """A request that fails in the burst is the store's error to report, not a verdict either way."""
+
+    class Hiccup:
+        description = "hiccup"
+        failed = False
+
+        def put(self, key, body, mode, **kwargs):
+            if key.endswith("/burst") and not Hiccup.failed:
+                Hiccup.failed = True
+                raise StoreUnavailable(f"the store did not answer for {key}")
+            return store.put(key, body, mode, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+    with pytest.raises(StoreUnavailable):
+        cas_probe(Hiccup(), "batch-tasks")
     assert store.list_keys("batch-tasks/") == []
 
 

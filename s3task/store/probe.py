@@ -57,6 +57,7 @@ def _expect_refused(call, expected: type[StoreError], problem: str) -> None:
 def _burst(store: ObjectStore, key: str) -> int:
     barrier = threading.Barrier(BURST)
     results: list[bool] = []
+    errors: list[Exception] = []
     lock = threading.Lock()
 
     def attempt(i: int) -> None:
@@ -66,6 +67,10 @@ def _burst(store: ObjectStore, key: str) -> int:
             ok = True
         except AlreadyExists:
             ok = False
+        except Exception as e:  # the store's own error: reported, not counted as a verdict
+            with lock:
+                errors.append(e)
+            return
         with lock:
             results.append(ok)
 
@@ -74,4 +79,6 @@ def _burst(store: ObjectStore, key: str) -> int:
         t.start()
     for t in threads:
         t.join()
+    if errors:
+        raise errors[0]
     return sum(results)

@@ -194,10 +194,10 @@ class S3Store:
         writer = _MultipartWriter(self, check_key(key), mode, content_type, metadata)
         try:
             yield writer
+            writer.finish()  # inside: a failed last part must abort the upload too
         except BaseException:
             writer.abort()
             raise
-        writer.finish()
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         kwargs = {"IfMatch": if_match} if if_match else {}
