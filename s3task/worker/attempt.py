@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import handlers, lifecycle
 from ..config import Settings
-from ..errors import NotOwner, S3TaskError
+from ..errors import NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..layout import Layout
 from ..lifecycle import Lease, Progress
 from ..record import TaskRecord, update_record
@@ -69,6 +69,8 @@ class Attempt:
         self._proc: Any = None
         self._row_count = 0
         self._renewed = False
+        #: When the lease was last known to be renewed (monotonic): the claim, then each heartbeat.
+        self._renewed_at = time.monotonic()
 
     # --- the supervision loop -------------------------------------------------
 
@@ -105,6 +107,7 @@ class Attempt:
                     if outcome is not None:
                         return outcome
                     last_renewal = now if self._renewed else last_renewal
+                    self._renewed_at = last_renewal
         finally:
             self._kill_child()
             conn.close()
@@ -175,6 +178,30 @@ class Attempt:
     def _write(self, change) -> TaskRecord:
         return update_record(self.store, self.layout, self.task_id, change)
 
+    def _write_final(self, change) -> TaskRecord:
+        """Complete, fail or release: retried through store errors for as long as the lease may be ours.
+
+        Giving up at the first 503 would throw away a finished attempt: the
+        task would sit ``running`` until its lease expired, then be charged a
+        failed attempt and processed again. Past the lease minus a margin
+        another worker may have taken over, so the error is raised (and the
+        outcome is "lost": the lease expiry hands the task on).
+        """
+        deadline = self._renewed_at + self.settings.lease_seconds - self._margin()
+        pause = 0.05
+        while True:
+            try:
+                return self._write(change)
+            except (StoreError, TooManyConflicts) as e:
+                if time.monotonic() + pause >= deadline:
+                    raise
+                log.warning("writing %s failed, trying again: %s", self.task_id, e, extra={"task_id": self.task_id})
+                time.sleep(pause)
+                pause = min(2.0, pause * 2)
+
+    def _margin(self) -> float:
+        return max(2.0, self.settings.lease_seconds / 6)
+
     def _heartbeat(self, now: float, last_renewal: float) -> Outcome | None:
         self._renewed = False
         try:
@@ -197,8 +224,7 @@ class Attempt:
         except S3TaskError as e:
             # Keep trying while the lease may still be ours; past lease minus a
             # margin another worker may have taken over, so stop writing.
-            margin = max(2.0, self.settings.lease_seconds / 6)
-            if now - last_renewal > self.settings.lease_seconds - margin:
+            if now - last_renewal > self.settings.lease_seconds - self._margin():
                 log.warning(
                     "giving up %s: renewals failed for too long (%s)",
                     self.task_id,
@@ -214,7 +240,7 @@ class Attempt:
             return self._fail(result[1], bool(result[2]))
         output_key = self.layout.output_key(self.task_id, self.lease.attempt_id)
         try:
-            self._write(
+            self._write_final(
                 lambda r, t: lifecycle.complete(
                     r,
                     t,
@@ -232,6 +258,8 @@ class Attempt:
                 extra={"task_id": self.task_id, "event": "lost"},
             )
             return Outcome("lost", str(e))
+        except S3TaskError as e:
+            return self._gave_up("complete", e)
         self._drop_marker()
         log.info(
             "completed %s: %d rows in, %d out, %d errors",
@@ -246,7 +274,7 @@ class Attempt:
     def _fail(self, error: str, permanent: bool) -> Outcome:
         self._kill_child()
         try:
-            record = self._write(
+            record = self._write_final(
                 lambda r, t: lifecycle.fail(
                     r,
                     t,
@@ -259,6 +287,8 @@ class Attempt:
             )
         except NotOwner as e:
             return Outcome("lost", str(e))
+        except S3TaskError as e:
+            return self._gave_up("fail", e)
         if record.final:
             self._drop_marker()
         log.warning(
@@ -274,13 +304,25 @@ class Attempt:
     def _release(self) -> Outcome:
         self._kill_child()
         try:
-            record = self._write(lambda r, t: lifecycle.release(r, t, lease=self.lease))
+            record = self._write_final(lambda r, t: lifecycle.release(r, t, lease=self.lease))
         except NotOwner as e:
             return Outcome("lost", str(e))
+        except S3TaskError as e:
+            return self._gave_up("release", e)
         log.info("released %s back to the queue", self.task_id, extra={"task_id": self.task_id, "event": "released"})
         if record.is_terminal:
             self._drop_marker()
         return Outcome("released")
+
+    def _gave_up(self, action: str, error: S3TaskError) -> Outcome:
+        log.warning(
+            "could not %s %s before the lease ran out (%s); its expiry hands the task on",
+            action,
+            self.task_id,
+            error,
+            extra={"task_id": self.task_id, "event": "lost"},
+        )
+        return Outcome("lost", f"could not {action}: {error}")
 
     def _drop_marker(self) -> None:
         try:
