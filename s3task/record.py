@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import (
+    AlreadyExists,
     CorruptRecord,
     NotFound,
     PreconditionFailed,
@@ -188,9 +189,27 @@ def read_record(store: ObjectStore, layout: Layout, task_id: str) -> tuple[TaskR
 
 
 def create_record(store: ObjectStore, layout: Layout, record: TaskRecord) -> TaskRecord:
-    """Write the first version of a record; fails if the id is already taken."""
-    store.put(layout.status_key(record.task_id), record.to_json(), PutMode.CREATE, content_type="application/json")
+    """Write the first version of a record; fails if the id is already taken.
+
+    Lost-response safety, as in :func:`update_record`: an SDK retry of a create
+    that landed sees its own object and reports ``AlreadyExists``; a timeout
+    says nothing either way. The record's ``write_id`` tells whether the
+    object there is ours.
+    """
+    try:
+        store.put(layout.status_key(record.task_id), record.to_json(), PutMode.CREATE, content_type="application/json")
+    except (AlreadyExists, StoreUnavailable):
+        if record.write_id and _created(store, layout, record):
+            return record
+        raise
     return record
+
+
+def _created(store: ObjectStore, layout: Layout, record: TaskRecord) -> bool:
+    try:
+        return _landed(store, layout, record)
+    except TaskNotFound:
+        return False
 
 
 Change = Callable[[TaskRecord, datetime], "TaskRecord | None"]

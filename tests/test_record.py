@@ -114,8 +114,9 @@ def test_store_round_trip(store: ObjectStore) -> None:
     got, etag = read_record(store, LAYOUT, record.task_id)
     assert got == record
     assert etag == store.head(LAYOUT.status_key(record.task_id)).etag
-    with pytest.raises(AlreadyExists):
-        create_record(store, LAYOUT, record)
+    with pytest.raises(AlreadyExists):  # another record with the same id (a resend of ours would succeed)
+        create_record(store, LAYOUT, record.replace(write_id="another-write"))
+    assert create_record(store, LAYOUT, record) == record  # a lost answer: the object there is ours
     with pytest.raises(TaskNotFound):
         read_record(store, LAYOUT, new_task_id())
 
