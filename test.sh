@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite: ./test.sh [pytest args]
-# Installs what it needs (a virtualenv from requirements.txt; Debian's chromium
-# for the browser tests when running as root on a machine that has apt).
+# Installs what it needs: a virtualenv from requirements.txt, and (as root on a
+# machine with apt) Debian's chromium for the browser tests plus curl and jq for
+# the API walkthrough test.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/ensure-env.sh
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing Debian's chromium for the browser tests..." >&2
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian packages for the tests: ${missing[*]}" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
 fi
 exec .venv/bin/python -m pytest "$@"
