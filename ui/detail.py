@@ -73,7 +73,7 @@ def _attempts(record: TaskRecord) -> None:
     parts = []
     if record.attempt_id > 1 or record.failed_attempts or record.status == "running":
         parts.append(f"attempt {record.attempt_id}")
-    if record.failed_attempts:
+    if record.failed_attempts and not record.final:
         parts.append(f"{record.failed_attempts} of {record.max_attempts} allowed failures used")
     if record.status == "running" and record.worker_id:
         parts.append(f"worker {fmt.plain(record.worker_id)}, lease until {fmt.local_time(record.lease_expires_at, tz)}")
@@ -93,6 +93,10 @@ def _failure(record: TaskRecord) -> None:
     st.error(what, icon=":material/error:")
     st.caption("What went wrong")
     st.text(record.last_error or "")
+    if record.final:
+        st.caption(
+            "Retrying runs the same file again. If the file was the problem, start a new task with a corrected file."
+        )
 
 
 def timeline(record: TaskRecord) -> None:
