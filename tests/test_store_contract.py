@@ -9,8 +9,9 @@ key validation, the clock, the CAS probe, and races that must count exactly.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import random
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -457,40 +458,60 @@ def test_race_parallel_creates_have_one_winner(store: ObjectStore) -> None:
 
 PROCESSES = 4
 
+# Each child imports only the local store, says "ready", waits for "go" on stdin, then races.
+_CHILD = """
+import sys
+from s3task.errors import AlreadyExists, PreconditionFailed
+from s3task.store.base import PutMode
+from s3task.store.local import LocalStore
 
-def _process_increments(root: str, key: str, times: int, start) -> None:
-    store = LocalStore(root)
-    start.wait(60)
-    cas_increment(store, key, times)
-
-
-def _process_create(root: str, key: str, i: int, start, results) -> None:
-    store = LocalStore(root)
-    start.wait(60)
-    try:
-        store.put(key, str(i).encode(), PutMode.CREATE)
-        results.put(True)
-    except AlreadyExists:
-        results.put(False)
+store = LocalStore(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(int(sys.argv[2])):
+    while True:
+        got = store.get("race/counter")
+        try:
+            store.put("race/counter", str(int(got.body) + 1).encode(), PutMode.update(got.etag))
+            break
+        except PreconditionFailed:
+            pass
+try:
+    store.put("race/once", sys.argv[3].encode(), PutMode.CREATE)
+    print("won")
+except AlreadyExists:
+    print("lost")
+"""
 
 
 def test_local_race_across_processes(tmp_path: Path) -> None:
-    """Increments and creates from separate (spawned) processes on one local store."""
+    """CAS increments and creates from separate processes on one local store."""
     root = str(tmp_path / "store")
     store = LocalStore(root)
     store.put("race/counter", b"0", PutMode.CREATE)
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Barrier(2 * PROCESSES)  # everyone imported and ready: then all go at once
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=_process_increments, args=(root, "race/counter", INCREMENTS, start))
-        for _ in range(PROCESSES)
-    ] + [ctx.Process(target=_process_create, args=(root, "race/once", i, start, results)) for i in range(PROCESSES)]
-    for p in procs:
-        p.start()
-    won = [results.get(timeout=60) for _ in range(PROCESSES)]
-    for p in procs:
-        p.join(60)
-    assert [p.exitcode for p in procs] == [0] * len(procs)
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, root, str(INCREMENTS), f"child {i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(PROCESSES)
+    ]
+    try:
+        for child in children:
+            assert child.stdout.readline().strip() == "ready"
+        for child in children:  # all loaded and waiting: let them go together
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        outputs = [child.communicate(timeout=60)[0].split() for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    assert [c.returncode for c in children] == [0] * PROCESSES
     assert int(store.get("race/counter").body) == PROCESSES * INCREMENTS
-    assert sum(won) == 1
+    assert sorted(o[-1] for o in outputs) == ["lost"] * (PROCESSES - 1) + ["won"]
+    winner = next(i for i, o in enumerate(outputs) if o[-1] == "won")
+    assert store.get("race/once").body == f"child {winner}".encode()
