@@ -175,15 +175,20 @@ def assert_rows(path: Path) -> None:
 
 
 def back_to_list(page, name: str, prefix: str) -> None:
+    """The list shows the finished task; its Open button leads back to the task."""
     from playwright.sync_api import expect
 
+    task_url = page.url
     page.get_by_role("link", name="All tasks").click()
     expect(page.get_by_role("heading", name="Tasks")).to_be_visible()
     settle(page)
     expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
     cells = grid_cells(page)
-    assert cells[0] == name and "Completed" in cells
+    assert cells[1] == name and "Completed" in cells
     shot(page, f"{prefix}-5-tasks-list")
+    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    page.mouse.click(grid["x"] + 30, grid["y"] + 52)  # the Open button: first column, first row
+    page.wait_for_url(task_url)
 
 
 def test_local_store_with_embedded_worker(browser, tmp_path: Path) -> None:

@@ -28,10 +28,11 @@ def task_frame(records: list[TaskRecord], now: datetime) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "id": [r.task_id for r in records],
+            "open": [":material/arrow_forward: Open"] * len(records),
             "name": [r.task_name for r in records],
             "type": [type_title(r.task_type) for r in records],
             "status": [[fmt.status_label(r)] for r in records],
-            "progress": [r.progress for r in records],
+            "progress": [round(r.progress * 100) for r in records],
             "rows": [r.processed_count if r.status != "completed" else (r.row_count or 0) for r in records],
             "errors": [r.error_count for r in records],
             "created_by": [r.created_by for r in records],
@@ -40,10 +41,11 @@ def task_frame(records: list[TaskRecord], now: datetime) -> pd.DataFrame:
     )
 
 
-COLUMNS = {
+COLUMNS: dict[str, object] = {
+    "open": None,  # a button per row; configured per table, as it needs the table's key
     "name": st.column_config.TextColumn("Name", width="medium"),
     "status": st.column_config.MultiselectColumn("Status", options=_LABELS, color=_COLORS),
-    "progress": st.column_config.ProgressColumn("Progress", min_value=0.0, max_value=1.0, format="percent"),
+    "progress": st.column_config.ProgressColumn("Progress", min_value=0, max_value=100, format="%d%%"),
     "rows": st.column_config.NumberColumn("Rows", format="localized"),
     "errors": st.column_config.NumberColumn("Errors", format="localized"),
     "created": st.column_config.TextColumn("Created"),
@@ -53,18 +55,15 @@ COLUMNS = {
 
 
 def task_table(records: list[TaskRecord], now: datetime, *, key: str, show_owner: bool = True) -> str | None:
-    """Show the tasks; return the id of the task the user clicked, if any."""
+    """Show the tasks; return the id of the task whose Open button was clicked, if any."""
     frame = task_frame(records, now)
-    event = st.dataframe(
+    config = {**COLUMNS, "open": st.column_config.ButtonColumn("", type="tertiary", key=key, width="small")}
+    st.dataframe(
         frame,
-        column_config=COLUMNS,
+        column_config=config,
         column_order=[c for c in COLUMNS if show_owner or c != "created_by"],
         hide_index=True,
         width="stretch",
-        on_select="rerun",
-        selection_mode="single-row",
-        key=key,
     )
-    st.caption("Click a row to open the task.")
-    rows = event.selection.rows if event is not None else []
-    return frame["id"].iloc[rows[0]] if rows else None
+    click = st.session_state.get(key)  # set only in the rerun caused by the click
+    return str(frame["id"].iloc[click["row"]]) if click is not None else None
