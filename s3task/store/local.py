@@ -139,8 +139,15 @@ class LocalStore:
             names = [e.name for e in os.scandir(base) if e.is_dir() and e.name != META_DIR]
         except FileNotFoundError:
             return []
-        found = sorted(prefix + name + "/" for name in names if self._has_objects(base / name))
-        return _page(found, start_after, limit)
+        # Sort and page the names first, then check only as many directories as the page needs:
+        # a listing of the newest 50 must not walk every task directory in the store.
+        found: list[str] = []
+        for candidate in _page(sorted(prefix + name + "/" for name in names), start_after, None):
+            if limit is not None and len(found) >= limit:
+                break
+            if self._has_objects(base / candidate[len(prefix) : -1]):
+                found.append(candidate)
+        return found
 
     def _has_objects(self, path: Path) -> bool:
         return any(files for _dirpath, _dirs, files in os.walk(path))
