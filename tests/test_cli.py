@@ -39,6 +39,13 @@ def run(store: str, *args: str, cwd: Path, env: dict[str, str] | None = None) ->
     )
 
 
+def in_parallel(*commands: tuple[str, ...], cwd: Path, env: dict[str, str] | None = None) -> list:
+    """Independent commands run at once: each is a separate process anyway."""
+    with ThreadPoolExecutor(len(commands)) as pool:
+        futures = [pool.submit(run, store, *args, cwd=cwd, env=env) for store, *args in commands]
+        return [f.result() for f in futures]
+
+
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
@@ -116,20 +123,26 @@ def test_submit_list_show(local, tmp_path: Path) -> None:
     assert record.status == "queued" and record.created_by == "ada"
     assert store.get(record.input_object_path).body == CSV
 
-    table = ok(run(url, "list", cwd=tmp_path)).splitlines()
+    listed, paged, shown = in_parallel(
+        (url, "list"),
+        (url, "list", "--json", "--limit", "1"),
+        (url, "show", second),
+        cwd=tmp_path,
+    )
+    table = ok(listed).splitlines()
     assert table[0].split()[:4] == ["ID", "NAME", "TYPE", "STATUS"]
     assert [line.split()[0] for line in table[1:]] == [second, first]  # newest first
     assert table[1].split()[1:4] == ["second", "copy", "queued"]
 
-    page = json.loads(ok(run(url, "list", "--json", "--limit", "1", cwd=tmp_path)))
+    page = json.loads(ok(paged))
     assert [t["task_id"] for t in page["tasks"]] == [second]
     assert page["next_cursor"]
     rest = json.loads(ok(run(url, "list", "--json", "--limit", "1", "--cursor", page["next_cursor"], cwd=tmp_path)))
     assert [t["task_id"] for t in rest["tasks"]] == [first]
     assert rest["next_cursor"] is None
 
-    shown = ok(run(url, "show", second, cwd=tmp_path))
-    assert f"task_id: {second}" in shown and "status: queued" in shown and "submit" in shown
+    text = ok(shown)
+    assert f"task_id: {second}" in text and "status: queued" in text and "submit" in text
 
 
 def test_store_from_the_environment(local, tmp_path: Path) -> None:
@@ -215,11 +228,17 @@ def test_against_s3_over_http(moto_http_bucket: tuple[str, str], tmp_path: Path)
     env = {"AWS_ENDPOINT_URL_S3": endpoint}
     url = f"s3://{bucket}/team-a"
     task_id = submit(url, tmp_path, "on-s3", env=env)
-    page = json.loads(ok(run(url, "list", "--json", cwd=tmp_path, env=env)))
+    listed, shown, missing = in_parallel(
+        (url, "list", "--json"),
+        (url, "show", task_id),
+        (f"s3://no-such-bucket-{bucket}/x", "list"),
+        cwd=tmp_path,
+        env=env,
+    )
+    page = json.loads(ok(listed))
     assert [t["task_id"] for t in page["tasks"]] == [task_id]
     assert page["tasks"][0]["input_object_path"] == f"team-a/{task_id}/input.csv"
-    assert "status: queued" in ok(run(url, "show", task_id, cwd=tmp_path, env=env))
-    missing = run(f"s3://no-such-bucket-{bucket}/x", "list", cwd=tmp_path, env=env)
+    assert "status: queued" in ok(shown)
     one_line_error(missing, "bucket does not exist")
 
 
