@@ -10,6 +10,7 @@ the core's own lifecycle functions.
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -19,18 +20,20 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from s3task import handlers, lifecycle
-from s3task.handlers import Param, TaskType
-from s3task.layout import Layout
-from s3task.record import update_record
-from s3task.store.base import PutMode
-from s3task.store.local import LocalStore
-from s3task.tasks import Actor, TaskService
-from ui import format as fmt
-from ui.csvfile import inspect_upload
-from ui.identity import is_loopback, resolve
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # app.py's own helpers (ui/) live next to it, not in the installed package
+
+from s3task import handlers, lifecycle  # noqa: E402
+from s3task.handlers import Param, TaskType  # noqa: E402
+from s3task.layout import Layout  # noqa: E402
+from s3task.record import update_record  # noqa: E402
+from s3task.store.base import PutMode  # noqa: E402
+from s3task.store.local import LocalStore  # noqa: E402
+from s3task.tasks import Actor, TaskService  # noqa: E402
+from ui import format as fmt  # noqa: E402
+from ui.csvfile import inspect_upload  # noqa: E402
+from ui.identity import is_loopback, resolve  # noqa: E402
+
 APP = str(ROOT / "app.py")
 CSV = b"name,age\nann,007\nbob,42\n"
 HEADER = {"X-Remote-User": "user"}
