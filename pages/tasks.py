@@ -71,10 +71,8 @@ def show(page: Page) -> None:
             st.write("No tasks in this store yet.")
         return
     now = ctx.service.store.now()
-    visit = state.setdefault("tasks_visit", 0)
-    chosen = tables.task_table(page.tasks, now, key=f"tasks_table_{visit}", show_owner=not mine)
+    chosen = tables.task_table(page.tasks, now, key="tasks_open", show_owner=not mine)
     if chosen:
-        state["tasks_visit"] = visit + 1  # a fresh table (no selection) when the user comes back
         st.switch_page("pages/task.py", query_params={"id": chosen})
 
 

@@ -291,6 +291,7 @@ def test_new_task_previews_then_submits_a_queued_task(app, service: TaskService)
     assert (record.status, record.task_name, record.created_by) == ("queued", "People", "ann")
     assert at.title[0].value == "People"  # now on the task's own page
     assert "Queued" in texts(at)
+    assert "this task waits until one starts" in texts(at.main)  # the embedded worker is off and none runs elsewhere
 
 
 # --- Tasks ---------------------------------------------------------------------------

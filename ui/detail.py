@@ -51,6 +51,12 @@ def status(ctx: Context, record: TaskRecord, now: datetime) -> None:
         st.progress(record.progress, text=text)
     elif record.status == "queued":
         st.progress(0.0, text="Waiting for a worker to pick it up…")
+        if not ctx.worker.embedded and services.live_workers(ctx.settings.store) == []:
+            st.warning(
+                "No worker has been seen in the last 3 minutes, so this task waits until one starts. "
+                "Ask whoever runs s3task to start a worker.",
+                icon=":material/hourglass_empty:",
+            )
     elif record.status == "completed":
         st.progress(1.0, text=f"Done in {fmt.duration(fmt.elapsed_seconds(record, now) or 0)}")
     elif record.status == "created":
