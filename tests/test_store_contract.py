@@ -20,10 +20,21 @@ from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
+from botocore.stub import Stubber
 
 import s3task.clock
 import s3task.store.s3
-from s3task.errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, StoreUnavailable, UnsafeStore
+from s3task.errors import (
+    AccessDeniedByStore,
+    AlreadyExists,
+    BucketMissing,
+    Conflict,
+    InvalidKey,
+    NotFound,
+    PreconditionFailed,
+    StoreUnavailable,
+    UnsafeStore,
+)
 from s3task.store.base import ObjectStore, PutMode
 from s3task.store.local import LocalStore
 from s3task.store.probe import cas_probe
@@ -313,6 +324,59 @@ def _assert_no_pending_uploads(store: ObjectStore) -> None:
         assert not store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads")
     elif isinstance(store, LocalStore):
         assert list((store.root / ".s3task-meta" / "tmp").iterdir()) == []
+
+
+# --- S3 quirks, normalised at the boundary -------------------------------------------------
+
+
+def stubbed_s3() -> tuple[S3Store, Stubber]:
+    from conftest import boto_client
+
+    client = boto_client(None, s3task.store.s3._RECORD_CONFIG)
+    stubber = Stubber(client)
+    stubber.activate()
+    return S3Store("bucket", client=client, data_client=client), stubber
+
+
+def test_s3_409_on_a_create_is_resent() -> None:
+    """Nothing of ours landed and If-None-Match still guards the key: the same request may go again."""
+    store, stub = stubbed_s3()
+    stub.add_client_error("put_object", "ConditionalRequestConflict", http_status_code=409)
+    stub.add_response(
+        "put_object", {"ETag": '"abc"'}, {"Bucket": "bucket", "Key": "k", "Body": b"x", "IfNoneMatch": "*"}
+    )
+    assert store.put("k", b"x", PutMode.CREATE) == '"abc"'
+    stub.assert_no_pending_responses()
+
+
+def test_s3_409_on_an_update_is_a_conflict_and_never_resent() -> None:
+    """Resending the old body would overwrite whoever won: the caller must re-read and recompute."""
+    store, stub = stubbed_s3()
+    stub.add_client_error("put_object", "ConditionalRequestConflict", http_status_code=409)
+    with pytest.raises(Conflict) as info:
+        store.put("k", b"x", PutMode.update('"old"'))
+    assert isinstance(info.value, PreconditionFailed)
+    assert isinstance(info.value.__cause__, ClientError)
+    stub.assert_no_pending_responses()  # exactly one request was made
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "mode", "expected"),
+    [
+        ("PreconditionFailed", 412, PutMode.CREATE, AlreadyExists),
+        ("PreconditionFailed", 412, PutMode.update('"e"'), PreconditionFailed),
+        ("NoSuchKey", 404, PutMode.update('"e"'), PreconditionFailed),
+        ("NoSuchBucket", 404, PutMode.OVERWRITE, BucketMissing),
+        ("AccessDenied", 403, PutMode.OVERWRITE, AccessDeniedByStore),
+        ("SlowDown", 503, PutMode.OVERWRITE, StoreUnavailable),
+    ],
+)
+def test_s3_errors_are_translated_with_their_cause(code: str, status: int, mode: PutMode, expected: type) -> None:
+    store, stub = stubbed_s3()
+    stub.add_client_error("put_object", code, http_status_code=status)
+    with pytest.raises(expected) as info:
+        store.put("k", b"x", mode)
+    assert isinstance(info.value.__cause__, ClientError)
 
 
 # --- keys and clock -------------------------------------------------------------------
