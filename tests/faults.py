@@ -1,0 +1,580 @@
+"""A store that misbehaves on purpose, the invariants every run must keep, and the published figures.
+
+:class:`FaultyStore` wraps a real :class:`~s3task.store.base.ObjectStore` and
+injects, by seed and per-kind rate, what an S3 endpoint does on a bad day:
+
+- ``error500`` / ``error503``: the call fails at once (``StoreUnavailable``), nothing happens;
+- ``timeout``: the call hangs a little, then fails (``StoreUnavailable``), nothing happens;
+- ``slow``: the call hangs a little, then succeeds;
+- ``conflict``: a conditional update answers 409 ``ConditionalRequestConflict`` (``Conflict``);
+- ``lost``: a write lands, but its response is lost — the caller sees ``StoreUnavailable``, or the
+  ``PreconditionFailed`` / ``AlreadyExists`` an SDK retry of a landed conditional write gets.
+
+Every injected fault is counted by kind. It also keeps an audit of every
+status.json write that landed (``old etag → new etag, revision, status``), so a
+run can prove that no two writes were based on the same version (one winner
+per compare-and-set) and that ``revision`` only grew along the chain.
+
+Worker *processes* pick the wrapper up through ``--handlers faults``: importing
+this module with ``S3TASK_TEST_FAULTS`` set (JSON: ``{"seed": 1, "rates": {...}}``)
+wraps every store the process opens, the worker's and its children's, and
+``S3TASK_TEST_FAULTS_LOG`` names a file to which each fault and each audited
+write is appended as one JSON line (they survive a SIGKILL).
+
+``python tests/faults.py report`` rewrites RELIABILITY.md from the figures the
+last run left in ``tests/artifacts/reliability.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import random
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from s3task.errors import AlreadyExists, Conflict, PreconditionFailed, StoreUnavailable
+from s3task.store.base import PutMode
+
+KINDS = ("error500", "error503", "timeout", "slow", "conflict", "lost")
+ERRORS = ("error500", "error503", "timeout")
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = ROOT / "tests" / "artifacts" / "reliability.json"
+REPORT = ROOT / "RELIABILITY.md"
+ENV = "S3TASK_TEST_FAULTS"
+LOG_ENV = "S3TASK_TEST_FAULTS_LOG"
+
+
+class FaultyStore:
+    """An ObjectStore that injects faults into ``inner``'s calls (see the module docstring)."""
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        seed: int = 0,
+        rates: dict[str, float] | None = None,
+        delay: tuple[float, float] = (0.02, 0.25),
+        log_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        unknown = set(rates or {}) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}")
+        self.inner = inner
+        self.rates = dict(rates or {})
+        self.delay = delay
+        self.enabled = True
+        self.counts: Counter[str] = Counter()
+        self.calls = 0
+        #: status.json writes that landed: key -> [(old etag or None, new etag, revision, status, complete events)]
+        self.audit: dict[str, list[tuple[str | None, str, int, str, int]]] = {}
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._log_path = str(log_path) if log_path else None
+        self.description = f"faulty {inner.description}"
+
+    # --- deciding and counting ------------------------------------------------
+
+    def _pick(self, *, write: bool, update: bool) -> str | None:
+        with self._lock:
+            self.calls += 1
+            if not self.enabled:
+                return None
+            draws = {kind: self._rng.random() for kind in KINDS}
+            delay = self._rng.uniform(*self.delay)
+        for kind in KINDS:
+            if kind == "conflict" and not update:
+                continue
+            if kind == "lost" and not write:
+                continue
+            if draws[kind] < self.rates.get(kind, 0.0):
+                self._count(kind)
+                if kind in ("timeout", "slow"):
+                    time.sleep(delay)
+                return kind
+        return None
+
+    def _count(self, kind: str) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+        self._log({"fault": kind})
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        if self._log_path is None:
+            return
+        line = (json.dumps({**entry, "pid": os.getpid()}) + "\n").encode()
+        fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)  # one small O_APPEND write: whole lines even from many processes
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _fail_before(kind: str | None, key: str) -> None:
+        if kind == "error500":
+            raise StoreUnavailable(f"the store failed on {key} (500 InternalError, injected)")
+        if kind == "error503":
+            raise StoreUnavailable(f"the store failed on {key} (503 SlowDown, injected)")
+        if kind == "timeout":
+            raise StoreUnavailable(f"the store did not answer for {key}: read timeout (injected)")
+
+    def _lost(self, key: str, mode: PutMode | None) -> Exception:
+        """What the caller of a landed write sees when the response was lost."""
+        if self._rng.random() < 0.5 or mode is None or mode.kind == "overwrite":
+            return StoreUnavailable(f"the store did not answer for {key}: connection reset (injected, write landed)")
+        if mode.kind == "create":
+            return AlreadyExists(f"{key} already exists (injected: a retry of a create that landed)")
+        return PreconditionFailed(f"{key} changed since it was read (injected: a retry of an update that landed)")
+
+    def _audit(self, key: str, body: bytes, mode: PutMode, etag: str) -> None:
+        if not key.endswith("/status.json"):
+            return
+        try:
+            data = json.loads(body)
+            revision, status = int(data.get("revision", -1)), str(data.get("status"))
+            completes = sum(1 for h in data.get("history", []) if h.get("event") == "complete")
+        except (ValueError, TypeError, AttributeError):
+            return
+        entry = (mode.etag if mode.kind == "update" else None, etag, revision, status, completes)
+        with self._lock:
+            self.audit.setdefault(key, []).append(entry)
+        self._log({"audit": key, "old": entry[0], "new": etag, "revision": revision, "status": status})
+
+    # --- reads ------------------------------------------------------------------
+
+    def get(self, key: str, *, if_match: str | None = None):
+        self._fail_before(self._pick(write=False, update=False), key)
+        return self.inner.get(key, if_match=if_match)
+
+    def head(self, key: str):
+        self._fail_before(self._pick(write=False, update=False), key)
+        return self.inner.head(key)
+
+    def list_keys(self, prefix: str, *, start_after: str | None = None, limit: int | None = None) -> list[str]:
+        self._fail_before(self._pick(write=False, update=False), prefix)
+        return self.inner.list_keys(prefix, start_after=start_after, limit=limit)
+
+    def list_prefixes(self, prefix: str, *, start_after: str | None = None, limit: int | None = None) -> list[str]:
+        self._fail_before(self._pick(write=False, update=False), prefix)
+        return self.inner.list_prefixes(prefix, start_after=start_after, limit=limit)
+
+    def open_read(self, key: str, *, if_match: str | None = None):
+        self._fail_before(self._pick(write=False, update=False), key)
+        return self.inner.open_read(key, if_match=if_match)
+
+    # --- writes -----------------------------------------------------------------
+
+    def put(
+        self,
+        key: str,
+        body: bytes,
+        mode: PutMode,
+        *,
+        content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> str:
+        kind = self._pick(write=True, update=mode.kind == "update")
+        self._fail_before(kind, key)
+        if kind == "conflict":
+            raise Conflict(f"{key}: a concurrent conditional write is in progress (409, injected)")
+        etag = self.inner.put(key, body, mode, content_type=content_type, metadata=metadata)
+        self._audit(key, body, mode, etag)
+        if kind == "lost":
+            raise self._lost(key, mode)
+        return etag
+
+    @contextlib.contextmanager
+    def open_write(
+        self,
+        key: str,
+        mode: PutMode,
+        *,
+        content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> Iterator[Any]:
+        kind = self._pick(write=True, update=mode.kind == "update")
+        with self.inner.open_write(key, mode, content_type=content_type, metadata=metadata) as writer:
+            yield writer
+            # Failing inside the inner block makes the backend discard (or abort) the upload.
+            self._fail_before(kind, key)
+            if kind == "conflict":
+                raise Conflict(f"{key}: a concurrent conditional write is in progress (409, injected)")
+        if kind == "lost":
+            raise self._lost(key, mode)
+
+    def delete(self, key: str, *, if_match: str | None = None) -> None:
+        kind = self._pick(write=True, update=if_match is not None)
+        self._fail_before(kind, key)
+        if kind == "conflict":
+            raise Conflict(f"{key}: a concurrent conditional write is in progress (409, injected)")
+        self.inner.delete(key, if_match=if_match)
+        if kind == "lost":
+            raise StoreUnavailable(f"the store did not answer for {key}: connection reset (injected, delete landed)")
+
+    # --- no faults: URLs are made locally, the clock is the store's -------------------
+
+    def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str | None:
+        return self.inner.presign_get(key, expires=expires, filename=filename)
+
+    def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
+        return self.inner.presign_put(key, expires=expires, content_type=content_type)
+
+    def now(self) -> datetime:
+        return self.inner.now()
+
+    def __getattr__(self, name: str) -> Any:  # e.g. LocalStore.root for the app's download fallback
+        return getattr(self.inner, name)
+
+
+# --- the audit: one winner per version, revisions only grow ------------------------------
+
+
+def check_audit(audit: dict[str, list[tuple[str | None, str, int, str, int]]]) -> int:
+    """Check the landed status.json writes; returns how many were checked.
+
+    Each write names the version it replaced (its If-Match ETag). Two landed
+    writes replacing the same version would mean two compare-and-sets both
+    won; a write whose revision is not above the one it replaced would mean
+    the record went backwards.
+    """
+    checked = 0
+    for key, writes in audit.items():
+        revision_of: dict[str, int] = {}
+        replaced: dict[str, str] = {}
+        for old, new, revision, _status, completes in writes:
+            revision_of[new] = revision
+            assert completes <= 1, f"{key}: a record with {completes} 'complete' events was written"
+            if old is not None:
+                assert old not in replaced, f"{key}: two writes both replaced version {old} (a CAS with two winners)"
+                replaced[old] = new
+        for old, new in replaced.items():
+            if old in revision_of:
+                assert revision_of[new] > revision_of[old], f"{key}: revision went from {revision_of[old]} to " + str(
+                    revision_of[new]
+                )
+        checked += len(writes)
+    return checked
+
+
+def read_fault_log(path: str | os.PathLike[str]) -> tuple[Counter[str], dict[str, list]]:
+    """Fault counts and the status.json audit from a log written by worker processes."""
+    counts: Counter[str] = Counter()
+    audit: dict[str, list] = {}
+    if not Path(path).exists():
+        return counts, audit
+    for line in Path(path).read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by SIGKILL
+        if "fault" in entry:
+            counts[entry["fault"]] += 1
+        elif "audit" in entry:
+            audit.setdefault(entry["audit"], []).append(
+                (entry["old"], entry["new"], entry["revision"], entry["status"], 0)
+            )
+    return counts, audit
+
+
+# --- invariants --------------------------------------------------------------------------
+
+
+@dataclass
+class Expect:
+    """What a submitted task must end as."""
+
+    rows: int | None = None  # completed with this many output rows
+    error: str | None = None  # failed for good, last_error containing this
+    may_abandon: bool = False  # cancelled by the test: abandoned is fine too
+
+
+@dataclass
+class Verdict:
+    completed: int = 0
+    failed: int = 0
+    abandoned: int = 0
+    lost: list[str] = field(default_factory=list)
+    duplicated: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.duplicated or self.wrong)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "completed": self.completed,
+            "failed": self.failed,
+            "abandoned": self.abandoned,
+            "lost": len(self.lost),
+            "duplicated": len(self.duplicated),
+            "wrong": len(self.wrong),
+        }
+
+
+def check_invariants(store: Any, layout: Any, expected: dict[str, Expect], *, poll: bool = True) -> Verdict:
+    """The issue's invariants, on a store at rest (no faults, no worker running).
+
+    - every submitted task is completed (or failed for good with the expected
+      message, or abandoned if the test cancelled it): anything else is *lost*;
+    - each completed task names the output of its own last attempt, complete,
+      with the expected number of rows, and completed exactly once: else *duplicated*;
+    - after one more poll, no ``active/`` marker is left on a finished task, and
+      every unfinished task still has one (a task without a marker is never polled).
+
+    ``poll`` runs that one more poll with a fresh in-process worker.
+    """
+    import io
+
+    import pandas as pd
+
+    from s3task.errors import S3TaskError
+    from s3task.record import read_record
+
+    if poll:
+        one_more_poll(store, layout)
+    verdict = Verdict()
+    markers = {layout.task_id_of(k) for k in store.list_keys(layout.active_root)}
+    for task_id, want in expected.items():
+        try:
+            record, _ = read_record(store, layout, task_id)
+        except S3TaskError as e:
+            verdict.lost.append(f"{task_id}: {e}")
+            continue
+        if not record.is_terminal:
+            verdict.lost.append(f"{task_id}: still {record.status} ({record.last_error})")
+            continue
+        if task_id in markers:
+            verdict.wrong.append(f"{task_id}: {record.status} but its active/ marker is still there")
+        completes = sum(1 for h in record.history if h.get("event") == "complete")
+        if completes > 1:
+            verdict.duplicated.append(f"{task_id}: completed {completes} times")
+        if record.status == "abandoned":
+            verdict.abandoned += 1
+            if not want.may_abandon:
+                verdict.lost.append(f"{task_id}: abandoned, nobody cancelled it")
+            continue
+        if record.status == "failed":
+            verdict.failed += 1
+            if want.error is None or want.error not in (record.last_error or ""):
+                verdict.lost.append(f"{task_id}: failed: {record.last_error}")
+            continue
+        verdict.completed += 1
+        if want.error is not None:
+            verdict.wrong.append(f"{task_id}: completed, but its input should have failed ({want.error})")
+            continue
+        if record.output_object_path != layout.output_key(task_id, record.attempt_id):
+            verdict.duplicated.append(
+                f"{task_id}: output {record.output_object_path} is not attempt {record.attempt_id}'s"
+            )
+            continue
+        try:
+            body = store.get(record.output_object_path).body
+        except S3TaskError as e:
+            verdict.lost.append(f"{task_id}: completed, but its output cannot be read: {e}")
+            continue
+        rows = len(pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False))
+        if not (rows == record.row_count == record.processed_count and (want.rows is None or rows == want.rows)):
+            verdict.duplicated.append(
+                f"{task_id}: output has {rows} rows, record says {record.row_count}, input had {want.rows}"
+            )
+    for task_id in expected:
+        try:
+            record, _ = read_record(store, layout, task_id)
+        except S3TaskError:
+            continue
+        if not record.is_terminal and record.status != "created" and task_id not in markers:
+            verdict.lost.append(f"{task_id}: {record.status} without an active/ marker: no worker will see it")
+    return verdict
+
+
+def one_more_poll(store: Any, layout: Any) -> None:
+    """A poll by a worker that claims nothing: it only tidies (drops stale markers)."""
+    from s3task.config import Settings
+    from s3task.worker.loop import Worker
+
+    inner = getattr(store, "inner", store)
+    worker = Worker(Settings(store="unused", worker_id="invariant-check", concurrency=1), store=inner, layout=layout)
+    worker.stop_event.set()  # tidy, never claim
+    worker.poll_once()
+
+
+# --- process-wide installation (worker processes: --handlers faults) ----------------------
+
+
+def _install_from_env() -> None:
+    """Wrap every store this process opens (worker or attempt child) when ``S3TASK_TEST_FAULTS`` is set.
+
+    The backends' class names are replaced by factories: ``open_store`` imports
+    them when called, so the worker's store and each child's store are wrapped,
+    however they were imported. The worker's start-up probe runs without faults:
+    it decides whether the store is safe at all, and is not what is tested here.
+    """
+    raw = os.environ.get(ENV)
+    if not raw:
+        return
+    config = json.loads(raw)
+    import s3task.store.local as local_mod
+    import s3task.store.s3 as s3_mod
+
+    if getattr(local_mod.LocalStore, "_faulty", False):
+        return
+    role = "child" if _in_child() else "worker"
+    rates = config.get(f"{role}_rates", config.get("rates", {}))
+    seed = int(config.get("seed", 0)) * 1_000_003 + os.getpid()
+    log_path = os.environ.get(LOG_ENV)
+    opened: list[FaultyStore] = []
+
+    def factory(cls: type) -> Any:
+        def make(*args: Any, **kwargs: Any) -> FaultyStore:
+            store = FaultyStore(cls(*args, **kwargs), seed=seed + len(opened), rates=rates, log_path=log_path)
+            opened.append(store)
+            return store
+
+        make._faulty = True  # type: ignore[attr-defined]
+        return make
+
+    local_mod.LocalStore = factory(local_mod.LocalStore)
+    s3_mod.S3Store = factory(s3_mod.S3Store)
+    cli = sys.modules.get("s3task.worker.cli")
+    if cli is not None:
+        probe = cli.cas_probe
+
+        def quiet_probe(store: Any, prefix: str) -> None:
+            store.enabled = False
+            try:
+                probe(store, prefix)
+            finally:
+                store.enabled = True
+
+        cli.cas_probe = quiet_probe
+
+
+def _in_child() -> bool:
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
+
+
+_install_from_env()
+
+
+# --- figures and RELIABILITY.md -------------------------------------------------------------
+
+
+def save_figures(section: str, data: dict[str, Any]) -> None:
+    """Merge one test's figures into tests/artifacts/reliability.json (several tests may write)."""
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    with open(FIGURES.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+        except ValueError:
+            figures = {}
+        figures[section] = {**data, "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%SZ")}
+        tmp = FIGURES.with_suffix(".tmp")
+        tmp.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
+        tmp.replace(FIGURES)
+
+
+COMMANDS = {
+    "faults": ".venv/bin/python -m pytest tests/test_faults.py",
+    "crash_points": ".venv/bin/python -m pytest tests/test_crash_points.py",
+    "soak": ".venv/bin/python -m pytest tests/test_soak.py",
+    "soak_long": "S3TASK_SOAK_SECONDS=180 .venv/bin/python -m pytest tests/test_soak.py",
+    "hostile": ".venv/bin/python -m pytest tests/test_hostile.py",
+    "access": ".venv/bin/python -m pytest tests/test_access.py",
+}
+
+
+def render_report(figures: dict[str, Any]) -> str:
+    """RELIABILITY.md from the figures of the last run (tests/artifacts/reliability.json)."""
+    out = [
+        "# Reliability figures",
+        "",
+        "Written by `.venv/bin/python tests/faults.py report` from `tests/artifacts/reliability.json`,",
+        "which the suites below write at the end of each full run. Each figure says which command",
+        "reproduces it (seeds are fixed; thread and process timing is not, so counts vary a little",
+        "between runs, the zeros do not).",
+        "",
+    ]
+    for section, title in SECTIONS:
+        data = figures.get(section)
+        if not data:
+            continue
+        out += [f"## {title}", "", f"Reproduce: `{COMMANDS[section]}` (last run {data.get('at', '?')})", ""]
+        out += [f"- {line}" for line in _lines(section, data)]
+        out.append("")
+    out += [
+        "## What the suites check",
+        "",
+        "See the docstrings of tests/test_faults.py, tests/test_crash_points.py, tests/test_soak.py,",
+        "tests/test_hostile.py and tests/test_access.py; the invariants are `check_invariants` and",
+        "`check_audit` in tests/faults.py.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+SECTIONS = (
+    ("faults", "Store faults through the whole lifecycle"),
+    ("crash_points", "A crash after any store call"),
+    ("soak", "Soak (short form, in the default suite)"),
+    ("soak_long", "Soak (long form)"),
+    ("hostile", "Hostile and bad input"),
+    ("access", "Access"),
+)
+
+
+def _lines(section: str, data: dict[str, Any]) -> list[str]:
+    if section == "faults":
+        kinds = ", ".join(f"{k} {data['faults_by_kind'].get(k, 0)}" for k in KINDS)
+        return [
+            f"faults injected: {data['faults_total']} ({kinds})",
+            f"runs: {data['runs']} (one per kind, one mixed); tasks: {data['tasks']}",
+            f"status.json writes audited (one winner per version, revision only grows): "
+            f"{data['audited_status_writes']}",
+            f"lost: {data['lost']}, duplicated: {data['duplicated']}",
+        ]
+    if section == "crash_points":
+        return [
+            f"crash points covered: {data['covered']} "
+            f"({data['worker']} in worker processes, real SIGKILL; {data['client']} in the client)",
+            *[f"{group}: {', '.join(points)}" for group, points in data["points"].items()],
+            f"lost: {data['lost']}, duplicated: {data['duplicated']}",
+        ]
+    if section in ("soak", "soak_long"):
+        keys = ("seconds", "workers", "submitted", "completed", "failed", "abandoned", "lost", "duplicated")
+        lines = [", ".join(f"{k} {data[k]}" for k in keys if k in data)]
+        if "kills" in data:
+            lines.append(
+                f"worker kills: {data['kills']}, cancels: {data.get('cancels', 0)}, retries: {data.get('retries', 0)}"
+            )
+        if "faults_by_kind" in data:
+            lines.append("faults injected: " + ", ".join(f"{k} {v}" for k, v in data["faults_by_kind"].items()))
+        return lines
+    return [f"{k}: {v}" for k, v in data.items() if k != "at"]
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] != ["report"]:
+        print("usage: python tests/faults.py report", file=sys.stderr)
+        return 2
+    figures = json.loads(FIGURES.read_text())
+    sys.path.insert(0, str(Path(__file__).parent))
+    REPORT.write_text(render_report(figures))
+    print(f"wrote {REPORT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
