@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import json
 import re
 import threading
 from collections.abc import Iterable, Iterator
@@ -36,6 +37,7 @@ from .store.base import ObjectMeta, ObjectStore, PutMode
 MAX_LIST = 200
 HEADER_PROBE_BYTES = 64 * 1024
 MAX_NAME = 200
+MAX_PAYLOAD_BYTES = 64 * 1024
 _READERS = 16
 
 
@@ -122,6 +124,13 @@ class TaskService:
         if len(name) > MAX_NAME:
             raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
         params = handlers.get(task_type).validate(payload)
+        # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
+        # a record written bigger could never be read (or listed, or cancelled) again.
+        size = len(json.dumps(params, ensure_ascii=False).encode())
+        if size > MAX_PAYLOAD_BYTES:
+            raise InvalidInput(
+                f"the task's parameters take {size:,} bytes; at most {MAX_PAYLOAD_BYTES // 1024} KiB are allowed"
+            )
         task_id = new_task_id()
         now = to_iso(self.store.now())
         record = TaskRecord(

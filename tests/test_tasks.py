@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import wait_for
 
-from s3task import lifecycle
+from s3task import handlers, lifecycle
 from s3task.errors import (
     AccessDenied,
     InvalidInput,
@@ -21,7 +21,7 @@ from s3task.errors import (
 )
 from s3task.ids import created_ms, new_task_id
 from s3task.lifecycle import Lease, Progress
-from s3task.record import TaskRecord, read_record, update_record
+from s3task.record import MAX_RECORD_BYTES, TaskRecord, read_record, update_record
 from s3task.store.base import ObjectStore, PutMode
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
@@ -175,6 +175,28 @@ def test_create_validates(service: TaskService) -> None:
     with pytest.raises(AccessDenied):
         Actor("")
     assert service.list(ADA).tasks == []
+
+
+class Note(handlers.TaskType):
+    """A task type with a free-text parameter, as a form would offer."""
+
+    name = "test-note"
+    title = "Note"
+    description = "Copies rows and keeps a note."
+    params = (handlers.Param("note", "str", default=""),)
+
+
+def test_parameters_too_large_for_a_record_are_refused_up_front(
+    service: TaskService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record bigger than a record may be could be written once and never read again."""
+    handlers.all_types()  # load the built-ins, then add ours for this test only
+    monkeypatch.setitem(handlers._REGISTRY, Note.name, Note)
+    with pytest.raises(InvalidInput, match="parameters"):
+        service.create(ADA, "huge", "test-note", {"note": "x" * MAX_RECORD_BYTES})
+    assert service.list(ADA).tasks == [] and service.list(ADA).problems == []
+    task_id = service.create(ADA, "fine", "test-note", {"note": "x" * 10_000}).record.task_id
+    assert service.get(ADA, task_id).payload == {"note": "x" * 10_000}
 
 
 def test_unknown_and_invalid_ids(service: TaskService) -> None:
