@@ -1,0 +1,254 @@
+"""Soak: a bounded chaos run with real worker processes on S3 (moto over HTTP), faults on.
+
+Three ``worker.py`` processes, a stream of submissions, and at random (fixed
+seed) moments: SIGKILL or SIGTERM of a worker (restarted at once), a cancel
+of a live task, an operator retry of a task that failed for good. Every store
+call of the workers and of their attempt children goes through
+``faults.FaultyStore`` (``--handlers faults``); the client's calls too. Then
+the chaos stops, the queue drains, and the invariants are checked: nothing
+lost, nothing completed twice, every completed output complete.
+
+Short form (default, 25 s of chaos) runs in the normal suite;
+``S3TASK_SOAK_SECONDS=180`` runs the long form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import boto3
+from conftest import wait_for
+from faults import (
+    ENV,
+    KINDS,
+    LOG_ENV,
+    Expect,
+    FaultyStore,
+    check_audit,
+    check_invariants,
+    read_fault_log,
+    save_figures,
+)
+
+from s3task.errors import InvalidTransition, S3TaskError, StoreError, TooManyConflicts
+from s3task.layout import Layout
+from s3task.record import read_record
+from s3task.store.s3 import S3Store
+from s3task.tasks import Actor, TaskService
+
+ROOT = Path(__file__).resolve().parent.parent
+ALICE = Actor("alice")
+OPERATOR = Actor("olga", operator=True)
+SEED = 20261129
+WORKERS = 3
+RATES = {"error500": 0.01, "error503": 0.01, "timeout": 0.01, "slow": 0.03, "conflict": 0.05, "lost": 0.02}
+CHILD_RATES = {"error503": 0.01, "slow": 0.02, "lost": 0.03}
+
+
+def csv_rows(n: int) -> bytes:
+    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
+
+
+class Chaos:
+    def __init__(self, endpoint: str, bucket: str, tmp: Path) -> None:
+        self.rng = random.Random(SEED)
+        self.tmp = tmp
+        self.url = f"s3://{bucket}/batch-tasks"
+        self.log = tmp / "faults.jsonl"
+        self.env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL_S3": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+            "S3TASK_LEASE_GRACE_SECONDS": "0.5",
+            "S3TASK_RETRY_BACKOFF_SECONDS": "0.2",
+            ENV: json.dumps({"seed": SEED, "worker_rates": RATES, "child_rates": CHILD_RATES}),
+            LOG_ENV: str(self.log),
+        }
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        self.inner = S3Store(bucket, client=client)
+        self.layout = Layout("batch-tasks")
+        self.store = FaultyStore(self.inner, seed=SEED, rates=RATES)
+        self.service = TaskService(self.store, self.layout, max_attempts=5)
+        self.clean = TaskService(self.inner, self.layout)
+        self.procs: list[subprocess.Popen | None] = [None] * WORKERS
+        self.started = 0
+        self.expected: dict[str, Expect] = {}
+        self.events: Counter[str] = Counter()
+
+    # --- workers ---
+
+    def start(self, slot: int) -> None:
+        self.started += 1
+        log = open(self.tmp / f"worker-{self.started}.log", "wb")  # noqa: SIM115 - closed with the process
+        cmd = [
+            sys.executable, str(ROOT / "worker.py"), "--store", self.url, "--poll-interval", "0.3",
+            "--lease-seconds", "3", "--max-attempts", "5", "--handlers", "faults",
+            "--worker-id", f"soak-{self.started}",
+        ]  # fmt: skip
+        self.procs[slot] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+    def kill(self, sig: int) -> None:
+        slot = self.rng.randrange(WORKERS)
+        proc = self.procs[slot]
+        assert proc is not None
+        proc.send_signal(sig)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # a polite stop that takes too long: the operator's second signal
+            proc.kill()
+            proc.wait(10)
+        self.events["sigkill" if sig == signal.SIGKILL else "sigterm"] += 1
+        self.start(slot)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            if proc is not None:
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+
+    # --- the client ---
+
+    def retrying(self, call, tries: int = 30):
+        for _ in range(tries):
+            try:
+                return call()
+            except (StoreError, TooManyConflicts):
+                continue
+        return call()
+
+    def submit(self) -> None:
+        rows = self.rng.randint(1, 300)
+        pause = self.rng.choice((0.0, 0.2, 0.8, 1.5))
+        created = self.retrying(lambda: self.service.create(ALICE, "soak", "test_slow_copy", {"pause": pause}))
+        task_id = created.record.task_id
+        self.retrying(lambda: self.service.upload_input(ALICE, task_id, csv_rows(rows)))
+
+        def submit() -> None:
+            try:
+                self.service.submit(ALICE, task_id)
+            except InvalidTransition:
+                assert self.clean.get(ALICE, task_id).status != "created"
+
+        self.retrying(submit)
+        self.expected[task_id] = Expect(rows=rows, may_fail=True)
+        self.events["submitted"] += 1
+
+    def cancel_one(self) -> None:
+        live = [t for t, e in self.expected.items() if not e.may_abandon and not self._terminal(t)]
+        if not live:
+            return
+        task_id = self.rng.choice(live)
+        self.expected[task_id].may_abandon = True
+        try:
+            self.retrying(lambda: self.service.cancel(ALICE, task_id))
+            self.events["cancels"] += 1
+        except InvalidTransition:  # it finished meanwhile
+            pass
+
+    def retry_one(self) -> None:
+        failed = [t for t in self.expected if self._failed_for_good(t)]
+        if not failed:
+            return
+        try:
+            self.retrying(lambda: self.service.retry(OPERATOR, self.rng.choice(failed)))
+            self.events["retries"] += 1
+        except InvalidTransition:
+            pass
+
+    def _record(self, task_id: str):
+        try:
+            return read_record(self.inner, self.layout, task_id)[0]
+        except S3TaskError:
+            return None
+
+    def _terminal(self, task_id: str) -> bool:
+        record = self._record(task_id)
+        return record is not None and record.is_terminal
+
+    def _failed_for_good(self, task_id: str) -> bool:
+        record = self._record(task_id)
+        return record is not None and record.status == "failed" and record.final
+
+    # --- the run ---
+
+    def run(self, seconds: float) -> None:
+        for slot in range(WORKERS):
+            self.start(slot)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            roll = self.rng.random()
+            if roll < 0.55:
+                self.submit()
+            elif roll < 0.67:
+                self.kill(signal.SIGKILL)
+            elif roll < 0.77:
+                self.kill(signal.SIGTERM)
+            elif roll < 0.87:
+                self.cancel_one()
+            else:
+                self.retry_one()
+            time.sleep(self.rng.uniform(0.1, 0.6))  # the pace of the chaos, not a wait for a condition
+
+    def drain(self, timeout: float) -> None:
+        wait_for(lambda: all(self._terminal(t) for t in self.expected), timeout=timeout, interval=0.5,
+                 what="every soak task finished")  # fmt: skip
+
+
+def test_soak(moto_http_bucket, tmp_path: Path) -> None:
+    seconds = float(os.environ.get("S3TASK_SOAK_SECONDS") or 25)
+    endpoint, bucket = moto_http_bucket
+    chaos = Chaos(endpoint, bucket, tmp_path)
+    started = time.monotonic()
+    try:
+        chaos.run(seconds)
+        chaos.drain(timeout=90 + seconds / 2)
+    finally:
+        chaos.stop_all()
+    chaos.store.enabled = False
+    verdict = check_invariants(chaos.inner, chaos.layout, chaos.expected)
+    worker_faults, worker_audit = read_fault_log(chaos.log)
+    audit = dict(worker_audit)
+    for key, writes in chaos.store.audit.items():
+        audit.setdefault(key, []).extend(writes)
+    audited = check_audit(audit)
+    faults = worker_faults + chaos.store.counts
+    figures = {
+        "seconds": round(time.monotonic() - started),
+        "chaos_seconds": seconds,
+        "workers": WORKERS,
+        "worker_processes_started": chaos.started,
+        "submitted": len(chaos.expected),
+        **verdict.as_dict(),
+        "kills": chaos.events["sigkill"] + chaos.events["sigterm"],
+        "sigkills": chaos.events["sigkill"],
+        "sigterms": chaos.events["sigterm"],
+        "cancels": chaos.events["cancels"],
+        "retries": chaos.events["retries"],
+        "faults_by_kind": {k: faults[k] for k in KINDS},
+        "audited_status_writes": audited,
+    }
+    print("\nsoak:", json.dumps(figures))
+    assert verdict.ok, verdict
+    assert verdict.lost == [] and verdict.duplicated == []
+    assert figures["submitted"] >= 8 and figures["kills"] >= 3
+    assert verdict.completed >= figures["submitted"] // 2
+    for kind in RATES:
+        assert faults[kind] > 0, f"no {kind} fault was injected"
+    save_figures("soak_long" if os.environ.get("S3TASK_SOAK_SECONDS") else "soak", figures)
