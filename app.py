@@ -8,18 +8,23 @@ page the user is on. Pages live in ``pages/``; Streamlit-side helpers in ``ui/``
 
 from __future__ import annotations
 
-import streamlit as st
+from typing import NoReturn
 
-from s3task.config import Settings
-from s3task.errors import S3TaskError
-from ui import context, identity, nav, services, sidebar
-from ui import format as fmt
-from ui.appsettings import AppSettings
+# Streamlit runs this file as __main__. The worker's task processes (multiprocessing
+# forkserver/spawn) import the parent's main module again, as __mp_main__, for every
+# attempt: there, neither the app nor its imports (Streamlit, the UI) may load, let
+# alone a second embedded worker.
+if __name__ == "__main__":
+    import streamlit as st
 
-st.set_page_config(page_title="s3task", page_icon=":material/table_view:", layout="wide")
+    from s3task.config import Settings
+    from s3task.errors import S3TaskError
+    from ui import context, identity, nav, services, sidebar
+    from ui import format as fmt
+    from ui.appsettings import AppSettings
 
 
-def _stop_with(title: str, message: str) -> None:
+def _stop_with(title: str, message: str) -> NoReturn:
     """Show one explanatory page and nothing else (no navigation to other pages)."""
 
     def explain() -> None:
@@ -30,7 +35,7 @@ def _stop_with(title: str, message: str) -> None:
     st.stop()
 
 
-def _sign_in() -> None:
+def _sign_in() -> NoReturn:
     def welcome() -> None:
         st.title("s3task")
         st.write("Upload a CSV file, let it be processed in the background, and download the result.")
@@ -40,32 +45,38 @@ def _sign_in() -> None:
     st.stop()
 
 
-try:
-    settings = Settings.load()
-    app_settings = AppSettings.load()
-except ValueError as e:
-    _stop_with("s3task is not configured correctly", str(e))
+def main() -> None:
+    st.set_page_config(page_title="s3task", page_icon=":material/table_view:", layout="wide")
+    try:
+        settings = Settings.load()
+        app_settings = AppSettings.load()
+    except ValueError as e:
+        _stop_with("s3task is not configured correctly", str(e))
 
-who = identity.current(settings.operators)
-if who.problem:
-    _stop_with("s3task cannot let you in", who.problem)
-if who.login_needed:
-    _sign_in()
+    who = identity.current(settings.operators)
+    if who.problem:
+        _stop_with("s3task cannot let you in", who.problem)
+    if who.login_needed:
+        _sign_in()
 
-try:
-    service = services.service_for(settings)
-except (S3TaskError, ValueError, OSError) as e:
-    _stop_with("s3task cannot open its task store", f"{settings.store}: {e}")
+    try:
+        service = services.service_for(settings)
+    except (S3TaskError, ValueError, OSError) as e:
+        _stop_with("s3task cannot open its task store", f"{settings.store}: {e}")
 
-ctx = context.Context(
-    settings=settings,
-    app=app_settings,
-    identity=who,
-    service=service,
-    worker=services.embedded_worker(settings),
-)
-context.put(ctx)
+    ctx = context.Context(
+        settings=settings,
+        app=app_settings,
+        identity=who,
+        service=service,
+        worker=services.embedded_worker(settings),
+    )
+    context.put(ctx)
 
-page = st.navigation(nav.pages())
-sidebar.render(ctx)
-page.run()
+    page = st.navigation(nav.pages())
+    sidebar.render(ctx)
+    page.run()
+
+
+if __name__ == "__main__":
+    main()
