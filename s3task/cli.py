@@ -15,12 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import markers
 from .config import Settings
-from .errors import InvalidInput, NotFound, S3TaskError, TaskNotFound
-from .layout import Layout
-from .record import read_record
+from .errors import InvalidInput, S3TaskError
 from .store import open_store
-from .store.base import ObjectStore, PutMode
 from .store.probe import cas_probe
 from .tasks import Actor, TaskService
 
@@ -186,50 +184,11 @@ def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -
 
 
 def cmd_repair(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
-    added, removed, problems = repair(service.store, service.layout)
+    added, removed, problems = markers.repair(service.store, service.layout)
     for p in problems:
         print(f"warning: {p}", file=sys.stderr)
     print(f"markers added: {added}, removed: {removed}, unreadable records: {len(problems)}")
     return 0
-
-
-def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
-    """Make ``active/`` agree with the records: pending tasks marked, terminal ones not."""
-    marked = {layout.task_id_of(k) for k in store.list_keys(layout.active_root)}
-    added = removed = 0
-    problems: list[str] = []
-    for prefix in store.list_prefixes(layout.root):
-        task_id = layout.task_id_of(prefix)
-        if not task_id:
-            continue
-        try:
-            record, _ = read_record(store, layout, task_id)
-        except TaskNotFound:
-            continue
-        except S3TaskError as e:
-            problems.append(str(e))
-            continue
-        pending = record.status in ("queued", "running", "failed") and not record.is_terminal
-        if pending and task_id not in marked:
-            store.put(layout.active_key(task_id), b"", PutMode.OVERWRITE)
-            added += 1
-        elif record.is_terminal and task_id in marked:
-            store.delete(layout.active_key(task_id))
-            removed += 1
-    for task_id in marked:
-        if task_id and not _exists(store, layout, task_id):
-            store.delete(layout.active_key(task_id))
-            removed += 1
-    return added, removed, problems
-
-
-def _exists(store: ObjectStore, layout: Layout, task_id: str) -> bool:
-    # Only a definite "not found" may cost a marker; a timeout or a refusal stops the repair.
-    try:
-        store.head(layout.status_key(task_id))
-        return True
-    except NotFound:
-        return False
 
 
 def cmd_doctor(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Protocol
 
 import pandas as pd
 
-from . import handlers, lifecycle
+from . import handlers, lifecycle, markers
 from .errors import (
     AccessDenied,
     InvalidInput,
@@ -178,7 +178,7 @@ class TaskService:
         # Marker before record: a queued task without a marker would never be
         # polled; a marker on a still-created task is harmless (workers leave
         # created tasks alone) and the next submit reuses it.
-        self.store.put(self.layout.active_key(task_id), b"", PutMode.OVERWRITE)
+        markers.add(self.store, self.layout, task_id)
 
         def change(current: TaskRecord, now: Any) -> TaskRecord:
             return lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
@@ -276,7 +276,7 @@ class TaskService:
         if record.status != lifecycle.Status.FAILED:
             raise InvalidTransition(f"cannot retry {lifecycle.describe(record)}; only failed tasks can be retried")
         # A final failure had its marker removed: put it back before queueing.
-        self.store.put(self.layout.active_key(task_id), b"", PutMode.OVERWRITE)
+        markers.add(self.store, self.layout, task_id)
         return update_record(self.store, self.layout, task_id, lambda r, now: lifecycle.retry(r, now, automatic=False))
 
     # --- output ------------------------------------------------------------

@@ -244,8 +244,8 @@ def test_against_s3_over_http(moto_http_bucket: tuple[str, str], tmp_path: Path)
 
 def test_repair_never_drops_a_live_marker_when_the_store_hiccups(local_store: LocalStore) -> None:
     """A HEAD that times out is not proof that a task is gone: repair must stop, not delete its marker."""
-    from s3task.cli import repair
     from s3task.errors import StoreUnavailable
+    from s3task.markers import repair
 
     task_id = queued_task(local_store, "live")
 

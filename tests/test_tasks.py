@@ -472,3 +472,26 @@ def test_read_output_of_a_completed_task(service: TaskService) -> None:
     if isinstance(service.store, S3Store):
         assert url and "X-Amz-Signature" in url
     assert service.output_filename(done).endswith(".csv") and service.output_filename(done).startswith("prices-")
+
+
+def test_a_retry_racing_the_pollers_marker_removal_keeps_its_marker(local_store) -> None:
+    """A poller removes the marker of a task that failed for good just as a person retries it."""
+    from s3task import markers
+    from s3task.layout import Layout
+
+    layout = Layout("batch-tasks")
+    service = TaskService(local_store, layout)
+    task_id = new_task(service)
+    service.submit(ADA, task_id)
+    record, lease = lifecycle.claim(
+        read_record(local_store, layout, task_id)[0], local_store.now(), worker_id="w", lease_seconds=60
+    )
+    update_record(local_store, layout, task_id, lambda r, t: record)
+    update_record(
+        local_store, layout, task_id, lambda r, t: lifecycle.fail(r, t, lease=lease, error="bad", permanent=True)
+    )
+    # The poller has read the final record; before it deletes the marker, the person retries.
+    service.retry(ADA, task_id)
+    markers.drop(local_store, layout, task_id)
+    assert read_record(local_store, layout, task_id)[0].status == "queued"
+    assert local_store.list_keys(layout.active_root) == [layout.active_key(task_id)]

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import handlers, lifecycle
+from .. import handlers, lifecycle, markers
 from ..config import Settings
 from ..errors import NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..layout import Layout
@@ -326,7 +326,7 @@ class Attempt:
 
     def _drop_marker(self) -> None:
         try:
-            self.store.delete(self.layout.active_key(self.task_id))
+            markers.drop(self.store, self.layout, self.task_id)
         except S3TaskError as e:  # harmless: the next poll removes a stale marker
             log.warning("could not remove marker of %s: %s", self.task_id, e)
 

@@ -17,9 +17,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .. import lifecycle
+from .. import lifecycle, markers
 from ..config import Settings
-from ..errors import InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
+from ..errors import InvalidTransition, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
 from ..lifecycle import Lease, Status
 from ..record import TaskRecord, read_record, update_record
@@ -175,8 +175,8 @@ class Worker:
 
     def _delete_marker(self, task_id: str) -> None:
         try:
-            self.store.delete(self.layout.active_key(task_id))
-        except (NotFound, S3TaskError) as e:
+            markers.drop(self.store, self.layout, task_id)
+        except S3TaskError as e:
             log.debug("could not remove marker of %s: %s", task_id, e)
 
     # --- claiming ----------------------------------------------------------------------

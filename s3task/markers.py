@@ -1,0 +1,78 @@
+"""The ``active/`` index: zero-byte markers that say "this task may need attention".
+
+Markers are only an index; ``status.json`` decides. A marker is written
+before a task becomes pending (submit, retry) and removed only once the task
+is terminal.
+"""
+
+from __future__ import annotations
+
+from .errors import NotFound, S3TaskError, TaskNotFound
+from .layout import Layout
+from .record import read_record
+from .store.base import ObjectStore, PutMode
+
+
+def add(store: ObjectStore, layout: Layout, task_id: str) -> None:
+    store.put(layout.active_key(task_id), b"", PutMode.OVERWRITE)
+
+
+def drop(store: ObjectStore, layout: Layout, task_id: str) -> None:
+    """Remove a terminal task's marker — and put it back if the task came alive meanwhile.
+
+    A person may retry a task that has failed for good at any moment: the
+    retry writes the marker, then the queued record. Our delete can land
+    between the two, or after both; markers are all empty, so a conditional
+    delete cannot tell ours from theirs. Reading the record after the delete
+    closes the gap: a pending task always ends up with its marker.
+    """
+    store.delete(layout.active_key(task_id))
+    try:
+        record, _ = read_record(store, layout, task_id)
+    except TaskNotFound:
+        return
+    if not record.is_terminal:
+        add(store, layout, task_id)
+
+
+def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
+    """Make ``active/`` agree with the records: pending tasks marked, terminal ones not.
+
+    Scans every task prefix, so its cost grows with history: an operator runs
+    it rarely (``python -m s3task repair``); no poll does this.
+    Returns (markers added, markers removed, unreadable records).
+    """
+    marked = {layout.task_id_of(k) for k in store.list_keys(layout.active_root)}
+    added = removed = 0
+    problems: list[str] = []
+    for prefix in store.list_prefixes(layout.root):
+        task_id = layout.task_id_of(prefix)
+        if not task_id:
+            continue
+        try:
+            record, _ = read_record(store, layout, task_id)
+        except TaskNotFound:
+            continue
+        except S3TaskError as e:
+            problems.append(str(e))
+            continue
+        if not record.is_terminal and record.status != "created" and task_id not in marked:
+            add(store, layout, task_id)
+            added += 1
+        elif record.is_terminal and task_id in marked:
+            drop(store, layout, task_id)
+            removed += 1
+    for task_id in marked:
+        if task_id and not _exists(store, layout, task_id):
+            store.delete(layout.active_key(task_id))
+            removed += 1
+    return added, removed, problems
+
+
+def _exists(store: ObjectStore, layout: Layout, task_id: str) -> bool:
+    # Only a definite "not found" may cost a marker; a timeout or a refusal stops the repair.
+    try:
+        store.head(layout.status_key(task_id))
+        return True
+    except NotFound:
+        return False
