@@ -69,7 +69,7 @@ def run(
     """
     handler = handlers.get(task_type)(params)
     reader = CsvReader(source, block_size)
-    writer = CsvWriter(sink, error_column=handlers.ERROR_COLUMN)
+    writer = CsvWriter(sink, error_column=handler.error_column)
     counts = Counts(bytes_processed=reader.bytes_consumed)
     on_progress(replace(counts))
     fed = False

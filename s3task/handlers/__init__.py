@@ -72,6 +72,8 @@ class TaskType:
     params: ClassVar[tuple[Param, ...]] = ()
     #: Seconds an attempt may run before it is killed (None = no limit).
     max_runtime: ClassVar[float | None] = None
+    #: The output column that marks row errors (empty = fine); None when the output has none.
+    error_column: ClassVar[str | None] = ERROR_COLUMN
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.params = dict(params)

@@ -17,3 +17,6 @@ class PassThrough(TaskType):
         out = chunk.copy()
         out[ERROR_COLUMN] = ""
         return out
+
+
+from . import clean, email, profile  # noqa: E402, F401  (register on import)
