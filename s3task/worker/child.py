@@ -9,6 +9,9 @@ parent is the one writer of ``status.json``.
 from __future__ import annotations
 
 import dataclasses
+import os
+import select
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +38,7 @@ class Job:
 
 def main(job: Job, conn: Any) -> None:
     """Entry point of the child process. Sends ("progress", counts), then ("done", counts) or ("error", ...)."""
+    _exit_with_worker(conn)
     try:
         counts = _run(job, conn)
         conn.send(("done", dataclasses.asdict(counts)))
@@ -50,6 +54,30 @@ def main(job: Job, conn: Any) -> None:
         conn.send(("error", f"{type(e).__name__}: {e}", False))
     finally:
         conn.close()
+
+
+def _exit_with_worker(conn: Any) -> None:
+    """Do not outlive the worker: a SIGKILLed worker cannot kill its child, so the child watches.
+
+    The child holds the only write end of its pipe to the worker; when the
+    worker is gone, nobody reads it any more and ``poll`` reports POLLERR.
+    (Watching the parent process would not do: that is the fork server,
+    which stays up while any child it forked lives.) Without this, a hung
+    handler of a killed worker ran on for ever.
+    """
+    fd = conn.fileno()
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, select.POLLERR | select.POLLHUP)
+        while True:
+            for _fd, events in poller.poll():
+                if events & select.POLLNVAL:  # our own end was closed: the attempt is over
+                    return
+                if events & (select.POLLERR | select.POLLHUP):
+                    os._exit(1)
+
+    threading.Thread(target=watch, name="s3task-exit-with-worker", daemon=True).start()
 
 
 def _run(job: Job, conn: Any):
