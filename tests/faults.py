@@ -414,7 +414,7 @@ def one_more_poll(store: Any, layout: Any) -> None:
 # --- a task type that takes its time (so that workers die mid-task) -----------------------------
 
 
-def _register_slow_copy() -> None:
+def _register_slow_copy() -> None:  # and the memory hog
     import pandas as pd
 
     from s3task.handlers import ERROR_COLUMN, Param, TaskType, register
@@ -431,6 +431,19 @@ def _register_slow_copy() -> None:
             out = chunk.copy()
             out[ERROR_COLUMN] = ""
             return out
+
+
+    @register
+    class Hog(TaskType):
+        name = "test_hog"
+        title = "Eats memory (tests)"
+        description = "Allocates (and touches) memory without bound."
+
+        def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
+            hoard = []
+            while True:
+                hoard.append(b"\x01" * (8 << 20))
+                time.sleep(0.01)
 
 
 _register_slow_copy()
