@@ -62,6 +62,10 @@ _FORMULA_START = np.zeros(256, dtype=bool)
 _FORMULA_START[list(b"=+-@\t\r")] = True
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
 
+#: Arrow type of every text column. pandas keeps text as large_string, so reading it that way
+#: makes ``to_pandas`` zero-copy (string would be converted, offsets and all).
+TEXT = pa.large_string()
+
 SAVE_AS_UTF8 = "save the file as 'CSV UTF-8' and upload it again"
 
 
@@ -205,14 +209,20 @@ class CsvReader:
                 raise _unterminated(line + buf.count(self._eol, 0, open_quote))
         return len(buf) - 1
 
-    def tables(self) -> Iterator[tuple[pa.Table, Block]]:
-        """Yield each block parsed by Arrow (all columns strings), with the block."""
+    def tables(self) -> Iterator[tuple[pa.Table, int]]:
+        """Yield each block parsed by Arrow (all columns text), with the input offset where it ends.
+
+        The block's bytes are let go as soon as Arrow has parsed them.
+        """
         parse = BlockParser(self.names)
         for block in self.blocks():
-            yield parse(block), block
+            table = parse(block)
+            end = block.end
+            del block
+            yield table, end
 
     def empty_table(self) -> pa.Table:
-        return pa.table({name: pa.array([], pa.string()) for name in self.names})
+        return pa.table({name: pa.array([], TEXT) for name in self.names})
 
 
 class BlockParser:
@@ -223,7 +233,7 @@ class BlockParser:
         self.read_options = pacsv.ReadOptions(column_names=names, block_size=ARROW_BLOCK_SIZE, use_threads=True)
         self.parse_options = pacsv.ParseOptions(newlines_in_values=True)
         self.convert_options = pacsv.ConvertOptions(
-            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False, quoted_strings_can_be_null=False
+            column_types=dict.fromkeys(names, TEXT), strings_can_be_null=False, quoted_strings_can_be_null=False
         )
 
     def __call__(self, block: Block) -> pa.Table:
@@ -231,7 +241,7 @@ class BlockParser:
             return self._read(block, self.read_options)
         except pa.ArrowInvalid as e:
             if str(e).startswith("Empty CSV file"):
-                return pa.table({name: pa.array([], pa.string()) for name in self.names})
+                return pa.table({name: pa.array([], TEXT) for name in self.names})
             if "straddling" not in str(e):
                 raise diagnose(block, len(self.names), str(e)) from e
         # A row bigger than Arrow's piece size: read this block in one piece.
@@ -471,34 +481,49 @@ class Written:
 
 
 class CsvWriter:
-    """Writes DataFrames as one RFC 4180 CSV (header once, UTF-8, CRLF), formulas neutralised."""
+    """Writes DataFrames as one RFC 4180 CSV (header once, UTF-8, CRLF), formulas neutralised.
+
+    Two halves, so that they can run on different threads: :meth:`prepare`
+    turns a handler's DataFrame into an Arrow table of text (cheap, no copy
+    for text columns) and counts its error rows; :meth:`write_table`
+    neutralises formulas and encodes the table into the sink. All sink writes
+    happen in ``write_table`` and ``close``.
+    """
 
     def __init__(self, sink: Any, error_column: str | None = None) -> None:
         self._file = pa.PythonFile(_SinkFile(sink), mode="w")
         self._error_column = error_column
         self._writer: pacsv.CSVWriter | None = None
         self._names: list[str] | None = None
+        self._schema: pa.Schema | None = None
 
-    def write(self, frame: pd.DataFrame | None) -> Written:
+    def prepare(self, frame: pd.DataFrame | None) -> tuple[pa.Table | None, Written]:
+        """The frame as a table of text to write (None if nothing to write), and its row counts."""
         if frame is None or len(frame.columns) == 0:
-            return Written()
+            return None, Written()
         table = to_text_table(frame)
         if self._names is None:
-            self._start(table.column_names)
+            self._names = table.column_names
+            header = neutralise(pa.array(self._names, pa.string())).to_pylist()
+            self._schema = pa.schema([(name, TEXT) for name in header])
         elif table.column_names != self._names:
             if table.num_rows == 0:
-                return Written()
+                return None, Written()
             raise RuntimeError(f"the task type returned columns {table.column_names} after {self._names}")
-        table = pa.table([neutralise(col) for col in table.columns], schema=self._schema)
-        assert self._writer is not None
-        self._writer.write_table(table)
-        return Written(table.num_rows, self._count_errors(table))
+        return pa.table(table.columns, schema=self._schema), Written(table.num_rows, self._count_errors(table))
 
-    def _start(self, names: list[str]) -> None:
-        self._names = names
-        header = neutralise(pa.array(names, pa.string())).to_pylist()
-        self._schema = pa.schema([(name, pa.string()) for name in header])
-        self._writer = pacsv.CSVWriter(self._file, self._schema, write_options=pacsv.WriteOptions(eol="\r\n"))
+    def write_table(self, table: pa.Table) -> None:
+        if self._writer is None:
+            assert self._schema is not None
+            self._writer = pacsv.CSVWriter(self._file, self._schema, write_options=pacsv.WriteOptions(eol="\r\n"))
+        self._writer.write_table(pa.table([neutralise(col) for col in table.columns], schema=table.schema))
+
+    def write(self, frame: pd.DataFrame | None) -> Written:
+        """prepare + write_table, on the calling thread."""
+        table, written = self.prepare(frame)
+        if table is not None:
+            self.write_table(table)
+        return written
 
     def _count_errors(self, table: pa.Table) -> int:
         if self._error_column is None or self._error_column not in table.column_names:
@@ -524,42 +549,60 @@ def _to_text(series: pd.Series) -> pa.ChunkedArray | pa.Array:
         arr = pa.array(series, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         # Mixed Python objects: render each as text (slow, but only for such columns).
-        arr = pa.array([None if v is None or v is pd.NA or v != v else str(v) for v in series], pa.string())
-    if arr.type == pa.string():
+        arr = pa.array([None if v is None or v is pd.NA or v != v else str(v) for v in series], TEXT)
+    if arr.type == TEXT:
         return arr
     if pa.types.is_boolean(arr.type):
         return pc.if_else(arr, "true", "false")
-    return pc.cast(arr, pa.string())
+    return pc.cast(arr, TEXT)
 
 
 def neutralise(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """Prefix ``'`` to text that a spreadsheet would run as a formula.
 
     A value starting with = + - @ tab or CR gets a leading apostrophe unless
-    it is a plain number ("-42" and "+3.5" stay as they are). The common case
-    (no such value in the column) is decided from the first byte of each
-    value, without touching the rest.
+    it is a plain number ("-42" and "+3.5" stay as they are). The candidates
+    are found from the first byte of each value (numpy, no copy); only they
+    are checked against the number pattern, so the cost follows the number of
+    risky-looking values, not the size of the column.
     """
-    if not _any_formula_start(col):
-        return col
-    starts = pc.match_substring_regex(col, r"^[=+\-@\t\r]")
-    risky = pc.and_(starts, pc.invert(pc.match_substring_regex(col, _NUMBER)))
-    return pc.if_else(risky, pc.binary_join_element_wise("'", col, ""), col)
+    if isinstance(col, pa.ChunkedArray):
+        chunks = [_neutralise_chunk(chunk) for chunk in col.chunks]
+        if all(new is old for new, old in zip(chunks, col.chunks, strict=True)):
+            return col
+        return pa.chunked_array(chunks, type=col.type)
+    return _neutralise_chunk(col)
 
 
-def _any_formula_start(col: pa.ChunkedArray | pa.Array) -> bool:
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    for chunk in chunks:
-        if len(chunk) == 0:
-            continue
-        if chunk.type != pa.string():
-            chunk = chunk.cast(pa.string())
-        _validity, offsets_buf, data_buf = chunk.buffers()
-        if data_buf is None:
-            continue
-        offsets = np.frombuffer(offsets_buf, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
-        data = np.frombuffer(data_buf, dtype=np.uint8)
-        starts = offsets[:-1][offsets[1:] > offsets[:-1]]
-        if len(starts) and _FORMULA_START[data[starts]].any():
-            return True
-    return False
+def _neutralise_chunk(chunk: pa.Array) -> pa.Array:
+    candidates = _formula_candidates(chunk)
+    if not len(candidates):
+        return chunk
+    values = chunk.take(pa.array(candidates))
+    formula = pc.invert(pc.match_substring_regex(values, _NUMBER))
+    risky = candidates[formula.to_numpy(zero_copy_only=False)]
+    if not len(risky):
+        return chunk
+    mask = np.zeros(len(chunk), dtype=bool)
+    mask[risky] = True
+    quote, nothing = pa.scalar("'", values.type), pa.scalar("", values.type)
+    fixed = pc.binary_join_element_wise(quote, values.filter(formula), nothing)
+    return pc.replace_with_mask(chunk, pa.array(mask), fixed)
+
+
+def _formula_candidates(chunk: pa.Array) -> np.ndarray:
+    """Positions of the non-empty values whose first byte is one of = + - @ tab CR."""
+    if len(chunk) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if chunk.type not in (pa.string(), pa.large_string()):
+        chunk = chunk.cast(TEXT)
+    _validity, offsets_buf, data_buf = chunk.buffers()
+    if data_buf is None or data_buf.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    offsets_type = np.int64 if chunk.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(offsets_buf, dtype=offsets_type)[chunk.offset : chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8)
+    starts = offsets[:-1]
+    filled = offsets[1:] > starts
+    first = data[np.minimum(starts, len(data) - 1)]
+    return np.flatnonzero(filled & _FORMULA_START[first])

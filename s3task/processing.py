@@ -3,13 +3,14 @@
 The worker runs :func:`run` in a child process per attempt. It reads the input
 CSV in blocks of whole rows (:mod:`s3task.csvio`), hands each block to the
 task type's handler as a pandas DataFrame of strings, and writes what the
-handler returns (then what its ``finish`` returns) as one output CSV. Memory
-stays flat: about three blocks are alive at a time (one being read and
-parsed, one waiting, one being processed and written).
+handler returns (then what its ``finish`` returns) as one output CSV.
 
-Reading and parsing the next block run in a background thread while the
-current one is processed; Arrow releases the GIL while it parses, so this
-uses the second core.
+Three threads form a pipeline, each stage at most one block ahead of the
+next: a reader thread reads the source and parses the next block with Arrow,
+the calling thread runs the handler, and a writer thread neutralises formulas,
+encodes CSV and calls ``sink.write``. Arrow, numpy and socket/file I/O release
+the GIL, so the stages overlap on a second core. Memory stays flat: a handful
+of blocks are alive at any time, whatever the file size.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from types import TracebackType
 from typing import Any, TypeVar
 
-import pyarrow as pa
-
 from . import handlers
-from .csvio import DEFAULT_BLOCK_SIZE, Block, CsvReader, CsvWriter, Readable, Written
+from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, Readable, Written
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "Counts", "run"]
 
@@ -42,7 +42,7 @@ class Counts:
     error_count: int = 0
     #: Input bytes consumed by the rows processed so far (exact; the input size at the end).
     bytes_processed: int = 0
-    #: Output data rows written.
+    #: Output data rows written (handed to the writer; all written once ``run`` returns).
     row_count: int = 0
 
     def add(self, written: Written) -> None:
@@ -64,40 +64,52 @@ def run(
 
     Raises :class:`~s3task.errors.InvalidInput` for input that cannot be used
     (the message names the line); any other exception is a transient failure.
-    ``on_progress`` gets a copy of the counts after the header and after every
-    block; the last call has the final counts, which are also returned.
+    ``on_progress`` is called on the calling thread with a copy of the counts
+    after the header and after every block; the last call has the final
+    counts, which are also returned. ``source.read`` is called from a reader
+    thread and ``sink.write`` from a writer thread (one thread each, in
+    order, never concurrently); both are done when ``run`` returns or raises.
     """
     handler = handlers.get(task_type)(params)
     reader = CsvReader(source, block_size)
     writer = CsvWriter(sink, error_column=handler.error_column)
     counts = Counts(bytes_processed=reader.bytes_consumed)
     on_progress(replace(counts))
-    fed = False
-    for table, block in _prefetch(reader.tables()):
-        _process(handler, writer, counts, table, block)
-        on_progress(replace(counts))
-        fed = True
-    if not fed:  # header only: the handler still sees the columns, so the output has a header
-        _process(handler, writer, counts, reader.empty_table(), None)
-    counts.add(writer.write(handler.finish()))
-    writer.close()
+
+    def write(item: Any) -> None:
+        if item is _CLOSE:
+            writer.close()
+        else:
+            writer.write_table(item)
+
+    with _Background(write, name="s3task-write") as output:
+
+        def emit(frame: Any) -> None:
+            table, written = writer.prepare(frame)
+            if table is not None:
+                output.submit(table)
+            counts.add(written)
+
+        fed = False
+        for table, end in _prefetch(reader.tables(), name="s3task-read"):
+            emit(handler.process(table.to_pandas()))
+            counts.processed_count += table.num_rows
+            counts.bytes_processed = end
+            on_progress(replace(counts))
+            fed = True
+        if not fed:  # header only: the handler still sees the columns, so the output has a header
+            emit(handler.process(reader.empty_table().to_pandas()))
+        emit(handler.finish())
+        output.submit(_CLOSE)
     on_progress(replace(counts))
     return counts
 
 
-def _process(
-    handler: handlers.TaskType, writer: CsvWriter, counts: Counts, table: pa.Table, block: Block | None
-) -> None:
-    counts.add(writer.write(handler.process(table.to_pandas())))
-    counts.processed_count += table.num_rows
-    if block is not None:
-        counts.bytes_processed = block.end
-
-
 _DONE = object()
+_CLOSE = object()
 
 
-def _prefetch(items: Iterator[T]) -> Iterator[T]:
+def _prefetch(items: Iterator[T], name: str) -> Iterator[T]:
     """Iterate ``items`` in a background thread, one item ahead of the consumer."""
     slot: queue.Queue[Any] = queue.Queue(maxsize=1)
     stop = threading.Event()
@@ -111,7 +123,7 @@ def _prefetch(items: Iterator[T]) -> Iterator[T]:
         except BaseException as e:
             _offer(slot, (None, e), stop)
 
-    thread = threading.Thread(target=produce, name="s3task-read", daemon=True)
+    thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
     try:
         while True:
@@ -126,8 +138,8 @@ def _prefetch(items: Iterator[T]) -> Iterator[T]:
         thread.join()
 
 
-def _offer(slot: queue.Queue[Any], entry: tuple[Any, BaseException | None], stop: threading.Event) -> bool:
-    """Put ``entry`` in the slot unless the consumer has gone away."""
+def _offer(slot: queue.Queue[Any], entry: Any, stop: threading.Event) -> bool:
+    """Put ``entry`` in the slot unless the other side has gone away."""
     while not stop.is_set():
         try:
             slot.put(entry, timeout=0.05)
@@ -135,3 +147,53 @@ def _offer(slot: queue.Queue[Any], entry: tuple[Any, BaseException | None], stop
         except queue.Full:
             continue
     return False
+
+
+class _Background:
+    """Calls ``consume(item)`` for each submitted item on one background thread, in order.
+
+    At most one item waits while another is consumed. An exception in
+    ``consume`` is raised in the submitting thread at the next ``submit`` or
+    on leaving the ``with`` block (after which nothing more is consumed).
+    """
+
+    def __init__(self, consume: Callable[[Any], None], name: str) -> None:
+        self._consume = consume
+        self._slot: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def __enter__(self) -> _Background:
+        self._thread.start()
+        return self
+
+    def submit(self, item: Any) -> None:
+        self._raise_error()
+        if not _offer(self._slot, item, self._stop):
+            self._raise_error()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    item = self._slot.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                self._consume(item)
+                if item is _CLOSE:
+                    return
+        except BaseException as e:
+            self._error = e
+            self._stop.set()
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is not None:
+            self._stop.set()  # failing anyway: drop what is queued
+        self._thread.join()
+        if kind is None:
+            self._raise_error()

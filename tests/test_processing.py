@@ -296,3 +296,48 @@ def test_blocks_agree_with_arrow_reading_the_whole_file() -> None:
             assert got == expected, (data, block_size)
             compared += 1
     assert compared > 100
+
+
+def _engine_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("s3task-")]
+
+
+@pytest.mark.parametrize("where", ["source", "handler", "sink"])
+def test_failures_propagate_and_stop_the_threads(where: str) -> None:
+    data = csv_bytes([HEADER, *numbered(3000)])
+
+    class Boom(Exception):
+        pass
+
+    class FailingSource(Source):
+        def read(self, n: int = -1) -> bytes:
+            if self._pos > 20_000:
+                raise Boom("network gone")
+            return super().read(n)
+
+    class FailingSink(Sink):
+        def write(self, data: bytes) -> None:
+            if len(self.parts) > 2:
+                raise Boom("store gone")
+            super().write(data)
+
+    class FailingHandler(TaskType):
+        name = "test_failing"
+        title = description = "fails on the third chunk"
+        calls = 0
+
+        def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
+            type(self).calls += 1
+            if type(self).calls == 3:
+                raise Boom("handler bug")
+            return chunk
+
+    handlers.register(FailingHandler)
+    source = FailingSource(data) if where == "source" else Source(data)
+    sink = FailingSink() if where == "sink" else Sink()
+    task_type = "test_failing" if where == "handler" else "copy"
+    with pytest.raises(Boom):
+        run(task_type, {}, source, sink, lambda c: None, block_size=4096)
+    assert _engine_threads() == []
