@@ -445,6 +445,65 @@ def _alive(pid: int) -> bool:
     return state not in (None, "Z")
 
 
+def test_a_worker_whose_clock_is_ten_minutes_off_neither_steals_nor_hoards(moto_http_bucket, tmp_path: Path) -> None:
+    """Leases are judged by the store's clock (the S3 Date header), so a wrong machine clock changes nothing."""
+    import boto3
+
+    from s3task.store.s3 import S3Store
+
+    endpoint, bucket = moto_http_bucket
+    store = S3Store(bucket, client=boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
+    layout = Layout("batch-tasks")
+    service = TaskService(store, layout)
+    gate = tmp_path / "gate"
+    held = service.create(ALICE, "held", "test_gated", {"gate": str(gate)}).record.task_id
+    service.upload_input(ALICE, held, csv_rows(3))
+    service.submit(ALICE, held)
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+        "S3TASK_LEASE_GRACE_SECONDS": "1",
+    }
+
+    def worker(name: str, skew: int) -> subprocess.Popen:
+        cmd = [sys.executable, str(ROOT / "worker.py"), "--store", f"s3://{bucket}/batch-tasks", "--poll-interval",
+               "0.2", "--lease-seconds", "3", "--handlers", "worker_handlers", "--worker-id", name]  # fmt: skip
+        out = (tmp_path / f"{name}.log").open("wb")
+        return subprocess.Popen(cmd, env={**env, "S3TASK_CLOCK_SKEW_SECONDS": str(skew)}, stdout=out, stderr=out)
+
+    procs = [worker("honest", 0)]
+    try:
+        wait_for(lambda: read_record(store, layout, held)[0].status == "running", timeout=60, what="claimed")
+        procs += [worker("fast-clock", 600), worker("slow-clock", -600)]
+        renewals: set[str | None] = set()
+
+        def renewed_often() -> bool:
+            record = read_record(store, layout, held)[0]
+            assert (record.status, record.attempt_id, record.worker_id) == ("running", 1, "honest"), record.history
+            renewals.add(record.lease_expires_at)
+            return len(renewals) >= 5  # about five seconds of the skewed workers polling it
+
+        wait_for(renewed_often, timeout=60, interval=0.2, what="the honest worker renewing under the others' eyes")
+        fresh = service.create(ALICE, "for a skewed worker", "copy").record.task_id
+        service.upload_input(ALICE, fresh, csv_rows(2))
+        service.submit(ALICE, fresh)  # the honest worker is busy (one task at a time): a skewed one takes it
+        record = wait_for(lambda: (r := read_record(store, layout, fresh)[0]).status == "completed" and r, timeout=60)
+        claim = next(h for h in record.history if h["event"] == "claim")
+        assert claim["note"] in ("worker fast-clock", "worker slow-clock")
+        gate.touch()
+        done = wait_for(lambda: (r := read_record(store, layout, held)[0]).status == "completed" and r, timeout=60)
+        assert done.attempt_id == 1 and done.failed_attempts == 0
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            p.wait(30)
+    _figures["skewed_clocks"] = "±600 s: no lease stolen or kept; a skewed worker completes its own task"
+
+
 def test_zz_publish_figures() -> None:
     if not _figures:
         pytest.skip("the hostile run did not run")
