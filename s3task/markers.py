@@ -31,6 +31,11 @@ def drop(store: ObjectStore, layout: Layout, task_id: str) -> None:
         record, _ = read_record(store, layout, task_id)
     except TaskNotFound:
         return
+    except S3TaskError:
+        # Cannot tell whether a retry came in: put the marker back. A stale marker costs a
+        # read per poll until the next drop; a missing one loses a pending task for good.
+        add(store, layout, task_id)
+        raise
     if not record.is_terminal:
         add(store, layout, task_id)
 
