@@ -14,6 +14,7 @@ processes.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -219,3 +220,49 @@ def test_same_seed_same_faults(tmp_path: Path) -> None:
         return out
 
     assert pattern(7) == pattern(7) != pattern(8)
+
+
+def test_a_retry_racing_a_marker_drop_keeps_its_marker_when_the_check_read_fails(tmp_path: Path) -> None:
+    """The poller drops a failed-for-good task's marker just as a person retries it, and its
+    re-read of the record fails: the task must not end up queued with no marker (never polled)."""
+    from s3task import lifecycle, markers
+    from s3task.record import update_record
+
+    inner, layout = LocalStore(tmp_path / "s"), Layout()
+    service = TaskService(inner, layout)
+    task_id = submit_one(service, "retried", csv_rows(2))
+    holder: dict = {}
+
+    def claim(r, now):
+        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w", lease_seconds=60)
+        return new
+
+    update_record(inner, layout, task_id, claim)
+    update_record(
+        inner,
+        layout,
+        task_id,
+        lambda r, now: lifecycle.fail(r, now, lease=holder["lease"], error="x", permanent=True),
+    )
+
+    class Racing(FaultyStore):
+        """The person's retry lands between the poller's delete and its re-read; the re-read fails."""
+
+        armed = False
+
+        def delete(self, key: str, *, if_match: str | None = None) -> None:
+            service.retry(ALICE, task_id)
+            super().delete(key, if_match=if_match)
+            self.armed = True
+
+        def get(self, key: str, *, if_match: str | None = None):
+            if self.armed:  # one 503, on the re-read
+                self.armed = False
+                raise StoreUnavailable(f"the store failed on {key} (503 SlowDown, injected)")
+            return super().get(key, if_match=if_match)
+
+    poller_store = Racing(inner)
+    with contextlib.suppress(S3TaskError):  # the poller may say so; it must not lose the task
+        markers.drop(poller_store, layout, task_id)
+    assert read_record(inner, layout, task_id)[0].status == "queued"
+    assert inner.list_keys(layout.active_root) == [layout.active_key(task_id)], "a queued task lost its marker"
