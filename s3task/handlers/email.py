@@ -65,9 +65,16 @@ ROLE_ACCOUNTS = frozenset(
     """.split()  # noqa: SIM905  (a word list reads better than a list literal)
 )
 
-_LOCAL = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-_DOMAIN = rf"(?:{_LABEL}\.)+(?:[a-z]{{2,63}}|xn--[a-z0-9-]{{1,59}})"
+# RE2 patterns (Arrow's regex engine) for lower-cased addresses. Any non-ASCII character other
+# than a space is allowed, for internationalised addresses (RFC 6531) and domains; punycode too.
+# No counted repetition such as {0,61}: with Unicode classes it makes RE2 many times slower.
+_INTL = r"[^\x00-\x7f\x{a0}\x{2000}-\x{200b}\x{3000}]"
+_ATOM = rf"(?:[a-z0-9!#$%&'*+/=?^_`{{|}}~-]|{_INTL})+"
+_LOCAL = rf"{_ATOM}(?:\.{_ATOM})*"
+_ALNUM = rf"(?:[a-z0-9]|{_INTL})"
+_LABEL = rf"{_ALNUM}(?:(?:{_ALNUM}|-)*{_ALNUM})?"
+_DOMAIN = rf"(?:{_LABEL}\.)+(?:(?:[a-z]|{_INTL}){{2,}}|xn--[a-z0-9-]+)"
+_ADDRESS = rf"^{_LOCAL}@{_DOMAIN}$"
 
 
 def _key(header: str) -> str:
@@ -131,44 +138,92 @@ class EmailEnrichment(TaskType):
 
 
 def enrich(raw: pd.Series) -> dict[str, pd.Series]:
-    """The added columns for a column of addresses, computed column-wise (no loop over rows)."""
-    email = raw.astype("str").str.strip().str.lower()
-    if email.str.contains(r"^mailto:|^<.*>$", regex=True).any():
-        email = email.str.replace(r"^mailto:", "", regex=True).str.replace(r"^<(.*)>$", r"\1", regex=True)
-    at = email.str.count("@")
-    local = email.str.replace(r"@.*$", "", regex=True)
-    domain = email.str.replace(r"^.*@", "", regex=True)
-    problems = [
-        (email == "", "missing"),
-        (at == 0, "no @"),
-        (at > 1, "more than one @"),
-        (email.str.contains(r"\s", regex=True), "contains a space"),
-        (local == "", "nothing before the @"),
-        (domain == "", "nothing after the @"),
-        (email.str.len() > 254, "longer than 254 characters"),
-        (local.str.len() > 64, "more than 64 characters before the @"),
-        (local.str.contains(r"^\.|\.\.|\.$", regex=True), "a dot at the start or end of the name, or two in a row"),
-        (~local.str.fullmatch(_LOCAL), "characters before the @ that are not allowed"),
-        (~domain.str.contains(".", regex=False), "the domain has no dot"),
-        (~domain.str.fullmatch(_DOMAIN), "the domain is not valid"),
-    ]
-    # The first problem found on a row, as a code (0 = none): one pass per rule, not per row.
-    code = np.select([mask.to_numpy(dtype=bool) for mask, _ in problems], range(1, len(problems) + 1), 0)
-    valid = code == 0
-    errors = ["", *(f"invalid email: {text}" for _, text in problems)]
-    free = domain.isin(FREE_PROVIDERS).to_numpy(dtype=bool)
-    role = local.str.replace(r"\+.*$", "", regex=True).isin(ROLE_ACCOUNTS).to_numpy(dtype=bool)
+    """The added columns for a column of addresses, computed column-wise with Arrow (no loop over rows).
+
+    One regular expression decides which addresses are valid; the reasons are
+    worked out only for the invalid ones, which are usually few.
+    """
+    email = pc.utf8_lower(pc.utf8_trim_whitespace(_text(raw)))
+    if pc.any(pc.starts_with(email, "mailto:")).as_py() or pc.any(pc.starts_with(email, "<")).as_py():
+        email = pc.replace_substring_regex(pc.replace_substring_regex(email, "^mailto:", ""), "^<(.*)>$", r"\1")
+    valid = _bools(pc.match_substring_regex(email, _ADDRESS))
+    valid &= _bools(pc.less_equal(pc.binary_length(email), 254))
+    valid &= _bools(pc.less_equal(pc.find_substring(email, "@"), 64))
+    code = np.zeros(len(valid), dtype=np.int8)
+    invalid = np.flatnonzero(~valid)
+    if len(invalid):
+        code[invalid] = _problems(email.take(pa.array(invalid)))
+    domain = pc.replace_substring_regex(email, "^[^@]*@", "")
+    base_local = pc.replace_substring_regex(email, "[+@].*$", "")  # before the @, without a +tag
+    free = _bools(pc.is_in(domain, value_set=pa.array(sorted(FREE_PROVIDERS), domain.type)))
+    role = _bools(pc.is_in(base_local, value_set=pa.array(sorted(ROLE_ACCOUNTS), base_local.type)))
+    mask = pa.array(valid)
     flags = ["", "false", "true"]
     return {
-        "email_normalized": email.where(valid, ""),
-        "email_domain": domain.where(valid, ""),
+        "email_normalized": _series(pc.if_else(mask, email, ""), raw.index),
+        "email_domain": _series(pc.if_else(mask, domain, ""), raw.index),
         "is_free_provider": _pick(flags, np.where(valid, 1 + free, 0), raw.index),
         "is_role_account": _pick(flags, np.where(valid, 1 + role, 0), raw.index),
-        ERROR_COLUMN: _pick(errors, code, raw.index),
+        ERROR_COLUMN: _pick(["", *(f"invalid email: {text}" for text in PROBLEMS)], code, raw.index),
     }
+
+
+PROBLEMS = (
+    "missing",
+    "no @",
+    "more than one @",
+    "contains a space",
+    "nothing before the @",
+    "nothing after the @",
+    "longer than 254 characters",
+    "more than 64 characters before the @",
+    "a dot at the start or end of the name, or two in a row",
+    "characters before the @ that are not allowed",
+    "the domain has no dot",
+    "the domain is not valid",
+)
+
+
+def _problems(email: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """For invalid addresses: 1 + the index in PROBLEMS of the first rule each one breaks."""
+    at = pc.count_substring(email, "@")
+    local = pc.replace_substring_regex(email, "@.*$", "")
+    domain = pc.replace_substring_regex(email, "^.*@", "")
+    rules = [
+        pc.equal(email, ""),
+        pc.equal(at, 0),
+        pc.greater(at, 1),
+        pc.match_substring_regex(email, r"\s"),
+        pc.starts_with(email, "@"),
+        pc.ends_with(email, "@"),
+        pc.greater(pc.binary_length(email), 254),
+        pc.greater(pc.binary_length(local), 64),
+        pc.match_substring_regex(local, r"^\.|\.\.|\.$"),
+        pc.invert(pc.match_substring_regex(local, rf"^{_LOCAL}$")),
+        pc.invert(pc.match_substring(domain, ".")),
+        pc.invert(pc.match_substring_regex(domain, rf"^{_DOMAIN}$")),
+    ]
+    # The last rule catches everything the address pattern refuses, so every row gets a reason.
+    return np.select([_bools(rule) for rule in rules], range(1, len(rules) + 1), len(rules)).astype(np.int8)
+
+
+def _text(series: pd.Series) -> pa.ChunkedArray:
+    arr = pa.array(series.astype("str"), from_pandas=True)
+    arr = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
+    return pc.fill_null(arr.cast(pa.large_string()), "")
+
+
+def _bools(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _series(arr: pa.ChunkedArray, index: pd.Index) -> pd.Series:
+    out = arr.to_pandas()
+    out.index = index
+    return out
 
 
 def _pick(texts: list[str], codes: np.ndarray, index: pd.Index) -> pd.Series:
     """A text column holding ``texts[code]`` for each code (built by Arrow, no Python strings per row)."""
-    column = pc.take(pa.array(texts, pa.string()), pa.array(codes.astype(np.int8)))
-    return pd.Series(pa.chunked_array([column]).to_pandas(), index=index)
+    column = pc.take(pa.array(texts, pa.large_string()), pa.array(codes.astype(np.int8)))
+    return _series(pa.chunked_array([column]), index)
