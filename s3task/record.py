@@ -37,6 +37,8 @@ SCHEMA_VERSION = 1
 MAX_RECORD_BYTES = 256 * 1024
 HISTORY_LIMIT = 50
 CAS_TRIES = 10
+#: Reads to tell whether a write whose answer was lost landed, before giving up.
+LANDED_READS = 4
 
 
 def new_write_id() -> str:
@@ -258,5 +260,16 @@ def update_record(
 
 
 def _landed(store: ObjectStore, layout: Layout, new: TaskRecord) -> bool:
-    current, _ = read_record(store, layout, new.task_id)
-    return current.write_id == new.write_id
+    """Is the stored record the one we wrote? Asked when the store just failed us, so a read that
+    fails too is tried again a few times: giving up leaves the outcome unknown, and a claim that
+    landed but was given up by its worker expires and costs the task a failed attempt."""
+    for attempt in range(1, LANDED_READS + 1):
+        try:
+            current, _ = read_record(store, layout, new.task_id)
+        except StoreUnavailable:
+            if attempt == LANDED_READS:
+                raise
+            time.sleep(0.05 * 2**attempt)
+            continue
+        return current.write_id == new.write_id
+    return False  # not reached: the last failed read raises
