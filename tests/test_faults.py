@@ -85,7 +85,7 @@ def settings_for(root: Path, name: str) -> Settings:
         store=str(root),
         worker_id=name,
         poll_interval=0.05,
-        lease_seconds=3.0,
+        lease_seconds=6.0,
         lease_grace_seconds=0.5,
         retry_backoff_seconds=0.1,
         max_attempts=3,
@@ -135,6 +135,16 @@ def run_lifecycle(tmp_path: Path, kind: str, rates: dict[str, float], seed: int)
     audited = check_audit(store.audit)
     for kind_ in rates:
         assert store.counts[kind_] > 0, f"no {kind_} fault was injected: the run proved nothing"
+    # No worker died in these runs: every lease that expired was abandoned by a live worker that
+    # could not tell whether its write had landed.
+    expiries = [
+        (t, h.get("note"))
+        for t in expected
+        for h in read_record(inner, layout, t)[0].history
+        if "stopped sending heartbeats" in (h.get("note") or "")
+    ]
+    outcomes = [(w.settings.worker_id, t, o) for w in workers for t, o in w.outcomes if o.kind == "lost"]
+    assert expiries == [], f"live workers abandoned leases they held: {expiries}; {outcomes}"
     crashed = [o for w in workers for _, o in w.outcomes if o.kind == "lost" and "crashed" in o.detail]
     assert not crashed, crashed
     _totals["faults"].update(store.counts)
@@ -266,3 +276,36 @@ def test_a_retry_racing_a_marker_drop_keeps_its_marker_when_the_check_read_fails
         markers.drop(poller_store, layout, task_id)
     assert read_record(inner, layout, task_id)[0].status == "queued"
     assert inner.list_keys(layout.active_root) == [layout.active_key(task_id)], "a queued task lost its marker"
+
+
+def test_a_claim_whose_answer_and_next_read_both_fail_is_still_worked_on(tmp_path: Path) -> None:
+    """The claim lands but its answer is lost, and the read that would tell fails once too.
+
+    Giving up there leaves the task running under a lease nobody renews: it expires, a failed
+    attempt is charged, and the task is processed again (or fails for good on its last attempt).
+    """
+    inner, layout = LocalStore(tmp_path / "s"), Layout()
+    task_id = submit_one(TaskService(inner, layout), "doubtful claim", csv_rows(3))
+
+    class Doubtful(FaultyStore):
+        phase = "waiting"
+
+        def put(self, key: str, body: bytes, mode: PutMode, **kwargs: Any) -> str:
+            etag = super().put(key, body, mode, **kwargs)
+            if self.phase == "waiting" and key.endswith("status.json") and b'"running"' in body:
+                self.phase = "claimed"
+                raise StoreUnavailable(f"the store did not answer for {key} (injected, write landed)")
+            return etag
+
+        def get(self, key: str, *, if_match: str | None = None):
+            if self.phase == "claimed":
+                self.phase = "done"
+                raise StoreUnavailable(f"the store failed on {key} (503 SlowDown, injected)")
+            return super().get(key, if_match=if_match)
+
+    worker = Worker(settings_for(tmp_path / "s", "doubtful"), store=Doubtful(inner), layout=layout)
+    assert worker.poll_once() == 1, "the worker gave up a claim that had landed"
+    wait_for(lambda: read_record(inner, layout, task_id)[0].status == "completed", timeout=60)
+    worker.stop()
+    record = read_record(inner, layout, task_id)[0]
+    assert (record.attempt_id, record.failed_attempts) == (1, 0), record.history
