@@ -193,6 +193,58 @@ def bad_records(task_id: str) -> dict[str, bytes]:
     }
 
 
+def test_unreadable_records_are_reported_by_every_surface_and_never_rewritten(tmp_path: Path, monkeypatch, capsys):
+    """The API, the CLI and the app each say the record cannot be read; none of them writes it."""
+    from streamlit import config as st_config
+    from streamlit.testing.v1 import AppTest
+
+    root = tmp_path / "s"
+    store, layout = LocalStore(root), Layout()
+    service = TaskService(store, layout)
+    small = tmp_path / "small.csv"
+    small.write_bytes(csv_rows(2))
+    bodies: dict[str, bytes] = {}
+    for kind, body in bad_records("0" * 26).items():
+        task_id = submit_file(service, kind, small)
+        bodies[task_id] = body.replace(b"0" * 26, task_id.encode())
+        store.put(layout.status_key(task_id), bodies[task_id], PutMode.OVERWRITE)
+    tokens = TokenTable({hash_token("alice-token"): ALICE})
+    auth = {"Authorization": "Bearer alice-token"}
+    with serve(create_app(Settings(store=str(root)), service=TaskService(store, layout), tokens=tokens)) as base:
+        for task_id in bodies:
+            for method, suffix in (("GET", ""), ("POST", "/cancel"), ("POST", "/retry")):
+                resp = requests.request(method, f"{base}/api/tasks/{task_id}{suffix}", headers=auth, timeout=10)
+                assert resp.status_code in (409, 500) and resp.json()["code"] in (
+                    "corrupt_record",
+                    "unsupported_schema",
+                ), resp.text
+                assert "Traceback" not in resp.text
+        listing = requests.get(f"{base}/api/tasks", headers=auth, timeout=10).json()
+        assert len(listing["problems"]) == len(bodies) and listing["tasks"] == []
+    assert cli.main(["--store", str(root), "list"]) == 0
+    assert capsys.readouterr().err.count("warning: ") == len(bodies)
+    for task_id in bodies:
+        assert cli.main(["--store", str(root), "cancel", task_id]) == 1
+        assert capsys.readouterr().err.startswith("error: ")
+    monkeypatch.setenv("S3TASK_STORE", str(root))
+    monkeypatch.setenv("S3TASK_EMBEDDED_WORKER", "0")
+    saved = st_config.get_option("server.address")
+    st_config.set_option("server.address", "127.0.0.1")
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=20).run()
+        assert not at.exception
+        for task_id in bodies:
+            at.query_params["id"] = task_id
+            at.switch_page("pages/task.py").run()
+            assert not at.exception
+            assert "Could not read the task" in at.error[0].value, [e.value for e in at.error]
+            assert not at.button or not {b.label for b in at.button} & {"Cancel task…", "Retry now"}
+    finally:
+        st_config.set_option("server.address", saved)
+    for task_id, body in bodies.items():
+        assert store.get(layout.status_key(task_id)).body == body, "an unreadable record was rewritten"
+
+
 # --- one worker process against everything hostile at once ---------------------------------------------
 
 
