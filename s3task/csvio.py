@@ -254,8 +254,13 @@ class BlockParser:
             raise diagnose(block, len(self.names), str(e)) from e
 
     def _read(self, block: Block, read_options: pacsv.ReadOptions) -> pa.Table:
+        data: bytes | memoryview = block.data
+        if bytes(data[: len(BOM)]) == BOM:
+            # Arrow drops a BOM at the start of its input; here it is data (files joined with cat),
+            # and must stay, whatever the block boundaries. A blank first line is skipped.
+            data = b"\n" + bytes(data)
         return pacsv.read_csv(
-            pa.py_buffer(block.data),
+            pa.py_buffer(data),
             read_options=read_options,
             parse_options=self.parse_options,
             convert_options=self.convert_options,

@@ -16,7 +16,6 @@ of blocks are alive at any time, whatever the file size.
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -131,42 +130,30 @@ _CLOSE = object()
 
 def _prefetch(items: Iterator[T], name: str) -> Iterator[T]:
     """Iterate ``items`` in a background thread, one item ahead of the consumer."""
-    slot: queue.Queue[Any] = queue.Queue(maxsize=1)
-    stop = threading.Event()
+    channel = _Handoff()
 
     def produce() -> None:
         try:
             for item in items:
-                if not _offer(slot, (item, None), stop):
-                    return
-            _offer(slot, (_DONE, None), stop)
+                if not channel.put((item, None)):
+                    return  # the consumer has gone: read nothing more
+            channel.put((_DONE, None))
         except BaseException as e:
-            _offer(slot, (None, e), stop)
+            channel.put((None, e))
 
     thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
     try:
         while True:
-            item, error = slot.get()
+            _, (item, error) = channel.get()
             if error is not None:
                 raise error
             if item is _DONE:
                 return
             yield item
     finally:
-        stop.set()
+        channel.close()
         thread.join()
-
-
-def _offer(slot: queue.Queue[Any], entry: Any, stop: threading.Event) -> bool:
-    """Put ``entry`` in the slot unless the other side has gone away."""
-    while not stop.is_set():
-        try:
-            slot.put(entry, timeout=0.05)
-            return True
-        except queue.Full:
-            continue
-    return False
 
 
 class _Background:
@@ -174,13 +161,13 @@ class _Background:
 
     At most one item waits while another is consumed. An exception in
     ``consume`` is raised in the submitting thread at the next ``submit`` or
-    on leaving the ``with`` block (after which nothing more is consumed).
+    on leaving the ``with`` block; nothing more is consumed after it, nor
+    after the block is left with an exception.
     """
 
     def __init__(self, consume: Callable[[Any], None], name: str) -> None:
         self._consume = consume
-        self._slot: queue.Queue[Any] = queue.Queue(maxsize=1)
-        self._stop = threading.Event()
+        self._channel = _Handoff()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
@@ -190,22 +177,22 @@ class _Background:
 
     def submit(self, item: Any) -> None:
         self._raise_error()
-        if not _offer(self._slot, item, self._stop):
+        if not self._channel.put(item):
             self._raise_error()
 
     def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                try:
-                    item = self._slot.get(timeout=0.05)
-                except queue.Empty:
-                    continue
+        while True:
+            ok, item = self._channel.get()
+            if not ok:
+                return
+            try:
                 self._consume(item)
-                if item is _CLOSE:
-                    return
-        except BaseException as e:
-            self._error = e
-            self._stop.set()
+            except BaseException as e:
+                self._error = e
+                self._channel.close()
+                return
+            if item is _CLOSE:
+                return
 
     def _raise_error(self) -> None:
         if self._error is not None:
@@ -213,7 +200,44 @@ class _Background:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if kind is not None:
-            self._stop.set()  # failing anyway: drop what is queued
+            self._channel.close()  # failing anyway: drop what is queued
         self._thread.join()
         if kind is None:
             self._raise_error()
+
+
+class _Handoff:
+    """A one-item channel between two threads; closing it wakes and releases both sides."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Condition()
+        self._items: list[Any] = []
+        self._closed = False
+
+    def put(self, item: Any) -> bool:
+        """Wait for the slot to be free and fill it; False if the channel was closed."""
+        with self._ready:
+            while self._items and not self._closed:
+                self._ready.wait()
+            if self._closed:
+                return False
+            self._items.append(item)
+            self._ready.notify_all()
+            return True
+
+    def get(self) -> tuple[bool, Any]:
+        """Wait for an item and take it: (True, item), or (False, None) once closed."""
+        with self._ready:
+            while not self._items and not self._closed:
+                self._ready.wait()
+            if self._closed:
+                return False, None
+            item = self._items.pop()
+            self._ready.notify_all()
+            return True, item
+
+    def close(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._items.clear()
+            self._ready.notify_all()

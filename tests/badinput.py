@@ -137,6 +137,12 @@ def corpus() -> list[Case]:
             rows=[HEADER, ["1", "Zoë", "2"]],
         ),
         Case(
+            "a BOM inside the file (files joined together)",
+            b"a,b\n1,2\n\xef\xbb\xbfa,b\n3,4\n",
+            rows=[["a", "b"], ["1", "2"], ["\ufeffa", "b"], ["3", "4"]],
+            block_size=1,
+        ),
+        Case(
             "blank lines between rows",
             b"\n\na,b\n\n1,2\r\n\r\n3,4\n\n",
             rows=[["a", "b"], ["1", "2"], ["3", "4"]],

@@ -341,3 +341,21 @@ def test_failures_propagate_and_stop_the_threads(where: str) -> None:
     with pytest.raises(Boom):
         run(task_type, {}, source, sink, lambda c: None, block_size=4096)
     assert _engine_threads() == []
+
+
+def test_junk_never_crashes() -> None:
+    """Random bytes end either in output covering every byte or in InvalidInput, never another error."""
+    rnd = random.Random(5)
+    pieces = [b",", b'"', b"\n", b"\r", b"a", b"\xc3\xa9", b"\xff", b"\x00", b"=", b"-1", b" ", b"\xef\xbb\xbf"]
+    outcomes = {"ok": 0, "invalid": 0}
+    for _ in range(300):
+        data = (b"h1,h2\n" if rnd.random() < 0.5 else b"") + b"".join(rnd.choices(pieces, k=rnd.randint(0, 50)))
+        try:
+            _, counts, _ = process(data, block_size=rnd.choice([1, 7, 4096]))
+        except InvalidInput as e:
+            assert "could not be read as CSV" not in str(e), data
+            outcomes["invalid"] += 1
+        else:
+            assert counts.bytes_processed == len(data)
+            outcomes["ok"] += 1
+    assert outcomes["ok"] > 10 and outcomes["invalid"] > 100
