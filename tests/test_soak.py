@@ -49,7 +49,7 @@ ALICE = Actor("alice")
 OPERATOR = Actor("olga", operator=True)
 SEED = 20261129
 WORKERS = 3
-RATES = {"error500": 0.01, "error503": 0.01, "timeout": 0.01, "slow": 0.03, "conflict": 0.05, "lost": 0.02}
+RATES = {"error500": 0.01, "error503": 0.01, "timeout": 0.01, "slow": 0.03, "conflict": 0.1, "lost": 0.02}
 CHILD_RATES = {"error503": 0.01, "slow": 0.02, "lost": 0.03}
 
 
@@ -59,7 +59,8 @@ def csv_rows(n: int) -> bytes:
 
 class Chaos:
     def __init__(self, endpoint: str, bucket: str, tmp: Path) -> None:
-        self.rng = random.Random(SEED)
+        self.plan = random.Random(SEED)  # what happens when: the same sequence on every run
+        self.rng = random.Random(SEED + 1)  # which worker or task it happens to
         self.tmp = tmp
         self.url = f"s3://{bucket}/batch-tasks"
         self.log = tmp / "faults.jsonl"
@@ -136,9 +137,11 @@ class Chaos:
     def submit(self) -> None:
         rows = self.rng.randint(1, 300)
         pause = self.rng.choice((0.0, 0.2, 0.8, 1.5))
+        ragged = self.rng.random() < 0.12  # fails for good (bad input), so operators have something to retry
         created = self.retrying(lambda: self.service.create(ALICE, "soak", "test_slow_copy", {"pause": pause}))
         task_id = created.record.task_id
-        self.retrying(lambda: self.service.upload_input(ALICE, task_id, csv_rows(rows)))
+        data = csv_rows(rows) + (b"1,2,3\n" if ragged else b"")
+        self.retrying(lambda: self.service.upload_input(ALICE, task_id, data))
 
         def submit() -> None:
             try:
@@ -147,7 +150,10 @@ class Chaos:
                 assert self.clean.get(ALICE, task_id).status != "created"
 
         self.retrying(submit)
-        self.expected[task_id] = Expect(rows=rows, may_fail=True)
+        if ragged:
+            self.expected[task_id] = Expect(error=f"line {rows + 2:,}: expected 2 fields, found 3")
+        else:
+            self.expected[task_id] = Expect(rows=rows, may_fail=True)
         self.events["submitted"] += 1
 
     def cancel_one(self) -> None:
@@ -193,7 +199,7 @@ class Chaos:
             self.start(slot)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            roll = self.rng.random()
+            roll = self.plan.random()
             if roll < 0.55:
                 self.submit()
             elif roll < 0.67:
@@ -204,11 +210,17 @@ class Chaos:
                 self.cancel_one()
             else:
                 self.retry_one()
-            time.sleep(self.rng.uniform(0.1, 0.6))  # the pace of the chaos, not a wait for a condition
+            time.sleep(self.plan.uniform(0.1, 0.6))  # the pace of the chaos, not a wait for a condition
 
     def drain(self, timeout: float) -> None:
         wait_for(lambda: all(self._terminal(t) for t in self.expected), timeout=timeout, interval=0.5,
                  what="every soak task finished")  # fmt: skip
+
+    def retry_failed(self) -> None:
+        """An operator's last round: retry every task that failed for good, once."""
+        for task_id in [t for t in self.expected if self._failed_for_good(t)]:
+            self.retrying(lambda t=task_id: self.service.retry(OPERATOR, t))
+            self.events["retries"] += 1
 
 
 def test_soak(moto_http_bucket, tmp_path: Path) -> None:
@@ -219,6 +231,8 @@ def test_soak(moto_http_bucket, tmp_path: Path) -> None:
     try:
         chaos.run(seconds)
         chaos.drain(timeout=90 + seconds / 2)
+        chaos.retry_failed()
+        chaos.drain(timeout=60)
     finally:
         chaos.stop_all()
     chaos.store.enabled = False
@@ -249,6 +263,7 @@ def test_soak(moto_http_bucket, tmp_path: Path) -> None:
     assert verdict.lost == [] and verdict.duplicated == []
     assert figures["submitted"] >= 8 and figures["kills"] >= 3
     assert verdict.completed >= figures["submitted"] // 2
+    assert figures["retries"] >= 1, "no operator retry happened: the retry path went untested"
     for kind in RATES:
         assert faults[kind] > 0, f"no {kind} fault was injected"
     save_figures("soak_long" if os.environ.get("S3TASK_SOAK_SECONDS") else "soak", figures)
