@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import TaskType, register
 
@@ -66,7 +68,7 @@ COLUMNS = [
 
 
 class ColumnStats:
-    """Running statistics of one column in bounded memory."""
+    """Running statistics of one column in bounded memory, counted with Arrow and numpy."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -74,32 +76,46 @@ class ColumnStats:
         self.filled = 0
         self.shortest: int | None = None
         self.longest: int | None = None
-        self.counts = pd.Series([], dtype="int64", index=pd.Index([], dtype="str"))
+        #: Distinct filled values and how often each was seen: all of them while exact, the heaviest
+        #: ``cap`` after (their counts then lower bounds).
+        self.values = pa.array([], pa.large_string())
+        self.counts = np.zeros(0, dtype=np.int64)
         self.exact = True
+        #: Fed only once the counts stop being exact (until then they hold every value).
         self.sketch = HyperLogLog()
 
     def update(self, values: pd.Series) -> None:
-        self.rows += len(values)
-        filled = values[values != ""]
+        column = _text(values)
+        self.rows += len(column)
+        filled = column.filter(pc.not_equal(column, ""))
         if not len(filled):
             return
         self.filled += len(filled)
-        lengths = filled.str.len()
-        low, high = int(lengths.min()), int(lengths.max())
-        self.shortest = low if self.shortest is None else min(self.shortest, low)
-        self.longest = high if self.longest is None else max(self.longest, high)
-        chunk_counts = filled.value_counts()
-        self.sketch.add(pd.util.hash_array(chunk_counts.index.to_numpy(dtype=object), categorize=False))
-        self.counts = pd.concat([self.counts, chunk_counts]).groupby(level=0, sort=False).sum()
+        lengths = pc.min_max(pc.utf8_length(filled)).as_py()
+        self.shortest = min(lengths["min"], self.shortest if self.shortest is not None else lengths["min"])
+        self.longest = max(lengths["max"], self.longest or 0)
+        found = pc.value_counts(filled)
+        self._merge(found.field("values"), found.field("counts").to_numpy().astype(np.int64))
+
+    def _merge(self, values: pa.Array, counts: np.ndarray) -> None:
+        if not self.exact:
+            self.sketch.add(_hashes(values))
+        where = pc.fill_null(pc.index_in(values, value_set=self.values), -1).to_numpy()
+        known = where >= 0
+        self.counts[where[known]] += counts[known]  # values are distinct, so no position repeats
+        self.values = pa.concat_arrays([self.values, values.filter(pa.array(~known))])
+        self.counts = np.concatenate([self.counts, counts[~known]])
         if len(self.counts) > 2 * self.cap:
-            # Keep the heaviest values only: from here on counts are lower bounds and distinct is estimated.
-            self.counts = _ranked(self.counts).head(self.cap)
-            self.exact = False
+            if self.exact:
+                self.sketch.add(_hashes(self.values))
+                self.exact = False
+            keep = _ranking(self.values, self.counts)[: self.cap]
+            self.values, self.counts = self.values.take(pa.array(keep)), self.counts[keep]
 
     def summary(self, name: str, position: int) -> list[str]:
         distinct = len(self.counts) if self.exact else self.sketch.estimate()
-        top = _ranked(self.counts).head(TOP)
-        cells = [f"{_shorten(value)} ({count:,})" for value, count in top.items()]
+        top = _ranking(self.values, self.counts)[:TOP]
+        cells = [f"{_shorten(self.values[i].as_py())} ({int(self.counts[i]):,})" for i in top]
         note = ""
         if not self.exact:
             note = (
@@ -120,11 +136,20 @@ class ColumnStats:
         ]
 
 
-def _ranked(counts: pd.Series) -> pd.Series:
-    """Most common first; ties in value order, so the output is the same every run."""
-    frame = pd.DataFrame({"value": counts.index.astype("str"), "count": counts.to_numpy()})
-    frame = frame.sort_values(["count", "value"], ascending=[False, True], kind="stable")
-    return pd.Series(frame["count"].to_numpy(), index=pd.Index(frame["value"].to_numpy(), dtype="str"))
+def _ranking(values: pa.Array, counts: np.ndarray) -> np.ndarray:
+    """Positions, most common first; ties in value order, so the output is the same every run."""
+    table = pa.table({"value": values, "count": counts})
+    return pc.sort_indices(table, sort_keys=[("count", "descending"), ("value", "ascending")]).to_numpy()
+
+
+def _text(values: pd.Series) -> pa.ChunkedArray:
+    arr = pa.array(values, from_pandas=True)
+    arr = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
+    return pc.fill_null(arr.cast(pa.large_string()), "")
+
+
+def _hashes(values: pa.Array) -> np.ndarray:
+    return pd.util.hash_array(values.to_numpy(zero_copy_only=False).astype(object), categorize=False)
 
 
 def _shorten(value: str) -> str:
