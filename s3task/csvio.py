@@ -91,14 +91,6 @@ class Block:
     end: int
     eol: bytes
 
-    @property
-    def line_count(self) -> int:
-        return bytes_count(self.data, self.eol)
-
-
-def bytes_count(data: bytes | memoryview, needle: bytes) -> int:
-    return data.count(needle) if isinstance(data, bytes) else bytes(data).count(needle)
-
 
 class CsvReader:
     """Reads a CSV stream as a header plus a sequence of Arrow tables of string columns.
@@ -189,13 +181,11 @@ class CsvReader:
                         raise _too_big(line, _in_quotes(buf, self._eol))
                     pending = buf
                     continue
-            view = memoryview(buf)[: end + 1]
-            offset += end + 1
-            block = Block(view, line, offset, self._eol)
-            line += buf.count(self._eol, 0, end + 1)
-            pending = buf[end + 1 :]
             if end >= 0:
-                yield block
+                offset += end + 1
+                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol)
+                line += buf.count(self._eol, 0, end + 1)
+            pending = buf[end + 1 :]
             if self._eof and not pending:
                 return
 
@@ -206,7 +196,7 @@ class CsvReader:
     def _final_end(self, buf: bytes, line: int) -> int:
         """The whole rest is the last block, unless a quote is left open."""
         if b'"' in buf:
-            _, open_quote = scan(buf, self._eol, at_eof=True)
+            open_quote = open_quote_at_end(buf, self._eol)
             if open_quote >= 0:
                 raise _unterminated(line + buf.count(self._eol, 0, open_quote))
         return len(buf) - 1
@@ -305,7 +295,7 @@ def find_boundary(buf: bytes, eol: bytes) -> int:
         return last
     quotes = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == QUOTE)
     if not _regular(buf, quotes[: np.searchsorted(quotes, last)]):
-        return scan(buf, eol)[0]
+        return scan_exact(buf, eol)[0]
     pos = last
     while pos >= 0:
         before = int(np.searchsorted(quotes, pos))
@@ -335,18 +325,15 @@ def _regular(buf: bytes, quotes: np.ndarray) -> bool:
 
 
 def _in_quotes(buf: bytes, eol: bytes) -> bool:
-    return scan(buf, eol, at_eof=True)[1] >= 0
+    return open_quote_at_end(buf, eol) >= 0
 
 
-def scan(buf: bytes, eol: bytes, at_eof: bool = False) -> tuple[int, int]:
-    """Like :func:`scan_exact`, but uses quote parity when that is exact."""
+def open_quote_at_end(buf: bytes, eol: bytes) -> int:
+    """Index of the quote that opened a value still open at the end of ``buf`` (-1 if none)."""
     quotes = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == QUOTE)
     if not _regular(buf, quotes):
-        return scan_exact(buf, eol)
-    open_quote = _opening(quotes) if len(quotes) % 2 else -1
-    if not at_eof:
-        return find_boundary(buf, eol), open_quote
-    return len(buf) - 1, open_quote
+        return scan_exact(buf, eol)[1]
+    return _opening(quotes) if len(quotes) % 2 else -1
 
 
 def _opening(quotes: np.ndarray) -> int:
@@ -422,7 +409,7 @@ def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
     if "\x00" in text:
         nul = text.index("\x00")
         return _not_text(data, block.first_line + text.count(block.eol.decode(), 0, nul))
-    last = block.first_line + max(0, block.line_count - 1)
+    last = block.first_line + max(0, data.count(block.eol) - 1)
     return InvalidInput(
         f"lines {block.first_line:,}–{last:,}: the file could not be read as CSV ({arrow_message.splitlines()[0]})"
     )

@@ -359,3 +359,13 @@ def test_junk_never_crashes() -> None:
             assert counts.bytes_processed == len(data)
             outcomes["ok"] += 1
     assert outcomes["ok"] > 10 and outcomes["invalid"] > 100
+
+
+def test_quote_parity_fast_path_agrees_with_the_exact_scan() -> None:
+    """find_boundary (numpy parity when the quotes are regular) == scan_exact (Arrow's rules, one by one)."""
+    rnd = random.Random(2)
+    for _ in range(20_000):
+        buf = bytes(rnd.choices(b',"\n\ra', k=rnd.randint(0, 16)))
+        exact_end, exact_open = csvio.scan_exact(buf, b"\n")
+        assert csvio.find_boundary(buf, b"\n") == exact_end, buf
+        assert csvio.open_quote_at_end(buf, b"\n") == exact_open, buf
