@@ -4,10 +4,14 @@ A task type is a :class:`TaskType` subclass registered by name. It declares a
 title, a description for non-technical users and its parameters, so a UI can
 render a form. For each attempt the worker makes a fresh instance with the
 task's parameters and feeds it the input as pandas DataFrames (every cell a
-string). ``process`` returns output rows for a chunk, with an ``error`` column
-that is empty for good rows; ``finish`` may return final rows. Row errors are
+string; a header-only file gives one empty frame with the columns). ``process``
+returns output rows for a chunk (or None: nothing yet), with an ``error``
+column that is empty for good rows; ``finish`` may return final rows. Every
+frame returned must have the same columns; values are written as text
+(booleans as true/false, missing values as empty cells). Row errors are
 data; raising :class:`~s3task.errors.InvalidInput` fails the task for good
-(bad input), any other exception fails the attempt (retried).
+(bad input), any other exception fails the attempt (retried). A task type
+whose output has no error column sets ``error_column = None``.
 
 Extra task types load from a module named with ``--handlers``: importing it
 is enough if it calls :func:`register`.
