@@ -33,6 +33,7 @@ import json
 import os
 import random
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -514,7 +515,7 @@ _install_from_env()
 def save_figures(section: str, data: dict[str, Any]) -> None:
     """Merge one test's figures into tests/artifacts/reliability.json (several tests may write)."""
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
-    with open(FIGURES.with_suffix(".lock"), "w") as lock:
+    with open(Path(tempfile.gettempdir()) / "s3task-reliability.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
@@ -661,8 +662,8 @@ def _lines(section: str, data: dict[str, Any]) -> list[str]:
     if section == "hostile":
         lines = [f"{name}: {outcome}" for name, outcome in data.get("csv_outcomes", {}).items()]
         lines += [
-            f"largest peak RSS of any attempt process (/proc VmHWM): {data.get('attempt_peak_rss_mb')} MB — "
-            "the memory hog's, killed at the 400 MB cap set for the run",
+            f"peak RSS of the attempt processes (/proc VmHWM), largest first: {data.get('attempt_peaks_mb')} MB — "
+            "the first two are the memory hog's attempts, killed at the 400 MB cap set for the run",
             f"memory hog: {data.get('memory_hog')}; stalled handler: {data.get('stalled_handler')}",
             f"unreadable records skipped, reported and left byte-for-byte: {data.get('unreadable_records_skipped')}",
             f"skewed clocks: {data.get('skewed_clocks')}",

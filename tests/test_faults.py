@@ -85,7 +85,7 @@ def settings_for(root: Path, name: str) -> Settings:
         store=str(root),
         worker_id=name,
         poll_interval=0.05,
-        lease_seconds=6.0,
+        lease_seconds=9.0,  # heartbeats every 3 s; two failed in a row are tolerated
         lease_grace_seconds=0.5,
         retry_backoff_seconds=0.1,
         max_attempts=3,

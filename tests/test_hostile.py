@@ -403,6 +403,9 @@ def test_hostile_tasks_are_contained_and_the_rest_still_runs(tmp_path: Path) -> 
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+        for task_id in csv_tasks:  # the 200 MB input need not outlive the test in pytest's kept tmp dirs
+            with contextlib.suppress(S3TaskError):
+                store.delete(layout.input_key(task_id))
     elapsed = time.monotonic() - started
     text = log.read_text(errors="replace")
 
@@ -432,13 +435,15 @@ def test_hostile_tasks_are_contained_and_the_rest_still_runs(tmp_path: Path) -> 
     page = TaskService(store, layout).list(ALICE, limit=200)
     assert {p.split(":")[0] for p in page.problems} == set(unreadable)
     assert "Traceback" not in text, text[-3000:]
-    peak = memory.max_mb
-    assert peak < 700, f"an attempt peaked at {peak:.0f} MB"
+    peaks = sorted((kb // 1024 for kb in memory.peaks.values()), reverse=True)
+    assert peaks[0] < 700, f"an attempt peaked at {peaks[0]} MB"
+    # Apart from the hog's two attempts (killed at the cap), every attempt stayed well below it.
+    assert all(p < 350 for p in peaks[2:]), peaks
     assert elapsed < 170
     _figures.update(
         {
             "csv_outcomes": outcomes,
-            "attempt_peak_rss_mb": round(peak),
+            "attempt_peaks_mb": peaks[:8],
             "unreadable_records_skipped": len(unreadable),
             "hostile_run_seconds": round(elapsed),
             "input_generation_seconds": round(generated_s),
@@ -517,12 +522,12 @@ def test_a_worker_whose_clock_is_ten_minutes_off_neither_steals_nor_hoards(moto_
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_LEASE_GRACE_SECONDS": "1",
+        "S3TASK_LEASE_GRACE_SECONDS": "2",
     }
 
     def worker(name: str, skew: int) -> subprocess.Popen:
         cmd = [sys.executable, str(ROOT / "worker.py"), "--store", f"s3://{bucket}/batch-tasks", "--poll-interval",
-               "0.2", "--lease-seconds", "3", "--handlers", "worker_handlers", "--worker-id", name]  # fmt: skip
+               "0.2", "--lease-seconds", "4", "--handlers", "worker_handlers", "--worker-id", name]  # fmt: skip
         out = (tmp_path / f"{name}.log").open("wb")
         return subprocess.Popen(cmd, env={**env, "S3TASK_CLOCK_SKEW_SECONDS": str(skew)}, stdout=out, stderr=out)
 
