@@ -4,6 +4,10 @@ Sets up the page, works out who the user is, opens the store from the settings
 (``S3TASK_*``; a local ``./s3task-data`` directory by default), starts the
 embedded worker unless ``S3TASK_EMBEDDED_WORKER=0``, and hands over to the
 page the user is on. Pages live in ``pages/``; Streamlit-side helpers in ``ui/``.
+
+The same file is also the server: ``streamlit run`` finds the ``st.App`` at the
+bottom, which adds the ``/api`` and ``/transfer`` routes (``ui/server.py``) next
+to the pages and stops the embedded worker on shutdown.
 """
 
 from __future__ import annotations
@@ -80,3 +84,13 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+elif __name__ != "__mp_main__":
+    # `streamlit run app.py` imports this file as the module `app` to build the web
+    # server, then runs it as __main__ for every page view (the branch above).
+    from pathlib import Path
+
+    import streamlit as st
+
+    from ui import server
+
+    app = st.App(Path(__file__).resolve(), routes=server.routes(), lifespan=server.lifespan)

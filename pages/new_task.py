@@ -1,19 +1,28 @@
-"""New task: name it, choose what to do, upload the CSV, check the first rows, submit."""
+"""New task: name it, choose what to do, pick the CSV, check the first rows, submit.
+
+The browser keeps the file: it sends the first 64 KB for the preview, and on
+Submit it uploads the file straight to the store (``ui/direct.py``) while this
+page only creates the task, hands out the upload URL and, once the browser says
+the upload is done, queues the task. If the browser cannot reach the store, the
+page falls back to Streamlit's uploader, which sends the file through the app.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from s3task import handlers
-from s3task.errors import S3TaskError
+from s3task.errors import InvalidInput, S3TaskError
 from s3task.handlers import Param, TaskType
-from ui import context
+from ui import context, direct
 from ui import format as fmt
 from ui.csvfile import PREVIEW_ROWS, Inspection, inspect_upload
+from ui.direct import Chosen, Plan
 
 ctx = context.get()
 # Bumped after a successful submit so the form starts empty next time.
@@ -68,27 +77,122 @@ if task_type.params:
         payload = {p.name: param_widget(p) for p in task_type.params}
 
 limit_mb = ctx.settings.max_upload_mb
+service, actor = ctx.service, ctx.actor
+state = st.session_state
+# The browser sends the file to the store itself unless it has shown it cannot reach
+# the store (then the page falls back to Streamlit's uploader for this session).
+FALLBACK = "upload_fallback"
+direct_mode = ctx.app.direct_upload and FALLBACK not in state
+comp_key, plan_key, note_key = f"upload_{form}", f"upload_plan_{form}", f"upload_note_{form}"
+plan: Plan | None = state.get(plan_key)
+# The app's upload limit applies when the bytes pass through it: Streamlit's uploader,
+# or the signed route of a local store. A browser uploading to S3 is limited by S3 alone.
+through_app = not direct_mode or service.url_signer is not None
+limit_bytes = limit_mb * 2**20 if through_app else None
+limit_text = f", up to {limit_mb} MB" if through_app else ""
+
+
+def name_from(file_name: str) -> None:
+    """An unnamed task takes the uploaded file's name (the user can still change it)."""
+    if not state.get(f"name_{form}", "").strip():
+        state[f"name_{form}"] = Path(file_name).stem[:200]
 
 
 def name_from_file() -> None:
-    """An unnamed task takes the uploaded file's name (the user can still change it)."""
-    chosen = st.session_state.get(f"file_{form}")
-    if chosen is not None and not st.session_state.get(f"name_{form}", "").strip():
-        st.session_state[f"name_{form}"] = Path(chosen.name).stem[:200]
+    chosen = state.get(f"file_{form}")
+    if chosen is not None:
+        name_from(chosen.name)
 
 
-upload = st.file_uploader(
-    "CSV file",
-    type=["csv"],
-    max_upload_size=limit_mb,
-    help=f"A .csv file (comma-separated, UTF-8) with a header row, up to {limit_mb} MB.",
-    key=f"file_{form}",
-    on_change=name_from_file,
-)
+def name_from_chosen() -> None:
+    chosen = Chosen.from_state((state.get(comp_key) or {}).get("file"))
+    if chosen is not None:
+        name_from(chosen.name)
+
+
+def abandon(plan: Plan) -> None:
+    """Drop an upload that will not finish: its parts, and the task made for it."""
+    state.pop(plan_key, None)
+    if plan.upload_id:
+        with contextlib.suppress(S3TaskError):
+            service.abort_multipart(actor, plan.task_id, plan.upload_id)
+    with contextlib.suppress(S3TaskError):
+        service.cancel(actor, plan.task_id)
+
+
+def cancel_upload() -> None:
+    if plan is not None:
+        abandon(plan)
+        state[note_key] = ("info", "Upload cancelled. The file was not submitted.")
+
+
+def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
+    """The browser says the file is in the store: join its parts, check it, queue the task."""
+    try:
+        if plan.upload_id:
+            parts = [(int(n), str(etag)) for n, etag in report.get("parts") or []]
+            meta = service.complete_multipart(actor, plan.task_id, plan.upload_id, parts)
+        else:
+            meta = service.store.head(service.layout.input_key(plan.task_id))
+        if meta.size != plan.size:
+            raise InvalidInput(f"the store holds {meta.size:,} bytes of the file's {plan.size:,}; upload it again")
+        service.submit(actor, plan.task_id)
+    except S3TaskError as e:
+        abandon(plan)
+        state[note_key] = ("error", "The task was not submitted: " + str(e))
+        st.rerun()
+    state.pop(plan_key, None)
+    state["new_task_form"] = form + 1
+    st.switch_page("pages/task.py", query_params={"id": plan.task_id})
+
+
+def upload_failed(plan: Plan, report: dict[str, Any]) -> None:
+    abandon(plan)
+    message = str(report.get("message") or "unknown error")
+    if report.get("kind") == "network":
+        state[FALLBACK] = message
+    else:
+        state[note_key] = ("error", f"The upload failed ({message}). Press Submit to try again.")
+    st.rerun()
+
 
 inspection: Inspection | None = None
-if upload is not None:
-    inspection = inspect_upload(upload.name, upload.size, upload, max_bytes=limit_mb * 2**20)
+upload = None
+if direct_mode:
+    result = direct.uploader(key=comp_key, plan=plan, owner=comp_key, on_file_change=name_from_chosen)
+    st.caption(f"A .csv file (comma-separated, UTF-8) with a header row{limit_text}.")
+    for event, handle in (("uploaded", finish_upload), ("failed", upload_failed)):
+        report = result.get(event)
+        if plan is not None and isinstance(report, dict) and report.get("id") == plan.task_id:
+            handle(plan, report)
+    chosen = Chosen.from_state(result.get("file"))
+    if chosen is not None:
+        head = chosen.preview_bytes()
+        inspection = inspect_upload(chosen.name, chosen.size, io.BytesIO(head), max_bytes=limit_bytes)
+else:
+    if FALLBACK in state:
+        st.warning(
+            "Your browser could not send the file to the task store directly "
+            f"({fmt.plain(state[FALLBACK])}), so this page uploads it through the app instead. "
+            "Choose the file again.",
+            icon=":material/cloud_off:",
+        )
+    upload = st.file_uploader(
+        "CSV file",
+        type=["csv"],
+        max_upload_size=limit_mb,
+        help=f"A .csv file (comma-separated, UTF-8) with a header row, up to {limit_mb} MB.",
+        key=f"file_{form}",
+        on_change=name_from_file,
+    )
+    if upload is not None:
+        inspection = inspect_upload(upload.name, upload.size, upload, max_bytes=limit_mb * 2**20)
+
+if note_key in state:
+    kind, text = state.pop(note_key)
+    (st.error if kind == "error" else st.info)(fmt.plain(text), icon=":material/info:")
+
+if inspection is not None:
     if not inspection.ok:
         st.error(fmt.plain(inspection.problem), icon=":material/block:")
     else:
@@ -101,6 +205,11 @@ if upload is not None:
         if inspection.note:
             st.warning(fmt.plain(inspection.note), icon=":material/warning:")
         st.dataframe(inspection.preview, hide_index=True, width="stretch")
+
+if plan is not None:
+    st.caption("The task is queued as soon as the upload finishes; keep this page open until then.")
+    st.button("Cancel upload", icon=":material/close:", on_click=cancel_upload)
+    st.stop()
 
 missing = []
 if not name.strip():
@@ -115,16 +224,26 @@ if missing:
 if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/send:"):
     task_id = None
     try:
-        with st.spinner("Uploading and queueing…"):
-            created = ctx.service.create(ctx.actor, name, task_type.name, payload)
+        if direct_mode:
+            assert chosen is not None
+            created = service.create(actor, name, task_type.name, payload)
             task_id = created.record.task_id
-            ctx.service.upload_input(ctx.actor, task_id, upload)
-            ctx.service.submit(ctx.actor, task_id)
+            if created.upload_url is None:
+                raise InvalidInput("this task store gives no upload links; reload the page to upload through the app")
+            state[plan_key] = direct.plan_upload(service, actor, task_id, created.upload_url, chosen)
+        else:
+            with st.spinner("Uploading and queueing…"):
+                created = service.create(actor, name, task_type.name, payload)
+                task_id = created.record.task_id
+                service.upload_input(actor, task_id, upload)
+                service.submit(actor, task_id)
     except S3TaskError as e:
         if task_id is not None:  # do not leave a half-made task in the list
             with contextlib.suppress(S3TaskError):
-                ctx.service.cancel(ctx.actor, task_id)
+                service.cancel(actor, task_id)
         st.error("The task was not submitted: " + fmt.plain(e), icon=":material/error:")
     else:
-        st.session_state["new_task_form"] = form + 1
+        if direct_mode:
+            st.rerun()  # the uploader now gets its plan and starts sending
+        state["new_task_form"] = form + 1
         st.switch_page("pages/task.py", query_params={"id": task_id})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -23,6 +24,8 @@ from .store.probe import cas_probe
 from .tasks import Actor, TaskService
 
 EXIT_ERROR = 1
+#: Where ./run.sh serves the app: the origins init allows when none is given.
+DEV_ORIGINS = ("http://127.0.0.1:8501", "http://localhost:8501")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +62,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
     sub.add_parser("repair", help="recreate missing active markers and drop stale ones (scans all tasks)")
-    sub.add_parser("doctor", help="check the store enforces conditional writes and we may use it")
+    s = sub.add_parser(
+        "doctor", help="check the store enforces conditional writes, we may use it, and browsers may too"
+    )
+    s.add_argument("--origin", action="append", default=[], help="the app's origin to check CORS for (repeatable)")
+
+    s = sub.add_parser(
+        "init",
+        help="set up the bucket: create it, let the app's origin upload and download (CORS), "
+        "abort abandoned multipart uploads after a day, optionally expire old task files",
+    )
+    s.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        help="where browsers load the app from, e.g. https://tasks.example.org (repeatable; "
+        f"env S3TASK_APP_ORIGIN; default {', '.join(DEV_ORIGINS)})",
+    )
+    s.add_argument(
+        "--retain-days",
+        type=int,
+        metavar="N",
+        help="delete task inputs and outputs N days after they were written (0 removes that rule; "
+        "records stay, so the task history does)",
+    )
     return p
 
 
@@ -200,7 +226,64 @@ def cmd_doctor(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     print("ok: listing works")
     skew = (store.now() - datetime.now(UTC)).total_seconds()
     print(f"ok: store clock is {skew:+.1f}s from this machine's (leases follow the store's clock)")
+    return _doctor_cors(args, service)
+
+
+def _doctor_cors(args: argparse.Namespace, service: TaskService) -> int:
+    """Browsers upload and download directly: the bucket's CORS rule must let the app's origin."""
+    from .store.s3 import S3Store
+
+    if not isinstance(service.store, S3Store):
+        print("ok: browsers transfer files through the app's signed /transfer routes (no CORS needed)")
+        return 0
+    from .store import bucket
+
+    origins = _origins(args.origin, default=())
+    problems = bucket.cors_problems(bucket.get_cors(service.store), origins)
+    if not problems:
+        where = ", ".join(origins) if origins else "any origin"
+        print(f"ok: the bucket's CORS rule lets browsers at {where} upload (PUT) and download (GET, HEAD)")
+        return 0
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    print(
+        "fix: python -m s3task init --origin <the app's origin>   (without it, the app falls back to "
+        "uploading through itself)",
+        file=sys.stderr,
+    )
+    return EXIT_ERROR
+
+
+def cmd_init(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    from .store.s3 import S3Store
+
+    store = service.store
+    if not isinstance(store, S3Store):
+        store.list_keys(service.layout.active_root, limit=1)
+        print(f"{store.description}: nothing to set up (browsers use the app's signed /transfer routes)")
+        return 0
+    from .store import bucket
+
+    if args.retain_days is not None and args.retain_days < 0:
+        raise InvalidInput("--retain-days must be 0 (no expiry rule) or more")
+    origins = _origins(args.origin, default=DEV_ORIGINS)
+    changes = [bucket.ensure_bucket(store), bucket.apply_cors(store, origins)]
+    changes += bucket.apply_lifecycle(store, service.layout.prefix, args.retain_days)
+    for change in changes:
+        print(change)
     return 0
+
+
+def _origins(given: Sequence[str], default: Sequence[str]) -> list[str]:
+    """--origin flags, else S3TASK_APP_ORIGIN, else ``default``; each an origin (scheme://host[:port])."""
+    raw = list(given) or [Settings.load().app_origin]
+    origins = [o.strip().rstrip("/") for item in raw for o in item.split(",") if o.strip()] or list(default)
+    for origin in origins:
+        if origin != "*" and not re.fullmatch(r"https?://[^/\s?#]+", origin):
+            raise InvalidInput(
+                f"{origin!r} is not an origin; write it as scheme://host[:port], e.g. https://tasks.example.org"
+            )
+    return origins
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
@@ -212,4 +295,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "download": cmd_download,
     "repair": cmd_repair,
     "doctor": cmd_doctor,
+    "init": cmd_init,
 }

@@ -42,6 +42,9 @@ class Settings:
     max_upload_mb: int = 200
     #: Lifetime of presigned URLs, in seconds.
     url_seconds: int = 900
+    #: Where browsers load the app from (``https://tasks.example.org``; comma-separated if several):
+    #: the origins the bucket's CORS rule lets upload and download directly (``python -m s3task init``).
+    app_origin: str = ""
 
     @classmethod
     def load(cls, overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:

@@ -157,16 +157,59 @@ class TaskService:
             url = self.url_signer.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
         return Created(record, url)
 
-    def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
-        """Store the input (streamed). Allowed until the task is submitted."""
+    def _uploadable(self, actor: Actor, task_id: str) -> TaskRecord:
+        """The task, if ``actor`` may put its input now: until it is submitted."""
         record = self.get(actor, task_id)
         self._require(actor, record, "upload to")
         if record.status != lifecycle.Status.CREATED:
             raise InvalidTransition(f"cannot replace the input: {lifecycle.describe(record)}")
+        return record
+
+    def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
+        """Store the input (streamed). Allowed until the task is submitted."""
+        record = self._uploadable(actor, task_id)
         with self.store.open_write(record.input_object_path, PutMode.OVERWRITE, content_type=CSV_TYPE) as w:
             for chunk in _chunks(stream):
                 w.write(chunk)
         return self.store.head(record.input_object_path)
+
+    # --- the input in parts, straight from a browser (stores with presigned part URLs: S3) ---
+
+    @property
+    def supports_multipart(self) -> bool:
+        return callable(getattr(self.store, "create_multipart", None))
+
+    def _multipart_store(self) -> Any:
+        if not self.supports_multipart:
+            raise InvalidInput(f"{self.store.description} takes uploads in one piece, not in parts")
+        return self.store
+
+    def create_multipart(self, actor: Actor, task_id: str) -> str:
+        """Start a multipart upload of the input; returns its upload id."""
+        key = self._uploadable(actor, task_id).input_object_path
+        return self._multipart_store().create_multipart(key, content_type=CSV_TYPE)
+
+    def presign_parts(
+        self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None
+    ) -> list[str]:
+        """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed)."""
+        key = self._uploadable(actor, task_id).input_object_path
+        store, seconds = self._multipart_store(), expires or self.url_seconds
+        return [store.presign_part(key, upload_id, n, expires=seconds) for n in numbers]
+
+    def complete_multipart(
+        self, actor: Actor, task_id: str, upload_id: str, parts: list[tuple[int, str]]
+    ) -> ObjectMeta:
+        """Join the uploaded parts (number, ETag) into the input. Only before submit, like any upload."""
+        key = self._uploadable(actor, task_id).input_object_path
+        self._multipart_store().complete_multipart(key, upload_id, parts)
+        return self.store.head(key)
+
+    def abort_multipart(self, actor: Actor, task_id: str, upload_id: str) -> None:
+        """Drop an unfinished upload's parts (in any state: a cancelled task's upload goes too)."""
+        record = self.get(actor, task_id)
+        self._require(actor, record, "upload to")
+        self._multipart_store().abort_multipart(record.input_object_path, upload_id)
 
     def submit(self, actor: Actor, task_id: str) -> TaskRecord:
         """Check the input, pin its ETag, add the active marker, then queue the task."""

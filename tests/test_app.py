@@ -10,6 +10,7 @@ the core's own lifecycle functions.
 from __future__ import annotations
 
 import io
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -90,6 +91,12 @@ def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("S3TASK_PAGE_SIZE", "S3TASK_DOWNLOAD_CAP_MB"):
         monkeypatch.delenv(name, raising=False)
     return path
+
+
+@pytest.fixture
+def through_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamlit's own uploader (the fallback to the browser's direct upload, tests/test_direct_transfer.py)."""
+    monkeypatch.setenv("S3TASK_DIRECT_UPLOAD", "0")
 
 
 @pytest.fixture
@@ -253,7 +260,7 @@ def test_new_task_renders_the_form_of_each_task_type(app, form_demo) -> None:
         ("blank.csv", b"\n\na,b\n", "first line is empty"),
     ],
 )
-def test_new_task_refuses_files_that_are_not_usable_csv(app, filename, content, says) -> None:
+def test_new_task_refuses_files_that_are_not_usable_csv(app, through_app, filename, content, says) -> None:
     at = goto(app(), "pages/new_task.py")
     at.text_input[0].input("t")
     at.file_uploader[0].set_value((filename, content, "text/csv")).run()
@@ -267,14 +274,14 @@ def test_a_file_that_is_not_named_csv_is_refused() -> None:
     assert not found.ok and "not a .csv file" in found.problem
 
 
-def test_an_unnamed_task_takes_the_file_name(app) -> None:
+def test_an_unnamed_task_takes_the_file_name(app, through_app) -> None:
     at = goto(app(), "pages/new_task.py")
     at.file_uploader[0].set_value(("March customers.csv", CSV, "text/csv")).run()
     assert at.text_input[0].value == "March customers"
     assert not next(b for b in at.button if b.label == "Submit").disabled
 
 
-def test_new_task_previews_then_submits_a_queued_task(app, service: TaskService) -> None:
+def test_new_task_previews_then_submits_a_queued_task(app, through_app, service: TaskService) -> None:
     at = goto(app("ann"), "pages/new_task.py")
     submit = next(b for b in at.button if b.label == "Submit")
     assert submit.disabled and "add a task name and a CSV file" in texts(at)
@@ -407,12 +414,15 @@ def test_completed_task_preview_errors_only_and_download(app, service: TaskServi
     assert not {"Cancel task…", "Retry now"} & set(buttons(at))
     assert at.dataframe[-1].value["name"].tolist() == ["ann", "bob"]
     assert at.dataframe[-1].value["age"].tolist() == ["007", "x"]
-    assert at.download_button[0].label == "Download result (CSV)"
+    download = next(b for b in at.button if b.label == "Download result (CSV)")
+    download.click().run()  # the URL is made now, for the browser to fetch at once (ui/direct.py)
+    url = json.loads(at.get("bidi_component")[-1].proto.json)["url"]
+    assert url.startswith("/transfer/")  # the app's signed route streams the file from disk
     at.button_group(key=f"view_{task_id}").set_value("Only rows with errors (1)").run()
     assert at.dataframe[-1].value["error"].tolist() == ["age is not a number"]
     other = task_page(app("bob"), task_id)
     assert "Only ann or an operator can see" in texts(other)
-    assert not other.download_button
+    assert "Download result (CSV)" not in buttons(other)
 
 
 def test_task_page_with_a_bad_or_unknown_id(app) -> None:

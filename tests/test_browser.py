@@ -1,5 +1,8 @@
 """The whole path in a real browser: upload a CSV, submit, watch it complete, preview, download.
 
+The browser sends the file to the store itself and fetches the result from it
+(``ui/direct.py``; large files, progress and memory: ``tests/test_direct_transfer.py``).
+
 Runs ``streamlit run app.py`` as a subprocess on a free port and drives it
 with Playwright on Debian's Chromium. Two stores: a fresh local directory with
 the worker embedded in the app, and moto's S3 server with a separate
@@ -141,7 +144,7 @@ def upload_and_submit(page, url: str, name: str, data: Path, prefix: str) -> str
     page.get_by_role("combobox", name="What should happen to the rows?").click()
     page.get_by_role("option", name="Copy rows unchanged").click()
     expect(page.get_by_text("Writes every row of the uploaded file")).to_be_visible()
-    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(data))
+    page.locator("input[type='file']").set_input_files(str(data))  # the direct uploader (ui/direct.py)
     expect(page.get_by_text("3 columns: name, age, note")).to_be_visible(timeout=20_000)
     settle(page)
     expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
@@ -237,13 +240,10 @@ def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket
         ):
             upload_and_submit(page, url, "People on S3", data, "s3")
             watch_until_completed(page, "s3")
-            link = page.get_by_role("link", name="Download result (CSV)")
-            href = link.get_attribute("href")
-            assert href and href.startswith(endpoint) and "X-Amz-Signature" in href  # straight from the store
-            # The link opens a new tab, which the presigned URL's Content-Disposition turns into a
-            # download; Chromium reports it on the page that opened the tab.
             with page.expect_download() as download:
-                link.click()
+                page.get_by_role("button", name="Download result (CSV)").click()
+            href = download.value.url
+            assert href.startswith(endpoint) and "X-Amz-Signature" in href  # straight from the store
             saved = tmp_path / download.value.suggested_filename
             download.value.save_as(saved)
             assert saved.name.startswith("People-on-S3-")

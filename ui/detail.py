@@ -9,11 +9,11 @@ import pandas as pd
 import streamlit as st
 
 from s3task import handlers
-from s3task.errors import S3TaskError, UnknownTaskType
+from s3task.errors import NotFound, S3TaskError, UnknownTaskType
 from s3task.record import TaskRecord
 
+from . import direct, services
 from . import format as fmt
-from . import services
 from .context import Context
 from .tables import type_title
 
@@ -218,44 +218,42 @@ def _marks_errors(task_type: str) -> bool:
 
 
 def _download(ctx: Context, record: TaskRecord) -> None:
-    service, actor = ctx.service, ctx.actor
+    """A button that makes a fresh download URL when clicked; the browser fetches the file from there.
+
+    On S3 that is a presigned GET (with a Content-Disposition naming the file),
+    on a local store the app's signed ``/transfer`` route, which streams it from
+    disk: either way the app never holds the file, and no link sits in the page
+    long enough to expire.
+    """
+    service, actor, task_id = ctx.service, ctx.actor, record.task_id
+    state = st.session_state
+    url_key, error_key = f"download_url_{task_id}", f"download_error_{task_id}"
+
+    def fresh_url() -> None:
+        try:
+            url = service.output_url(actor, task_id)
+        except S3TaskError as e:
+            state[error_key] = str(e)
+            return
+        if url is None:
+            state[error_key] = "this task store cannot make download links"
+        state[url_key] = url
+
     filename = service.output_filename(record)
     try:
-        url = service.output_url(actor, record.task_id)
-    except S3TaskError as e:
-        st.error("The result cannot be downloaded: " + fmt.plain(e), icon=":material/error:")
-        return
-    if url:  # the browser fetches it from the store itself
-        st.link_button("Download result (CSV)", url, type="primary", icon=":material/download:")
-        minutes = service.url_seconds // 60
-        st.caption(f"{fmt.plain(filename)} · the link works for {minutes} minutes; reload the page for a new one.")
-        return
-    # No presigned URLs (local directory): the app sends the file, so it has to fit in memory.
-    size = service.store.head(record.output_object_path or "").size
-    cap = ctx.app.download_cap_mb * 2**20
-    if size <= cap:
-
-        def read() -> bytes:  # runs only when the button is clicked
-            with service.open_output(actor, record.task_id) as f:
-                return f.read()
-
-        st.download_button(
-            "Download result (CSV)",
-            read,
-            file_name=filename,
-            mime="text/csv",
-            type="primary",
-            icon=":material/download:",
-            on_click="ignore",
+        size = service.store.head(record.output_object_path or "").size
+    except NotFound:
+        st.warning(
+            "The result file is no longer in the task store (finished tasks' files may be kept for a limited time).",
+            icon=":material/folder_off:",
         )
-        st.caption(f"{fmt.plain(filename)} · {fmt.size(size)}")
         return
-    where = getattr(service.store, "root", None)
-    st.warning(
-        f"The result is {fmt.size(size)}, more than the {ctx.app.download_cap_mb} MB this app sends through "
-        "the browser when tasks are kept in a local folder.",
-        icon=":material/warning:",
+    except S3TaskError:
+        size = None  # the button says what is wrong if the store is really down
+    st.button(
+        "Download result (CSV)", type="primary", icon=":material/download:", on_click=fresh_url, key=f"dl_{task_id}"
     )
-    if where is not None:
-        st.caption("The file is on this computer at")
-        st.code(str(where / (record.output_object_path or "")), language=None)
+    direct.save(key=f"save_{task_id}", url=state.pop(url_key, None))
+    if error_key in state:
+        st.error("The result cannot be downloaded: " + fmt.plain(state.pop(error_key)), icon=":material/error:")
+    st.caption(fmt.plain(filename) + (f" · {fmt.size(size)}" if size is not None else ""))

@@ -1,8 +1,9 @@
 """Process-wide objects for the app: one TaskService per store, the embedded worker, worker presence.
 
-``st.cache_resource`` makes each of these a singleton across reruns, tabs and
-sessions. The TaskService keeps finished records in memory (they never change),
-so an open Tasks page re-reads only live tasks.
+Each of these is a singleton across reruns, tabs and sessions. The TaskService
+keeps finished records in memory (they never change), so an open Tasks page
+re-reads only live tasks; it lives in ``ui/server.py`` because the web server's
+``/api`` and ``/transfer`` routes share it and are built before any page runs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from s3task.config import Settings
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 
+from .server import service_for as service_for  # re-exported: pages and tests use them from here
+from .server import task_service as task_service
+
 log = logging.getLogger("s3task.app")
 
 WORKER_WINDOW_SECONDS = 180
@@ -29,16 +33,6 @@ class Worker:
 
     embedded: bool
     problem: str | None = None
-
-
-@st.cache_resource(show_spinner=False)
-def task_service(store_url: str, max_attempts: int, url_seconds: int) -> TaskService:
-    store, layout = open_store(store_url)
-    return TaskService(store, layout, max_attempts=max_attempts, url_seconds=url_seconds)
-
-
-def service_for(settings: Settings) -> TaskService:
-    return task_service(settings.store, settings.max_attempts, settings.url_seconds)
 
 
 @st.cache_resource(ttl=60, show_spinner=False)

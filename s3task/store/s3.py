@@ -45,6 +45,7 @@ from ..errors import (
 from .base import GetResult, ObjectMeta, PutMode, check_key
 
 PART_SIZE = 8 * 1024 * 1024
+MAX_PARTS = 10_000
 _CREATE_RESENDS = 5
 
 _RECORD_CONFIG = Config(
@@ -216,6 +217,37 @@ class S3Store:
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
         params = {"Bucket": self.bucket, "Key": check_key(key), "ContentType": content_type}
         return self.client.generate_presigned_url("put_object", Params=params, ExpiresIn=expires)
+
+    # --- multipart uploads by someone else (a browser), through presigned part URLs ---
+
+    def create_multipart(self, key: str, *, content_type: str) -> str:
+        """Start a multipart upload of ``key``; the type is fixed here, parts carry none. Returns its id."""
+        with _translated(key, "write"):
+            resp = self.client.create_multipart_upload(Bucket=self.bucket, Key=check_key(key), ContentType=content_type)
+        return resp["UploadId"]
+
+    def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int) -> str:
+        if not 1 <= part_number <= MAX_PARTS:
+            raise ValueError(f"part numbers run from 1 to {MAX_PARTS}")
+        params = {"Bucket": self.bucket, "Key": check_key(key), "UploadId": upload_id, "PartNumber": part_number}
+        return self.client.generate_presigned_url("upload_part", Params=params, ExpiresIn=expires)
+
+    def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:
+        """Join the parts (number, ETag) into the object; returns its ETag. Unconditional: an overwrite."""
+        listing = {"Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]}
+        with _translated(key, "write"):
+            resp = self.data_client.complete_multipart_upload(
+                Bucket=self.bucket, Key=check_key(key), UploadId=upload_id, MultipartUpload=listing
+            )
+        return resp["ETag"]
+
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """Drop the upload and its parts; an upload that is already gone is not an error."""
+        try:
+            with _translated(key, "delete"):
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=check_key(key), UploadId=upload_id)
+        except NotFound:
+            pass
 
 
 class _Reader:

@@ -10,7 +10,7 @@ from ..config import Settings
 from .loop import Worker
 from .presence import live_workers
 
-__all__ = ["EmbeddedWorker", "Worker", "live_workers", "start_embedded"]
+__all__ = ["EmbeddedWorker", "Worker", "live_workers", "start_embedded", "stop_embedded"]
 
 log = logging.getLogger("s3task.worker")
 
@@ -53,3 +53,11 @@ def start_embedded(settings: Settings) -> EmbeddedWorker:
             _embedded = EmbeddedWorker(settings).start()
             atexit.register(_embedded.stop)
         return _embedded
+
+
+def stop_embedded(timeout: float = 30) -> None:
+    """Stop the embedded worker, if one runs, handing its task back to the queue (the app's shutdown hook)."""
+    with _embedded_lock:
+        worker = _embedded
+    if worker is not None and worker.alive:
+        worker.stop(timeout)

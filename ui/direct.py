@@ -1,0 +1,446 @@
+"""Files go between the browser and the store directly; the app only hands out short-lived URLs.
+
+Two small custom components (``st.components.v2``, inline HTML/JS, no build step):
+
+- :func:`uploader` — a file picker that keeps the chosen file in the browser.
+  It reads only the first 64 KB (``File.slice``) and reports it, with the name
+  and size, for the preview. Given an upload plan (``data["upload"]``) it PUTs
+  the file itself to the URL in the plan — an S3 presigned URL, or the app's
+  signed ``/transfer`` route on the local store — always with ``Content-Type:
+  text/csv`` (whatever the operating system calls the file), showing a progress
+  bar, the speed and the time left. Large files on S3 go as a presigned
+  multipart upload: parts in parallel, each retried on its own. It reports
+  ``uploaded`` (with the parts' ETags) or ``failed`` (``kind`` ``network`` when
+  the browser could not reach the store at all — a CORS rule missing, a
+  private endpoint — which makes the page fall back to Streamlit's uploader).
+- :func:`save` — no visible UI: given a fresh download URL it makes the browser
+  fetch it (a hidden frame, so an error page never replaces the app). The
+  Download button itself is an ordinary ``st.button`` whose callback asks for
+  the URL, so a link never sits in the page long enough to expire.
+
+The browser side keeps its uploads in a module-level registry keyed by task id,
+so the component's script running again (it does whenever ``data`` changes)
+picks up an upload in flight instead of starting it twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from s3task.tasks import Actor, TaskService
+
+#: How much of the chosen file the browser sends for the preview.
+PROBE_BYTES = 64 * 1024
+#: Files above this go to S3 as a multipart upload (parts in parallel, retried one by one).
+MULTIPART_THRESHOLD = 16 * 2**20
+PART_SIZE = 8 * 2**20
+MAX_PARTS = 10_000
+#: Part URLs must outlive the whole upload (S3 checks expiry when each part starts):
+#: the usual lifetime plus the time the file takes at this slow a rate, at most SigV4's 7 days.
+SLOWEST_BYTES_PER_SECOND = 1 * 2**20
+MAX_URL_SECONDS = 7 * 24 * 3600
+PARALLEL_PARTS = 4
+
+
+_HTML = """
+<div class="s3u">
+  <div class="label">CSV file</div>
+  <label class="drop">
+    <input type="file" accept=".csv,text/csv" />
+    <span class="hint"><b>Choose a CSV file</b> or drop it here</span>
+    <span class="chosen"></span>
+  </label>
+  <div class="bar" hidden>
+    <progress max="1" value="0" aria-label="Upload progress"></progress>
+    <div class="stats" aria-live="polite"></div>
+  </div>
+</div>
+"""
+
+_CSS = """
+.s3u { font-family: var(--st-font); color: var(--st-text-color); font-size: var(--st-base-font-size, 1rem); }
+.label { font-size: .875rem; margin-bottom: .25rem; }
+.drop {
+  display: flex; flex-wrap: wrap; gap: .25rem 1rem; align-items: center; cursor: pointer;
+  padding: 1rem; border-radius: var(--st-base-radius, .5rem);
+  background: var(--st-secondary-background-color); border: 1px dashed var(--st-border-color, #ccc);
+}
+.drop.over { border-color: var(--st-primary-color); }
+.drop.busy { cursor: default; opacity: .7; }
+.drop input { position: absolute; width: 1px; height: 1px; opacity: 0; }
+.drop .hint b { color: var(--st-primary-color); }
+.drop .chosen { font-weight: 600; overflow-wrap: anywhere; }
+.bar { margin-top: .75rem; }
+.bar progress { width: 100%; height: .75rem; accent-color: var(--st-primary-color); }
+.stats { font-size: .875em; opacity: .8; margin-top: .25rem; }
+.stats.error { color: var(--st-red-text-color, #c00); opacity: 1; }
+"""
+
+_JS = """
+const REG = (globalThis.__s3taskUploads ??= { files: new Map(), jobs: new Map() });
+
+function mb(bytes) {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  return `${(bytes / 1024 ** 3).toFixed(2)} GB`;
+}
+
+function duration(seconds) {
+  if (!isFinite(seconds)) return "";
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function newId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function toBase64(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+// One PUT with progress; resolves with the response's ETag, rejects with {kind, status, message}.
+function put(url, body, headers, onProgress, job) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    job.xhrs.add(xhr);
+    xhr.open("PUT", url);
+    for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (e) => onProgress(e.loaded);
+    xhr.onload = () => {
+      job.xhrs.delete(xhr);
+      if (xhr.status >= 200 && xhr.status < 300) {
+        resolve(xhr.getResponseHeader("ETag"));
+        return;
+      }
+      const text = (xhr.responseText || "").slice(0, 300);
+      const code = (text.match(/<Code>([^<]+)<\\/Code>/) || [])[1] || "";
+      let message = code || text || `HTTP ${xhr.status}`;
+      try { message = JSON.parse(text).message || message; } catch (_) {}
+      reject({ kind: "http", status: xhr.status, message });
+    };
+    xhr.onerror = () => {
+      job.xhrs.delete(xhr);
+      reject({ kind: "network", status: 0, message: "the browser could not reach the task store" });
+    };
+    xhr.onabort = () => {
+      job.xhrs.delete(xhr);
+      reject({ kind: "aborted", status: 0, message: "the upload was stopped" });
+    };
+    xhr.send(body);
+  });
+}
+
+function wait(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
+
+async function uploadParts(job, file, plan) {
+  const loaded = new Array(plan.parts.length).fill(0);
+  const etags = new Array(plan.parts.length);
+  let next = 0;
+  let sent = 0;
+  const one = async (index) => {
+    const start = index * plan.part_size;
+    const blob = file.slice(start, Math.min(file.size, start + plan.part_size));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const etag = await put(plan.parts[index], blob, {}, (n) => {
+          loaded[index] = n;
+          job.progress(loaded.reduce((a, b) => a + b, 0));
+        }, job);
+        if (!etag) {
+          throw { kind: "http", status: 0, fatal: true,
+                  message: "the store hides each part's ETag from the browser (its CORS rule must expose ETag)" };
+        }
+        etags[index] = etag;
+        sent += 1;
+        return;
+      } catch (err) {
+        loaded[index] = 0;
+        const retriable = !err.fatal && (err.kind === "network" || err.status >= 500 || err.status === 408);
+        // A store that never answered a single part is unreachable (CORS, private endpoint): say so at once.
+        const unreachable = err.kind === "network" && sent === 0 && loaded.every((n) => n === 0);
+        if (job.stopped || !retriable || attempt >= 4 || (unreachable && attempt >= 2)) throw err;
+        await wait(500 * 2 ** (attempt - 1));
+      }
+    }
+  };
+  const lanes = Array.from({ length: Math.min(plan.parallel, plan.parts.length) }, async () => {
+    while (next < plan.parts.length && !job.stopped) await one(next++);
+  });
+  await Promise.all(lanes);
+  return etags.map((etag, i) => [i + 1, etag]);
+}
+
+function startJob(plan, file) {
+  const job = {
+    id: plan.id, plan, file, xhrs: new Set(), state: "running", loaded: 0, started: performance.now(),
+    rate: 0, lastAt: performance.now(), lastLoaded: 0, outcome: null, reportedTo: null, view: null, report: null,
+    stopped: false,
+  };
+  job.progress = (bytes) => {
+    const now = performance.now();
+    const dt = (now - job.lastAt) / 1000;
+    if (dt >= 0.25) {
+      const instant = (bytes - job.lastLoaded) / dt;
+      job.rate = job.rate ? 0.7 * job.rate + 0.3 * instant : instant;
+      job.lastAt = now;
+      job.lastLoaded = bytes;
+    }
+    job.loaded = Math.min(bytes, plan.size);
+    render(job);
+  };
+  job.stop = () => {
+    job.stopped = true;
+    for (const xhr of job.xhrs) xhr.abort();
+  };
+  REG.jobs.set(plan.id, job);
+  const run = plan.parts
+    ? uploadParts(job, file, plan).then((parts) => ({ parts }))
+    : put(plan.url, file, { "Content-Type": plan.content_type }, job.progress, job).then((etag) => ({ etag }));
+  run.then(
+    (result) => finish(job, { event: "uploaded", value: { id: job.id, file: plan.file, size: file.size, ...result } }),
+    (err) => {
+      job.stop();
+      finish(job, { event: "failed", value: { id: job.id, file: plan.file, ...err } });
+    },
+  );
+  return job;
+}
+
+function finish(job, outcome) {
+  if (job.state !== "running") return;
+  job.state = outcome.event === "uploaded" ? "done" : "failed";
+  if (job.state === "done") job.loaded = job.plan.size;
+  job.outcome = outcome;
+  render(job);
+  tell(job);
+}
+
+function tell(job) {
+  if (!job.outcome || !job.report || job.reportedTo === job.view?.root) return;
+  job.reportedTo = job.view.root;
+  job.report(job.outcome.event, job.outcome.value);
+}
+
+function render(job) {
+  const v = job.view;
+  if (!v) return;
+  v.bar.hidden = false;
+  v.progress.max = job.plan.size || 1;
+  v.progress.value = job.loaded;
+  v.stats.classList.toggle("error", job.state === "failed");
+  if (job.state === "done") {
+    v.stats.textContent = `Uploaded ${mb(job.plan.size)} in ${duration((performance.now() - job.started) / 1000)}`;
+  } else if (job.state === "failed") {
+    v.stats.textContent = `Upload stopped: ${job.outcome.value.message}`;
+  } else {
+    const pct = job.plan.size ? Math.floor((100 * job.loaded) / job.plan.size) : 0;
+    let text = `Uploading: ${pct}% · ${mb(job.loaded)} of ${mb(job.plan.size)}`;
+    if (job.rate > 0) text += ` · ${mb(job.rate)}/s · about ${duration((job.plan.size - job.loaded) / job.rate)} left`;
+    v.stats.textContent = text;
+  }
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue, setTriggerValue } = component;
+  const root = parentElement.querySelector(".s3u");
+  if (!root) return;
+  const view = {
+    root,
+    drop: root.querySelector(".drop"),
+    input: root.querySelector("input"),
+    chosen: root.querySelector(".chosen"),
+    bar: root.querySelector(".bar"),
+    progress: root.querySelector("progress"),
+    stats: root.querySelector(".stats"),
+  };
+  const plan = data?.upload || null;
+  const probe = data?.probe || 65536;
+
+  // Uploads this page no longer asks for (cancelled, or a new form) stop here.
+  for (const job of REG.jobs.values()) {
+    if (job.owner === data?.owner && job.state === "running" && job.id !== plan?.id) job.stop();
+  }
+
+  const choose = async (file) => {
+    if (!file) return;
+    const id = newId();
+    REG.files.set(id, file);
+    view.chosen.textContent = `${file.name} (${mb(file.size)})`;
+    const head = await file.slice(0, probe).arrayBuffer();
+    setStateValue("file", { id, name: file.name, size: file.size, type: file.type, head: toBase64(head) });
+  };
+  const busy = !!plan;
+  view.drop.classList.toggle("busy", busy);
+  view.input.disabled = busy;
+  view.input.onchange = () => choose(view.input.files[0]);
+  view.drop.ondragover = (e) => { e.preventDefault(); if (!busy) view.drop.classList.add("over"); };
+  view.drop.ondragleave = () => view.drop.classList.remove("over");
+  view.drop.ondrop = (e) => {
+    e.preventDefault();
+    view.drop.classList.remove("over");
+    if (!busy) choose(e.dataTransfer.files[0]);
+  };
+  const current = data?.file;
+  if (current && REG.files.has(current.id)) view.chosen.textContent = `${current.name} (${mb(current.size)})`;
+  else if (!current) view.chosen.textContent = "";
+
+  if (!plan) {
+    view.bar.hidden = true;
+    return;
+  }
+  let job = REG.jobs.get(plan.id);
+  if (!job) {
+    const file = REG.files.get(plan.file);
+    if (!file) {
+      setTriggerValue("failed", { id: plan.id, file: plan.file, kind: "lost",
+                                  message: "the browser no longer has the file; choose it again" });
+      return;
+    }
+    job = startJob(plan, file);
+    job.owner = data?.owner;
+  }
+  job.view = view;
+  job.report = setTriggerValue;
+  render(job);
+  tell(job);
+}
+"""
+
+_SAVE_JS = """
+const SEEN = (globalThis.__s3taskSaves ??= new Set());
+
+export default function (component) {
+  const { data } = component;
+  if (!data?.url || SEEN.has(data.nonce)) return;
+  SEEN.add(data.nonce);
+  // A hidden frame: the response's Content-Disposition makes it a download,
+  // and an error page (an expired or refused link) never replaces the app.
+  const frame = document.createElement("iframe");
+  frame.hidden = true;
+  frame.src = data.url;
+  document.body.appendChild(frame);
+  setTimeout(() => frame.remove(), 10 * 60 * 1000);
+}
+"""
+
+_uploader = st.components.v2.component("s3task_uploader", html=_HTML, css=_CSS, js=_JS)
+_save = st.components.v2.component("s3task_save", js=_SAVE_JS)
+
+
+# --- what the browser reports ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The file picked in the browser: its name, size and first bytes (the file itself stays there)."""
+
+    id: str
+    name: str
+    size: int
+    head: bytes
+
+    @classmethod
+    def from_state(cls, value: Any) -> Chosen | None:
+        if not isinstance(value, dict):
+            return None
+        try:
+            return cls(str(value["id"]), str(value["name"]), int(value["size"]), base64.b64decode(value["head"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def preview_bytes(self) -> bytes:
+        """The head, cut after its last complete line when the file goes on past it."""
+        if self.size <= len(self.head):
+            return self.head
+        end = self.head.rfind(b"\n")
+        return self.head[: end + 1] if end >= 0 else self.head
+
+
+@dataclass
+class Plan:
+    """One upload the browser is asked to do, remembered in the session until it ends."""
+
+    task_id: str
+    file_id: str
+    size: int
+    url: str | None = None
+    content_type: str = "text/csv"
+    upload_id: str | None = None  # a multipart upload on S3
+    part_size: int = 0
+    parts: list[str] | None = None
+
+    def for_browser(self) -> dict[str, Any]:
+        base: dict[str, Any] = {"id": self.task_id, "file": self.file_id, "size": self.size}
+        if self.parts is not None:
+            return {**base, "parts": self.parts, "part_size": self.part_size, "parallel": PARALLEL_PARTS}
+        return {**base, "url": self.url, "content_type": self.content_type}
+
+
+def part_size_for(size: int) -> int:
+    """8 MB parts, larger when needed to stay within S3's 10,000 parts."""
+    return max(PART_SIZE, math.ceil(size / MAX_PARTS / 2**20) * 2**20)
+
+
+def part_url_seconds(size: int, usual: int) -> int:
+    return min(MAX_URL_SECONDS, usual + math.ceil(size / SLOWEST_BYTES_PER_SECOND))
+
+
+def plan_upload(service: TaskService, actor: Actor, task_id: str, url: str, chosen: Chosen) -> Plan:
+    """A single PUT to ``url``, or, for a large file on a store with multipart URLs, presigned parts."""
+    if not (service.supports_multipart and chosen.size > MULTIPART_THRESHOLD):
+        return Plan(task_id, chosen.id, chosen.size, url=url)
+    part_size = part_size_for(chosen.size)
+    count = math.ceil(chosen.size / part_size)
+    upload_id = service.create_multipart(actor, task_id)
+    expires = part_url_seconds(chosen.size, service.url_seconds)
+    parts = service.presign_parts(actor, task_id, upload_id, range(1, count + 1), expires=expires)
+    return Plan(task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=parts)
+
+
+# --- mounting ---------------------------------------------------------------------------
+
+
+def _noop() -> None:
+    pass
+
+
+def uploader(
+    *, key: str, plan: Plan | None, owner: str, on_file_change: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Mount the picker; returns ``file`` (state), ``uploaded`` and ``failed`` (one-run events)."""
+    current = st.session_state.get(key)
+    chosen = current.get("file") if isinstance(current, dict) else None
+    data = {
+        "probe": PROBE_BYTES,
+        "owner": owner,
+        "file": {k: chosen[k] for k in ("id", "name", "size")} if isinstance(chosen, dict) else None,
+        "upload": plan.for_browser() if plan else None,
+    }
+    result = _uploader(
+        key=key,
+        data=data,
+        on_file_change=on_file_change or _noop,
+        on_uploaded_change=_noop,
+        on_failed_change=_noop,
+    )
+    return dict(result)
+
+
+def save(*, key: str, url: str | None) -> None:
+    """Make the browser download ``url`` once (nothing is shown)."""
+    data = {"url": url, "nonce": secrets.token_hex(8)} if url else {}
+    _save(key=key, data=data, height=0)

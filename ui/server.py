@@ -1,0 +1,84 @@
+"""The web server around the pages: extra routes next to Streamlit's, and what happens at shutdown.
+
+``app.py`` hands these to ``st.App``, so ``streamlit run app.py`` serves, from one
+process and one port:
+
+- the pages (Streamlit);
+- ``/api/*``, the HTTP control API (bearer tokens; see ``s3task.http_api``);
+- ``/transfer/*`` on stores without presigned URLs (the local directory): the
+  signed, expiring upload and download routes the browser uses instead of
+  presigned S3 URLs, streaming to and from disk.
+
+Both share the pages' TaskService, so a URL the New task page hands the browser
+is checked by the same signer that made it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.routing import BaseRoute
+
+from s3task.config import Settings
+from s3task.errors import S3TaskError
+from s3task.store import open_store
+from s3task.tasks import TaskService
+from s3task.transfer import signer_for
+
+log = logging.getLogger("s3task.app")
+
+
+def routes() -> list[BaseRoute]:
+    """``/api`` and (local store) ``/transfer``, or none if the settings or the store are unusable.
+
+    Without routes the pages still start, and say what is wrong with the settings.
+    """
+    from s3task import http_api
+
+    try:
+        settings = Settings.load()
+        service = service_for(settings)
+        return http_api.routes(settings, service=service)
+    except (S3TaskError, ValueError, OSError) as e:
+        log.warning("serving the pages only, without /api and /transfer: %s", e)
+        return []
+
+
+_services: dict[tuple[str, int, int], TaskService] = {}
+_services_lock = threading.Lock()
+
+
+def task_service(store_url: str, max_attempts: int, url_seconds: int) -> TaskService:
+    """The one TaskService of this process for a store; on the local store it signs ``/transfer`` URLs.
+
+    A plain per-process cache, not ``st.cache_resource``: the routes need it
+    before Streamlit's runtime has started.
+    """
+    key = (store_url, max_attempts, url_seconds)
+    with _services_lock:
+        if key not in _services:
+            store, layout = open_store(store_url)
+            _services[key] = TaskService(
+                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer_for(store)
+            )
+        return _services[key]
+
+
+def service_for(settings: Settings) -> TaskService:
+    return task_service(settings.store, settings.max_attempts, settings.url_seconds)
+
+
+@asynccontextmanager
+async def lifespan(app: Any) -> AsyncIterator[None]:
+    """On shutdown, stop the embedded worker first: it hands the task it holds back to the queue."""
+    yield
+    try:
+        from s3task.worker import stop_embedded
+    except ImportError:
+        return
+    await run_in_threadpool(stop_embedded)
