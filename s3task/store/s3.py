@@ -42,6 +42,7 @@ from ..errors import (
     StoreError,
     StoreUnavailable,
 )
+from .background import Background
 from .base import GetResult, ObjectMeta, PutMode, check_key
 
 PART_SIZE = 8 * 1024 * 1024
@@ -273,8 +274,11 @@ class _Reader:
 class _MultipartWriter:
     """Buffers one part; small objects become one PUT, large ones a multipart upload.
 
-    The upload is completed with the put mode's condition (If-None-Match on a
-    create), so a second writer of the same output cannot replace the first.
+    Parts are uploaded by a thread of their own (:mod:`.background`), one
+    part waiting at most behind the one in flight, so the caller goes on
+    producing the next part meanwhile. The upload is completed with the put
+    mode's condition (If-None-Match on a create), so a second writer of the
+    same output cannot replace the first.
     """
 
     def __init__(self, store: S3Store, key: str, mode: PutMode, content_type: str | None, metadata: dict | None):
@@ -283,6 +287,7 @@ class _MultipartWriter:
         self._buf = bytearray()
         self._upload_id: str | None = None
         self._parts: list[dict] = []
+        self._sender: Background | None = None
         self.etag = ""
         self.size = 0
 
@@ -290,8 +295,12 @@ class _MultipartWriter:
         self._buf += data
         self.size += len(data)
         while len(self._buf) >= PART_SIZE:
-            self._send_part(bytes(self._buf[:PART_SIZE]))
+            with memoryview(self._buf) as view:
+                part = bytes(view[:PART_SIZE])
             del self._buf[:PART_SIZE]
+            if self._sender is None:
+                self._sender = Background(self._send_part, depth=1, name="s3task-upload")
+            self._sender.write(part)
         return len(data)
 
     def _send_part(self, data: bytes) -> None:
@@ -312,14 +321,16 @@ class _MultipartWriter:
         self._parts.append({"PartNumber": number, "ETag": resp["ETag"]})
 
     def finish(self) -> None:
-        if self._upload_id is None:
+        if self._sender is None:  # never filled a part: one PUT
             self.etag = self.store.put(
                 self.key, bytes(self._buf), self.mode, content_type=self.content_type, metadata=self.metadata
             )
             return
         if self._buf:
-            self._send_part(bytes(self._buf))
+            self._sender.write(bytes(self._buf))
             self._buf.clear()
+        self._sender.close()  # every part uploaded, or the first upload error raised here (open_write aborts)
+        self._sender = None
         kwargs = {
             "Bucket": self.store.bucket,
             "Key": self.key,
@@ -335,6 +346,9 @@ class _MultipartWriter:
             raise
 
     def abort(self) -> None:
+        if self._sender is not None:
+            sender, self._sender = self._sender, None
+            sender.abort()  # waits for the part in flight; drops the rest
         if self._upload_id is None:
             return
         with contextlib.suppress(Exception):
