@@ -151,7 +151,7 @@ class CsvReader:
                 break
             if len(buf) > MAX_ROW_BYTES:
                 raise _too_big(self._next_line, open_quote >= 0)
-            buf += self._read(max(self._block_size, len(buf)))
+            buf += self._read(min(max(self._block_size, len(buf)), MAX_ROW_BYTES + 1 - len(buf)))
             if b"\n" in buf:
                 self._eol = b"\n"
         if end < 0:
@@ -171,7 +171,8 @@ class CsvReader:
         pending = self._pending
         self._pending = b""
         while True:
-            buf = pending + self._read(self._next_read(len(pending)))
+            # Never hold more than one row over the limit: enough to tell it is too long.
+            buf = pending + self._read(min(self._next_read(len(pending)), MAX_ROW_BYTES + 1 - len(pending)))
             if self._eof:
                 end = self._final_end(buf, line)
             else:
