@@ -437,8 +437,8 @@ def test_hostile_tasks_are_contained_and_the_rest_still_runs(tmp_path: Path) -> 
     assert "Traceback" not in text, text[-3000:]
     peaks = sorted((kb // 1024 for kb in memory.peaks.values()), reverse=True)
     assert peaks[0] < 700, f"an attempt peaked at {peaks[0]} MB"
-    # Apart from the hog's two attempts (killed at the cap), every attempt stayed well below it.
-    assert all(p < 350 for p in peaks[2:]), peaks
+    # Apart from the hog's two attempts (killed at the cap), every attempt stayed below it.
+    assert all(p < 400 for p in peaks[2:]), peaks
     assert elapsed < 170
     _figures.update(
         {
