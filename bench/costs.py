@@ -1,0 +1,141 @@
+"""Measurement 3: store requests per task and per idle worker-hour, and what they cost on S3.
+
+Everything runs against the counting moto server (``bench/motoserver.py``)
+over HTTP, so every request of every process — the benchmark acting as the
+app (create, upload, submit, download), the worker, its attempt child — is
+counted once, by kind and by the key it touched. A task's requests are those
+whose key holds its id; the worker's polls of ``active/`` and its presence
+writes are shared overhead and are counted separately.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from . import harness as h
+
+#: S3 Standard request prices, US East (N. Virginia), USD per 1,000 requests (aws.amazon.com/s3/pricing).
+PRICE_PER_1000 = {
+    "PUT, COPY, POST, LIST": 0.005,
+    "GET, HEAD and other": 0.0004,
+    "DELETE, abort multipart": 0.0,
+}
+KIND_CLASS = {
+    "LIST": "PUT, COPY, POST, LIST",
+    "PUT": "PUT, COPY, POST, LIST",
+    "PART": "PUT, COPY, POST, LIST",
+    "MPU_CREATE": "PUT, COPY, POST, LIST",
+    "MPU_COMPLETE": "PUT, COPY, POST, LIST",
+    "GET": "GET, HEAD and other",
+    "HEAD": "GET, HEAD and other",
+    "DELETE": "DELETE, abort multipart",
+    "MPU_ABORT": "DELETE, abort multipart",
+}
+HOURS_PER_MONTH = 730
+
+
+def dollars(counts: dict[str, float]) -> float:
+    return sum(n * PRICE_PER_1000[KIND_CLASS.get(kind, "GET, HEAD and other")] / 1000 for kind, n in counts.items())
+
+
+def measure(
+    moto: h.MotoServer, paths: list[Path], handler: str, out: Path, window: float, poll_interval: float | None = None
+) -> dict[str, Any]:
+    """One worker on a fresh bucket: first idle for ``window`` seconds, then one task per path, each
+    from create to download."""
+    site = h.s3_site(moto)
+    worker = h.WorkerProcess(site, out / "worker-requests.log", once=False, poll_interval=poll_interval)
+    try:
+        worker.wait_ready()
+        time.sleep(0.5)
+        result = {"idle": _idle(moto, window, poll_interval or 3.0)}
+        result["task_life"] = [_task_life(moto, site, worker, path, handler) for path in paths]
+    finally:
+        worker.stop()
+        worker.finish(60)
+    return result
+
+
+def _idle(moto: h.MotoServer, window: float, interval: float) -> dict[str, Any]:
+    """Nothing in ``active/`` for ``window`` seconds, extrapolated to an hour and a month."""
+    moto.reset_counts()
+    time.sleep(window)
+    measured = dict(h.by_kind(moto.counts()))
+    lists = measured.get("LIST", 0)
+    polls = max(1, round(window / interval))
+    per_hour = {"LIST": round(lists / window * 3600)}
+    # Presence is one PUT a minute (PRESENCE_INTERVAL); a short window sees 0-2 of them, so use the rule.
+    per_hour["PUT"] = 60
+    month = {k: v * HOURS_PER_MONTH for k, v in per_hour.items()}
+    return {
+        "poll_interval_s": interval,
+        "window_s": window,
+        "measured": measured,
+        "list_per_poll": round(lists / polls, 2),
+        "per_hour": per_hour,
+        "per_month": month,
+        "dollars_per_idle_worker_month": round(dollars(month), 3),
+    }
+
+
+def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: Path, handler: str) -> dict[str, Any]:
+    moto.reset_counts()
+    started = time.monotonic()
+    service = site.service
+    created = service.create(h.ALICE, "requests", handler)
+    task_id = created.record.task_id
+    with open(path, "rb") as f:
+        service.upload_input(h.ALICE, task_id, f)
+    service.submit(h.ALICE, task_id)
+    run = worker.wait_completed(task_id)
+    # Download as the app does: read the record, get a presigned URL, the browser GETs it.
+    record = service.get(h.ALICE, task_id)
+    url = service.output_url(h.ALICE, task_id)
+    with requests.get(url, stream=True, timeout=60) as resp:
+        resp.raise_for_status()
+        for _ in resp.iter_content(1 << 20):
+            pass
+    elapsed = time.monotonic() - started
+    counts = moto.counts()
+    per_task = dict(h.by_kind(counts, "task:" + task_id))
+    polls = dict(h.by_kind(counts, "active"))
+    presence = dict(h.by_kind(counts, "workers"))
+    return {
+        "input_mb": round(path.stat().st_size / 1e6, 1),
+        "task_type": handler,
+        "rows": record.processed_count,
+        "running_seconds": round(run.seconds or 0, 2),
+        "life_seconds": round(elapsed, 2),
+        "requests": dict(sorted(per_task.items())),
+        "requests_total": sum(per_task.values()),
+        "dollars_per_1000_tasks": round(dollars(per_task) * 1000, 4),
+        "shared_during_life": {"poll LIST of active/": polls.get("LIST", 0), "presence PUT": presence.get("PUT", 0)},
+    }
+
+
+def backoff_model(list_per_poll: float, interval: float) -> list[dict[str, Any]]:
+    """What plain exponential back-off while idle would trade: idle $ against pickup after an idle spell.
+
+    Computed from the measured requests per poll (not a measurement of a back-off worker, which
+    s3task does not have): polls an hour at the capped interval, and the pickup delay of the first
+    task after an idle spell (up to the cap, about half of it on average).
+    """
+    rows = []
+    for cap in (interval, 15.0, 30.0, 60.0):
+        per_hour = 3600 / cap * list_per_poll
+        rows.append(
+            {
+                "idle_interval_cap_s": cap,
+                "list_per_hour": round(per_hour),
+                "dollars_per_idle_worker_month": round(
+                    dollars({"LIST": per_hour * HOURS_PER_MONTH, "PUT": 60 * HOURS_PER_MONTH}), 2
+                ),
+                "first_pickup_after_idle_max_s": cap,
+                "first_pickup_after_idle_mean_s": round(cap / 2, 1),
+            }
+        )
+    return rows

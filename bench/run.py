@@ -1,0 +1,386 @@
+"""Run every benchmark of issue 8 and publish the figures.
+
+    .venv/bin/python bench/run.py            # everything (about 15 minutes here), writes BENCHMARKS.md
+    .venv/bin/python bench/run.py --quick    # small sizes, about a minute: the CI smoke test
+
+Results go to ``<out>/results.json`` (``bench/out/`` by default, gitignored);
+the full run also writes ``BENCHMARKS.md`` and ``bench/throughput-memory.png``.
+Generated inputs live in ``bench/out/data/`` and are reused across runs.
+
+Exit status: 0, or 1 when a *gross* regression check fails (memory not flat,
+a ratio collapsed far below what this machine measured, requests per task or
+per idle poll multiplied). Timing noise never fails a run: every timing check
+has a wide margin, and the issue's targets are reported, not enforced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make `bench` and `s3task` importable
+    sys.path.insert(0, str(ROOT))
+
+from bench import costs, data, listing, pickup, report, throughput  # noqa: E402
+from bench import harness as h  # noqa: E402
+from bench import passthrough as _passthrough  # noqa: E402  (registers the pass-through here too)
+from bench import profile as prof  # noqa: E402
+
+PASS = _passthrough.NAME
+EMAIL = "email_enrichment"
+
+FULL = {
+    "sizes": {10: 5, 100: 3, 1000: 2},  # MB -> rounds (best of)
+    "memory_extra": 2000,
+    "s3_sizes": {10: 3, 100: 2},
+    "task_life_mb": (1, 100),
+    "idle_window": 60.0,
+    "listing_sizes": (100, 10_000),
+    "listing_repeats": 5,
+    "latency_ms": 20.0,
+    "pickup_tasks": 20,
+    "profile_mb": 100,
+    "fixed_tasks": 10,
+}
+QUICK = {
+    "sizes": {16: 1, 64: 1},
+    "memory_extra": None,
+    "s3_sizes": {},
+    "task_life_mb": (1,),
+    "idle_window": 6.5,
+    "listing_sizes": (60, 600),
+    "listing_repeats": 3,
+    "latency_ms": 0.0,
+    "pickup_tasks": 3,
+    "profile_mb": None,
+    "fixed_tasks": 0,
+}
+
+#: Every section of the full run on small inputs: for working on the benchmark itself (not for figures).
+SMOKE = {
+    **FULL,
+    "sizes": {8: 1, 24: 1},
+    "memory_extra": 40,
+    "s3_sizes": {8: 1},
+    "task_life_mb": (1, 24),
+    "idle_window": 6.5,
+    "listing_sizes": (60, 600),
+    "listing_repeats": 2,
+    "pickup_tasks": 3,
+    "profile_mb": 24,
+    "fixed_tasks": 2,
+}
+
+#: Gross-regression floors, a third of what the full run measured on this machine (BENCHMARKS.md):
+#: a ratio that falls below one of these has collapsed by more than 3x; noise never gets there.
+FLOORS = {
+    f"{PASS}/pandas_loop": 1.0,
+    f"{PASS}/arrow_loop": 0.12,
+    f"{EMAIL}/pandas_loop": 0.35,
+}
+#: Peak RSS of the attempt child at the larger size may be at most this times the smaller one.
+MEMORY_FLAT = 1.5
+#: Requests of a small task's whole life, and per idle poll, may at most double.
+MAX_TASK_REQUESTS = 40
+MAX_LIST_PER_IDLE_POLL = 2.0
+
+
+def machine() -> dict[str, Any]:
+    import boto3
+    import moto
+    import numpy
+    import pandas
+    import pyarrow
+
+    cpu = _proc_field("/proc/cpuinfo", "model name")
+    mem_gb = int((_proc_field("/proc/meminfo", "MemTotal") or "0 kB").split()[0]) / 1024 / 1024
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": round(mem_gb, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "pandas": pandas.__version__,
+        "pyarrow": pyarrow.__version__,
+        "numpy": numpy.__version__,
+        "boto3": boto3.__version__,
+        "moto": moto.__version__,
+        "git_commit": git("rev-parse", "--short", "HEAD").strip(),
+        "uncommitted_in_s3task": [line[3:] for line in git("status", "--porcelain", "s3task").splitlines() if line],
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _proc_field(path: str, name: str) -> str:
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(name):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def step(title: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {title}", flush=True)
+
+
+def run(mode: str, out: Path, sections: set[str]) -> dict[str, Any]:
+    cfg = {"quick": QUICK, "full": FULL, "smoke": SMOKE}[mode]
+    quick = mode == "quick"
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = ROOT / "bench" / "out" / "data"
+    res: dict[str, Any] = {"mode": mode, "machine": machine(), "config": _jsonable(cfg)}
+    started = time.monotonic()
+
+    if "throughput" in sections:
+        step("inputs")
+        paths = {mb: data.ensure(data_dir, mb) for mb in cfg["sizes"]}
+        local = h.local_site(out / "store-local")
+        res["throughput"] = {"local": []}
+        if cfg["fixed_tasks"]:
+            step(f"per-task fixed cost, local store, {cfg['fixed_tasks']} two-row tasks per handler")
+            fixed = throughput.measure_fixed(local, tiny_csv(out), cfg["fixed_tasks"], out)
+            res["throughput"]["fixed_local"] = fixed
+        for mb, rounds in cfg["sizes"].items():
+            step(f"throughput, local store, {mb} MB, best of {rounds}")
+            res["throughput"]["local"].append(throughput.measure_size(local, paths[mb], rounds, out))
+        if cfg["memory_extra"]:
+            mb = cfg["memory_extra"]
+            step(f"memory, local store, {mb} MB pass-through")
+            big = data.ensure(data_dir, mb)
+            res["memory_extra"] = throughput.measure_memory_only(local, big, out)
+        if cfg["s3_sizes"]:
+            moto = h.MotoServer()
+            try:
+                s3 = h.s3_site(moto)
+                res["throughput"]["s3_moto"] = []
+                for mb, rounds in cfg["s3_sizes"].items():
+                    step(f"throughput, S3 (moto over HTTP), {mb} MB, best of {rounds}")
+                    path = data.ensure(data_dir, mb)
+                    res["throughput"]["s3_moto"].append(throughput.measure_size(s3, path, rounds, out))
+            finally:
+                moto.stop()
+
+    if "profile" in sections and cfg["profile_mb"]:
+        res["profile"] = profile(cfg["profile_mb"], data_dir, out)
+
+    if "requests" in sections:
+        moto = h.MotoServer()
+        try:
+            paths = [data.ensure(data_dir, mb) for mb in cfg["task_life_mb"]]
+            step(
+                f"requests: an idle worker for {cfg['idle_window']:.0f} s, then one {EMAIL} task of "
+                + " and of ".join(f"{mb} MB" for mb in cfg["task_life_mb"])
+                + ", create → download"
+            )
+            res["requests"] = {"prices_per_1000": costs.PRICE_PER_1000}
+            res["requests"].update(costs.measure(moto, paths, EMAIL, out, cfg["idle_window"]))
+            idle = res["requests"]["idle"]
+            res["requests"]["backoff_model"] = costs.backoff_model(idle["list_per_poll"], idle["poll_interval_s"])
+            if "listing" in sections:
+                step(f"listing, {' vs '.join(map(str, cfg['listing_sizes']))} tasks on moto")
+                res["listing"] = listing.on_moto(moto, cfg["listing_sizes"], cfg["listing_repeats"], cfg["latency_ms"])
+        finally:
+            moto.stop()
+    if "listing" in sections:
+        step(f"listing, {' vs '.join(map(str, cfg['listing_sizes']))} tasks on the local store")
+        res.setdefault("listing", {})["local"] = listing.on_local(out, cfg["listing_sizes"], cfg["listing_repeats"])
+
+    if "pickup" in sections:
+        tiny = tiny_csv(out)
+        step(f"pickup latency, {cfg['pickup_tasks']} tasks, local store, default poll interval")
+        res["pickup"] = {"local": pickup.measure(h.local_site(out / "store-pickup"), tiny, cfg["pickup_tasks"], out)}
+        if not quick:
+            moto = h.MotoServer()
+            try:
+                step(f"pickup latency, {cfg['pickup_tasks']} tasks, S3 (moto), default poll interval")
+                res["pickup"]["s3_moto"] = pickup.measure(h.s3_site(moto), tiny, cfg["pickup_tasks"], out)
+            finally:
+                moto.stop()
+
+    res["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    res["seconds"] = round(time.monotonic() - started, 1)
+    res["targets"] = targets(res)
+    res["checks"] = checks(res)
+    return res
+
+
+def tiny_csv(out: Path) -> Path:
+    tiny = out / "tiny.csv"
+    tiny.write_bytes(b"id,email\n1,a@example.com\n2,b@example.com\n")
+    return tiny
+
+
+def profile(mb: int, data_dir: Path, out: Path) -> dict[str, Any]:
+    """py-spy on a real worker for one task of each handler (local store), and pass-through on moto."""
+    if prof.available() is None:
+        return {"skipped": "py-spy is not installed (pip install py-spy)"}
+    path = data.ensure(data_dir, mb)
+    result: dict[str, Any] = {"size_mb": mb, "rate_hz": 200}
+    runs = [("local", PASS), ("local", EMAIL), ("s3_moto", PASS)]
+    moto = None
+    try:
+        for kind, handler in runs:
+            step(f"profile (py-spy), {handler}, {kind}, {mb} MB")
+            if kind == "local":
+                site = h.local_site(out / "store-profile")
+            else:
+                moto = moto or h.MotoServer()
+                site = h.s3_site(moto)
+            task_id = h.create_task(site, path, handler)
+            h.submit(site, task_id)
+            raw = out / f"pyspy-{kind}-{handler}.txt"
+            run = h.run_once(site, out / f"worker-profile-{kind}-{handler}.log", wrap=prof.command(raw, 200))
+            task = run.tasks.get(task_id)
+            stages = prof.attempt_stages(raw, 200) if raw.exists() else {}
+            if kind == "local":
+                h.drop_task(site, task_id)
+            result[f"{kind}/{handler}"] = {
+                "seconds": round(task.seconds, 3) if task and task.seconds else None,
+                **stages,
+            }
+    finally:
+        if moto is not None:
+            moto.stop()
+    return result
+
+
+def targets(res: dict[str, Any]) -> dict[str, Any]:
+    """The issue's targets, met or not (reported, never a failure)."""
+    t: dict[str, Any] = {}
+    local = res.get("throughput", {}).get("local", [])
+    if local:
+        for entry in local:
+            r = entry.get("ratios", {})
+            mb = entry["size_mb"]
+            t[f"{mb} MB: pass-through >= 2.0x pandas loop"] = _met(r.get(f"{PASS}/pandas_loop"), 2.0)
+            t[f"{mb} MB: pass-through >= 0.8x Arrow loop"] = _met(r.get(f"{PASS}/arrow_loop"), 0.8)
+            t[f"{mb} MB: email_enrichment >= 1.0x pandas loop"] = _met(r.get(f"{EMAIL}/pandas_loop"), 1.0)
+        mem = memory_curve(res)
+        if mem:
+            worst = max(v for p in mem for k, v in p.items() if k.startswith("child_"))
+            t["peak RSS of the attempt child < 300 MB at every size"] = {"value": worst, "met": worst < 300}
+            first, last = memory_base(mem), mem[-1]
+            key = f"child_{PASS}"
+            if key in first and key in last and last["size_mb"] > first["size_mb"]:
+                growth = last[key] / first[key]
+                t[f"pass-through peak RSS at {last['size_mb']} MB within 15% of {first['size_mb']} MB"] = {
+                    "value": round(growth, 3),
+                    "met": growth <= 1.15,
+                }
+            w = max(p["worker"] for p in mem if p.get("worker"))
+            t["peak RSS of the worker process < 300 MB"] = {"value": w, "met": w < 300}
+    return t
+
+
+def _met(value: float | None, floor: float) -> dict[str, Any]:
+    return {"value": value, "met": value is not None and value >= floor}
+
+
+def memory_curve(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Peak RSS by input size (local store): attempt child per handler, and the worker process."""
+    points = []
+    for entry in res.get("throughput", {}).get("local", []):
+        p = {"size_mb": entry["size_mb"], "worker": entry.get("worker_peak_rss_mb")}
+        for handler, mb in entry.get("child_peak_rss_mb", {}).items():
+            p[f"child_{handler}"] = mb
+        points.append(p)
+    extra = res.get("memory_extra")
+    if extra:
+        p = {"size_mb": extra["size_mb"], "worker": extra["worker_peak_rss_mb"]}
+        for handler, mb in extra["child_peak_rss_mb"].items():
+            p[f"child_{handler}"] = mb
+        points.append(p)
+    return sorted(points, key=lambda p: p["size_mb"])
+
+
+def memory_base(mem: list[dict[str, Any]]) -> dict[str, Any]:
+    """The point memory growth is measured from: the smallest input of 16 MB or more (several engine
+    blocks, so the pipeline is full); smaller inputs peak lower only because they are one or two blocks."""
+    return next((p for p in mem if p["size_mb"] >= 16), mem[0])
+
+
+def checks(res: dict[str, Any]) -> dict[str, Any]:
+    """Gross-regression checks: each {"ok": bool, ...}. Any failure makes the run exit 1."""
+    c: dict[str, Any] = {}
+    mem = [p for p in memory_curve(res) if p.get(f"child_{PASS}")]
+    if len(mem) >= 2 and mem[-1]["size_mb"] > memory_base(mem)["size_mb"]:
+        base, last = memory_base(mem), mem[-1]
+        growth = last[f"child_{PASS}"] / base[f"child_{PASS}"]
+        c[f"memory flat (pass-through child, {last['size_mb']} MB vs {base['size_mb']} MB)"] = {
+            "growth": round(growth, 3),
+            "limit": MEMORY_FLAT,
+            "ok": growth <= MEMORY_FLAT,
+        }
+    local = res.get("throughput", {}).get("local", [])
+    for entry in local[-1:]:  # the largest size: the smaller ones are dominated by the per-task fixed cost
+        for name, floor in FLOORS.items():
+            value = entry.get("ratios", {}).get(name)
+            if value is not None:
+                c[f"{entry['size_mb']} MB {name} ratio"] = {"value": value, "floor": floor, "ok": value >= floor}
+    req = res.get("requests", {})
+    for life in req.get("task_life", []):
+        if life["input_mb"] <= 8:  # no multipart parts, no heartbeats: a fixed count
+            total = life["requests_total"]
+            c[f"requests of a {life['input_mb']} MB task"] = {
+                "value": total,
+                "limit": MAX_TASK_REQUESTS,
+                "ok": total <= MAX_TASK_REQUESTS,
+            }
+    if "idle" in req:
+        per_poll = req["idle"]["list_per_poll"]
+        c["LIST per idle poll"] = {"value": per_poll, "limit": MAX_LIST_PER_IDLE_POLL, "ok": per_poll <= 2.0}
+    return c
+
+
+def _jsonable(cfg: dict[str, Any]) -> dict[str, Any]:
+    return {k: ({str(a): b for a, b in v.items()} if isinstance(v, dict) else v) for k, v in cfg.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes only, about a minute (CI)")
+    p.add_argument("--smoke", action="store_true", help="every section on small inputs (developing the benchmark)")
+    p.add_argument("--out", type=Path, help="where results.json and scratch files go (default bench/out)")
+    p.add_argument("--only", help="comma-separated sections: throughput,profile,requests,listing,pickup")
+    p.add_argument("--no-report", action="store_true", help="do not rewrite BENCHMARKS.md and the plot")
+    args = p.parse_args(argv)
+    out = (args.out or ROOT / "bench" / "out").resolve()
+    all_sections = {"throughput", "profile", "requests", "listing", "pickup"}
+    sections = set(args.only.split(",")) if args.only else all_sections
+    mode = "quick" if args.quick else "smoke" if args.smoke else "full"
+    res = run(mode, out, sections)
+    (out / "results.json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
+    if mode == "smoke":
+        report.write(res, out / "BENCHMARKS.md", out / "throughput-memory.png")
+    elif mode == "full" and not args.no_report and sections == all_sections:
+        report.write(res, ROOT / "BENCHMARKS.md", ROOT / "bench" / "throughput-memory.png")
+        step("wrote BENCHMARKS.md and bench/throughput-memory.png")
+    print(report.summary(res), flush=True)
+    failed = [name for name, check in res["checks"].items() if not check["ok"]]
+    if failed:
+        print("GROSS REGRESSION: " + "; ".join(failed), file=sys.stderr)
+        return 1
+    step(f"done in {res['seconds']:.0f} s; results in {out / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Measurements 1 and 2: worker throughput against the baselines, and peak memory, on one store.
+
+For each input size, in rounds (so that a noisy neighbour hurts every
+contender alike): the bare pandas loop, the bare Arrow loop, the store's raw
+copy, then one real ``worker.py --once`` that processes one pass-through task
+and one ``email_enrichment`` task of that file. Each figure is the best of the
+round results (best-of-N); the worker's figure is claim → completed from its
+own log. Peak RSS comes from /proc (``VmHWM``) of the attempt child and of
+the worker process.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from . import baselines, data
+from . import harness as h
+from .passthrough import NAME as PASSTHROUGH
+
+HANDLERS = (PASSTHROUGH, "email_enrichment")
+
+
+def measure_size(
+    site: h.Site, path: Path, rounds: int, out: Path, *, baselines_too: bool = True, handlers=HANDLERS
+) -> dict[str, Any]:
+    rows = data.rows_in(path)
+    size = path.stat().st_size
+    times: dict[str, list[float]] = {k: [] for k in ("pandas_loop", "arrow_loop", "store_copy", *handlers)}
+    child_mb: dict[str, list[float]] = {k: [] for k in handlers}
+    worker_mb: list[float] = []
+    if baselines_too:  # first calls pay for lazy imports and thread pools: not part of any figure
+        warm = out / "warm.csv"
+        with open(path, "rb") as f:
+            head = f.read(200_000)
+        warm.write_bytes(head[: data.row_end(head) + 1])
+        baselines.pandas_loop(warm, out / "pandas-out.csv")
+        baselines.arrow_loop(warm, out / "arrow-out.csv")
+    for r in range(rounds):
+        if baselines_too:
+            t, n = baselines.pandas_loop(path, out / "pandas-out.csv")
+            assert n == rows, (n, rows)
+            times["pandas_loop"].append(t)
+            t, n = baselines.arrow_loop(path, out / "arrow-out.csv")
+            assert n == rows, (n, rows)
+            times["arrow_loop"].append(t)
+        ids = {h.create_task(site, path, handler, name=f"{handler} {size} r{r}"): handler for handler in handlers}
+        if baselines_too:
+            key = site.layout.input_key(next(iter(ids)))
+            times["store_copy"].append(baselines.store_copy(site.store, key, key.rsplit("/", 1)[0] + "/copy.csv"))
+        for task_id in ids:
+            h.submit(site, task_id)
+        run = h.run_once(site, out / f"worker-{site.kind}-{size}-{r}.log")
+        if run.returncode != 0:
+            raise RuntimeError("the worker failed:\n" + run.log[-3000:])
+        worker_mb.append(run.worker_hwm_mb)
+        for task_id, handler in ids.items():
+            task = run.tasks.get(task_id)
+            if task is None or task.seconds is None:
+                raise RuntimeError(f"{handler} task did not complete:\n" + run.log[-3000:])
+            record = site.service.get(h.ALICE, task_id)
+            assert record.processed_count == rows, (record.processed_count, rows)
+            times[handler].append(task.seconds)
+            if task.child_hwm_mb:
+                child_mb[handler].append(task.child_hwm_mb)
+            h.drop_task(site, task_id)
+    best = {k: min(v) for k, v in times.items() if v}
+    result: dict[str, Any] = {
+        "size_mb": round(size / 1e6),
+        "bytes": size,
+        "rows": rows,
+        "rounds": rounds,
+        "seconds_best": {k: round(v, 3) for k, v in best.items()},
+        "seconds_all": {k: [round(x, 3) for x in v] for k, v in times.items() if v},
+        "rows_per_s": {k: round(rows / v) for k, v in best.items()},
+        "child_peak_rss_mb": {k: round(max(v), 1) for k, v in child_mb.items() if v},
+        "worker_peak_rss_mb": round(max(worker_mb), 1) if worker_mb else None,
+    }
+    if baselines_too:
+        result["ratios"] = ratios(best, handlers)
+    return result
+
+
+def ratios(best: dict[str, float], handlers=HANDLERS) -> dict[str, float]:
+    """Throughput ratios (higher = the worker is faster): baseline seconds / worker seconds."""
+    out: dict[str, float] = {}
+    for handler in handlers:
+        if handler not in best:
+            continue
+        for base in ("pandas_loop", "arrow_loop", "store_copy"):
+            if base in best:
+                out[f"{handler}/{base}"] = round(best[base] / best[handler], 3)
+    return out
+
+
+def measure_memory_only(site: h.Site, path: Path, out: Path, handler: str = PASSTHROUGH) -> dict[str, Any]:
+    """One task of ``handler`` on ``path`` (the 2 GB point of the memory curve): peak RSS and its time."""
+    task_id = h.create_task(site, path, handler, name=f"memory {path.name}")
+    h.submit(site, task_id)
+    started = time.time()
+    run = h.run_once(site, out / f"worker-memory-{path.stat().st_size}.log")
+    task = run.tasks.get(task_id)
+    if run.returncode != 0 or task is None or task.seconds is None:
+        raise RuntimeError("the worker failed:\n" + run.log[-3000:])
+    rows = data.rows_in(path)
+    h.drop_task(site, task_id)
+    return {
+        "size_mb": round(path.stat().st_size / 1e6),
+        "rows": rows,
+        "seconds": round(task.seconds, 3),
+        "rows_per_s": round(rows / task.seconds),
+        "child_peak_rss_mb": {handler: round(task.child_hwm_mb or 0, 1)},
+        "worker_peak_rss_mb": round(run.worker_hwm_mb, 1),
+        "wall_seconds": round(time.time() - started, 1),
+    }
+
+
+def measure_fixed(site: h.Site, tiny: Path, per_handler: int, out: Path, handlers=HANDLERS) -> dict[str, Any]:
+    """Claim → completed of a two-row task: the per-task cost that no file size amortises
+    (an attempt process, opening the store, the output object, two compare-and-set writes)."""
+    ids = {}
+    for handler in handlers:
+        for i in range(per_handler):
+            ids[h.create_task(site, tiny, handler, name=f"tiny {i}")] = handler
+    for task_id in ids:
+        h.submit(site, task_id)
+    run = h.run_once(site, out / f"worker-fixed-{site.kind}.log")
+    seconds: dict[str, list[float]] = {k: [] for k in handlers}
+    for task_id, handler in ids.items():
+        task = run.tasks.get(task_id)
+        if task is None or task.seconds is None:
+            raise RuntimeError("a tiny task did not complete:\n" + run.log[-3000:])
+        seconds[handler].append(task.seconds)
+        h.drop_task(site, task_id)
+    return {
+        "tasks_per_handler": per_handler,
+        "median_s": {k: round(sorted(v)[len(v) // 2], 3) for k, v in seconds.items()},
+        "best_s": {k: round(min(v), 3) for k, v in seconds.items()},
+    }

@@ -1,0 +1,44 @@
+"""The benchmark's quick mode (``bench/run.py --quick``, issue 8) runs end to end and reports.
+
+It starts real workers, a moto server and the bare baselines on small inputs
+(about a minute) and exits non-zero only on a gross regression (memory not
+flat, a throughput ratio collapsed, requests multiplied) — never on timing
+noise, so it belongs in the normal suite.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_bench_quick_runs_and_reports(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["mode"] == "quick"
+    assert {"machine", "throughput", "requests", "listing", "pickup", "targets", "checks"} <= res.keys()
+    for entry in res["throughput"]["local"]:
+        assert {"rows_per_s", "ratios", "child_peak_rss_mb", "worker_peak_rss_mb"} <= entry.keys()
+        assert set(entry["rows_per_s"]) == {"pandas_loop", "arrow_loop", "store_copy", "bench_passthrough",
+                                            "email_enrichment"}  # fmt: skip
+        assert entry["child_peak_rss_mb"]["bench_passthrough"] > 0
+    life = res["requests"]["task_life"][0]
+    assert life["requests"]["PUT"] > 0 and life["dollars_per_1000_tasks"] > 0
+    assert res["requests"]["idle"]["per_hour"]["LIST"] > 0
+    assert res["listing"]["requests"]["refresh"]["LIST"] == 1
+    assert res["pickup"]["local"]["median_s"] >= 0
+    assert res["checks"] and all(check["ok"] for check in res["checks"].values())
