@@ -7,7 +7,9 @@ is terminal.
 
 from __future__ import annotations
 
-from .errors import NotFound, S3TaskError, TaskNotFound
+import time
+
+from .errors import NotFound, S3TaskError, StoreError, TaskNotFound
 from .layout import Layout
 from .record import read_record
 from .store.base import ObjectStore, PutMode
@@ -15,6 +17,18 @@ from .store.base import ObjectStore, PutMode
 
 def add(store: ObjectStore, layout: Layout, task_id: str) -> None:
     store.put(layout.active_key(task_id), b"", PutMode.OVERWRITE)
+
+
+def add_again(store: ObjectStore, layout: Layout, task_id: str, tries: int = 3) -> None:
+    """Re-add the marker of a task just brought back to the queue, through brief store trouble."""
+    for attempt in range(1, tries + 1):
+        try:
+            add(store, layout, task_id)
+            return
+        except StoreError:
+            if attempt == tries:
+                raise
+            time.sleep(0.05 * attempt)
 
 
 def drop(store: ObjectStore, layout: Layout, task_id: str) -> None:

@@ -320,7 +320,14 @@ class TaskService:
             raise InvalidTransition(f"cannot retry {lifecycle.describe(record)}; only failed tasks can be retried")
         # A final failure had its marker removed: put it back before queueing.
         markers.add(self.store, self.layout, task_id)
-        return update_record(self.store, self.layout, task_id, lambda r, now: lifecycle.retry(r, now, automatic=False))
+        record = update_record(
+            self.store, self.layout, task_id, lambda r, now: lifecycle.retry(r, now, automatic=False)
+        )
+        # And again after: a poller that saw the task failed for good may have dropped the marker
+        # between our add and our write (its re-read still said "failed"). Retry is the one way a
+        # finished task comes back, so it is the one place that must re-add last.
+        markers.add_again(self.store, self.layout, task_id)
+        return record
 
     # --- output ------------------------------------------------------------
 
