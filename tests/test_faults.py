@@ -309,3 +309,37 @@ def test_a_claim_whose_answer_and_next_read_both_fail_is_still_worked_on(tmp_pat
     worker.stop()
     record = read_record(inner, layout, task_id)[0]
     assert (record.attempt_id, record.failed_attempts) == (1, 0), record.history
+
+
+def test_a_retry_whose_marker_is_dropped_before_its_record_is_written_keeps_its_marker(tmp_path: Path) -> None:
+    """A poller drops a failed-for-good task's marker (delete, then re-read: still failed) in the
+    moment between a person's retry writing the marker and writing the queued record. Found by the
+    soak: the task sat queued with no marker, never polled again."""
+    from s3task import lifecycle, markers
+    from s3task.record import update_record
+
+    inner, layout = LocalStore(tmp_path / "s"), Layout()
+    task_id = submit_one(TaskService(inner, layout), "retried", csv_rows(2))
+    holder: dict = {}
+
+    def claim(r, now):
+        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w", lease_seconds=60)
+        return new
+
+    update_record(inner, layout, task_id, claim)
+    update_record(
+        inner,
+        layout,
+        task_id,
+        lambda r, now: lifecycle.fail(r, now, lease=holder["lease"], error="x", permanent=True),
+    )
+
+    class PollerInBetween(FaultyStore):
+        def put(self, key: str, body: bytes, mode: PutMode, **kwargs: Any) -> str:
+            if key == layout.status_key(task_id) and b'"queued"' in body:
+                markers.drop(inner, layout, task_id)  # the poller, acting on the failed record it sees
+            return super().put(key, body, mode, **kwargs)
+
+    TaskService(PollerInBetween(inner), layout).retry(ALICE, task_id)
+    assert read_record(inner, layout, task_id)[0].status == "queued"
+    assert inner.list_keys(layout.active_root) == [layout.active_key(task_id)], "a queued task lost its marker"

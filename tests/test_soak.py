@@ -213,8 +213,18 @@ class Chaos:
             time.sleep(self.plan.uniform(0.1, 0.6))  # the pace of the chaos, not a wait for a condition
 
     def drain(self, timeout: float) -> None:
-        wait_for(lambda: all(self._terminal(t) for t in self.expected), timeout=timeout, interval=0.5,
-                 what="every soak task finished")  # fmt: skip
+        try:
+            wait_for(lambda: all(self._terminal(t) for t in self.expected), timeout=timeout, interval=0.5,
+                     what="every soak task finished")  # fmt: skip
+        except AssertionError:
+            markers = set(self.inner.list_keys(self.layout.active_root))
+            for task_id in self.expected:  # say what is stuck, and whether it lost its marker
+                record = self._record(task_id)
+                if record is None or not record.is_terminal:
+                    marked = self.layout.active_key(task_id) in markers
+                    print("stuck", task_id, record and record.status, "marker", marked, record and record.history[-4:])
+            print("workers alive", [p.poll() for p in self.procs if p is not None])
+            raise
 
     def retry_failed(self) -> None:
         """An operator's last round: retry every task that failed for good, once."""
