@@ -190,7 +190,10 @@ else:
 
 if note_key in state:
     kind, text = state.pop(note_key)
-    (st.error if kind == "error" else st.info)(fmt.plain(text), icon=":material/info:")
+    if kind == "error":
+        st.error(fmt.plain(text), icon=":material/error:")
+    else:
+        st.info(fmt.plain(text), icon=":material/info:")
 
 if inspection is not None:
     if not inspection.ok:

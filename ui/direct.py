@@ -187,18 +187,21 @@ async function uploadParts(job, file, plan) {
 function startJob(plan, file) {
   const job = {
     id: plan.id, plan, file, xhrs: new Set(), state: "running", loaded: 0, started: performance.now(),
-    rate: 0, lastAt: performance.now(), lastLoaded: 0, outcome: null, reportedTo: null, view: null, report: null,
-    stopped: false,
+    rate: 0, smoothed: 0, lastAt: performance.now(), lastLoaded: 0,
+    outcome: null, reportedTo: null, view: null, report: null, stopped: false,
   };
   job.progress = (bytes) => {
+    // Speed: the average so far, then a moving average over quarter seconds.
     const now = performance.now();
     const dt = (now - job.lastAt) / 1000;
     if (dt >= 0.25) {
       const instant = (bytes - job.lastLoaded) / dt;
-      job.rate = job.rate ? 0.7 * job.rate + 0.3 * instant : instant;
+      job.smoothed = job.smoothed ? 0.7 * job.smoothed + 0.3 * instant : instant;
       job.lastAt = now;
       job.lastLoaded = bytes;
     }
+    const elapsed = (now - job.started) / 1000;
+    job.rate = job.smoothed || (elapsed > 0.05 && bytes > 0 ? bytes / elapsed : 0);
     job.loaded = Math.min(bytes, plan.size);
     render(job);
   };

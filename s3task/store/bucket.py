@@ -181,18 +181,25 @@ def cors_problems(rules: Sequence[dict[str, Any]], origins: Sequence[str]) -> li
         origins = list(ours.get("AllowedOrigins", [])) or ["*"]
     problems = []
     for origin in origins:
-        rule = next((r for r in rules if _allows_origin(r, origin)), None)
-        if rule is None:
+        # Like S3, any one rule that allows everything the browser does is enough.
+        found = [_rule_problems(r, origin) for r in rules if _allows_origin(r, origin)]
+        if not found:
             problems.append(f"no CORS rule allows the origin {origin}")
-            continue
-        methods = {m.upper() for m in rule.get("AllowedMethods", [])}
-        if missing := [m for m in CORS_METHODS if m not in methods]:
-            problems.append(f"the CORS rule for {origin} does not allow {', '.join(missing)}")
-        headers = [h.lower() for h in rule.get("AllowedHeaders", [])]
-        if "*" not in headers and "content-type" not in headers:
-            problems.append(f"the CORS rule for {origin} does not allow the Content-Type header")
-        if "etag" not in [h.lower() for h in rule.get("ExposeHeaders", [])]:
-            problems.append(f"the CORS rule for {origin} does not expose ETag (multipart uploads need it)")
+        elif all(found):
+            problems += min(found, key=len)
+    return problems
+
+
+def _rule_problems(rule: dict[str, Any], origin: str) -> list[str]:
+    problems = []
+    methods = {m.upper() for m in rule.get("AllowedMethods", [])}
+    if missing := [m for m in CORS_METHODS if m not in methods]:
+        problems.append(f"the CORS rule for {origin} does not allow {', '.join(missing)}")
+    headers = [h.lower() for h in rule.get("AllowedHeaders", [])]
+    if "*" not in headers and "content-type" not in headers:
+        problems.append(f"the CORS rule for {origin} does not allow the Content-Type header")
+    if "etag" not in [h.lower() for h in rule.get("ExposeHeaders", [])]:
+        problems.append(f"the CORS rule for {origin} does not expose ETag (multipart uploads need it)")
     return problems
 
 
