@@ -32,6 +32,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import threading
@@ -666,6 +667,11 @@ def _lines(section: str, data: dict[str, Any]) -> list[str]:
             )
         if "faults_by_kind" in data:
             lines.append("faults injected: " + ", ".join(f"{k} {v}" for k, v in data["faults_by_kind"].items()))
+        if data.get("failed_because"):
+            because: Counter[str] = Counter()
+            for reason, n in data["failed_because"].items():
+                because[re.sub(r"^line [\d,]+: ", "", reason)] += n
+            lines.append("failed for good because: " + "; ".join(f"{r} ({n})" for r, n in because.items()))
         return lines
     if section == "hostile":
         lines = [f"{name}: {outcome}" for name, outcome in data.get("csv_outcomes", {}).items()]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -272,7 +273,7 @@ def test_soak(moto_http_bucket, tmp_path: Path) -> None:
     for task_id in chaos.expected:
         record = chaos._record(task_id)
         if record is not None and record.status == "failed":
-            reasons[(record.last_error or "").split(" — ")[0].split(";")[0][:70]] += 1
+            reasons[re.sub(r"^line [\d,]+: ", "", (record.last_error or "").split(" — ")[0])[:70]] += 1
     figures["failed_because"] = dict(reasons)
     print("\nsoak:", json.dumps(figures))
     assert verdict.ok, verdict
