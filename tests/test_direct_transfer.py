@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import subprocess
 import sys
@@ -344,6 +345,42 @@ def late_put_is_refused_by_the_route(url: str, root: Path) -> None:
     late = requests.put(upload, data=b"a,b\nevil,row\n", headers={"Content-Type": "text/csv"}, timeout=10)
     assert (late.status_code, late.json()["code"]) == (409, "invalid_transition")
     assert store.get(queued.input_object_path).body == b"a,b\n1,2\n"
+
+
+# --- the server around the pages ----------------------------------------------------------------
+
+
+@pytest.fixture
+def gated_type() -> Iterator[str]:
+    """The tests' task type that waits for a gate file (tests/worker_handlers.py), registered for this test."""
+    from s3task import handlers
+
+    before = set(handlers._REGISTRY)
+    import worker_handlers
+
+    handlers.register(worker_handlers.Gated)
+    yield worker_handlers.Gated.name
+    for name in set(handlers._REGISTRY) - before:
+        handlers._REGISTRY.pop(name, None)
+
+
+def test_the_server_runs_the_worker_and_hands_its_task_back_when_it_stops(gated_type, tmp_path: Path) -> None:
+    """No page is opened: the embedded worker starts with the server and is stopped by its shutdown hook."""
+    root = tmp_path / "store"
+    service = TaskService(LocalStore(root), Layout())
+    task_id = service.create(ALICE, "held", gated_type, {"gate": str(tmp_path / "never")}).record.task_id
+    service.upload_input(ALICE, task_id, b"a\n1\n")
+    service.submit(ALICE, task_id)
+    paths = os.pathsep.join([str(ROOT / "tests"), str(ROOT)])
+    env = base_env(S3TASK_STORE=str(root), S3TASK_HANDLERS="worker_handlers", PYTHONPATH=paths)
+    log = tmp_path / "streamlit.log"
+    with app_on(free_port(), env, log) as (url, _):
+        assert requests.get(url + "/api/openapi.json", timeout=5).ok  # the API is served by the same process
+        wait_for(lambda: service.get(ALICE, task_id).status == "running", timeout=60, what="the task claimed")
+    # app_on sent SIGTERM and waited for the exit.
+    record = service.get(ALICE, task_id)
+    assert record.status == "queued", log.read_text()
+    assert record.history[-1]["event"] == "release" and record.failed_attempts == 0
 
 
 # --- a late PUT on S3 -----------------------------------------------------------------------------

@@ -12,7 +12,9 @@ Two small custom components (``st.components.v2``, inline HTML/JS, no build step
   multipart upload: parts in parallel, each retried on its own. It reports
   ``uploaded`` (with the parts' ETags) or ``failed`` (``kind`` ``network`` when
   the browser could not reach the store at all — a CORS rule missing, a
-  private endpoint — which makes the page fall back to Streamlit's uploader).
+  private endpoint — which makes the page fall back to Streamlit's uploader;
+  ``interrupted`` when the connection broke midway; ``http`` when the store
+  refused, e.g. an expired link).
 - :func:`save` — no visible UI: given a fresh download URL it makes the browser
   fetch it (a hidden frame, so an error page never replaces the app). The
   Download button itself is an ordinary ``st.button`` whose callback asks for
@@ -187,7 +189,7 @@ async function uploadParts(job, file, plan) {
 function startJob(plan, file) {
   const job = {
     id: plan.id, plan, file, xhrs: new Set(), state: "running", loaded: 0, started: performance.now(),
-    rate: 0, smoothed: 0, lastAt: performance.now(), lastLoaded: 0,
+    rate: 0, smoothed: 0, lastAt: performance.now(), lastLoaded: 0, peak: 0,
     outcome: null, reportedTo: null, view: null, report: null, stopped: false,
   };
   job.progress = (bytes) => {
@@ -203,6 +205,7 @@ function startJob(plan, file) {
     const elapsed = (now - job.started) / 1000;
     job.rate = job.smoothed || (elapsed > 0.05 && bytes > 0 ? bytes / elapsed : 0);
     job.loaded = Math.min(bytes, plan.size);
+    job.peak = Math.max(job.peak, job.loaded);
     render(job);
   };
   job.stop = () => {
@@ -217,7 +220,10 @@ function startJob(plan, file) {
     (result) => finish(job, { event: "uploaded", value: { id: job.id, file: plan.file, size: file.size, ...result } }),
     (err) => {
       job.stop();
-      finish(job, { event: "failed", value: { id: job.id, file: plan.file, ...err } });
+      // Only a store that never took a byte is unreachable; a connection lost midway is just a failure.
+      const broke = err.kind === "network" && job.peak > 0;
+      const why = broke ? { kind: "interrupted", message: "the connection to the task store broke off" } : {};
+      finish(job, { event: "failed", value: { id: job.id, file: plan.file, ...err, ...why } });
     },
   );
   return job;

@@ -75,10 +75,28 @@ def service_for(settings: Settings) -> TaskService:
 
 @asynccontextmanager
 async def lifespan(app: Any) -> AsyncIterator[None]:
-    """On shutdown, stop the embedded worker first: it hands the task it holds back to the queue."""
+    """Start the embedded worker with the server (queued tasks go on after a restart, with no page open);
+    on shutdown, stop it, which hands the task it holds back to the queue."""
+    await run_in_threadpool(_start_worker)
     yield
+    await run_in_threadpool(_stop_worker)
+
+
+def _start_worker() -> None:
+    """Best effort: if it cannot start, the pages try again and show why (``services.embedded_worker``)."""
+    try:
+        settings = Settings.load()
+        if settings.embedded_worker:
+            from s3task.worker import start_embedded
+
+            start_embedded(settings)
+    except Exception as e:  # the store failed the conditional-write probe, bad settings, no worker module
+        log.warning("the embedded worker did not start with the server: %s", e)
+
+
+def _stop_worker() -> None:
     try:
         from s3task.worker import stop_embedded
     except ImportError:
         return
-    await run_in_threadpool(stop_embedded)
+    stop_embedded()
