@@ -7,7 +7,8 @@ page the user is on. Pages live in ``pages/``; Streamlit-side helpers in ``ui/``
 
 The same file is also the server: ``streamlit run`` finds the ``st.App`` at the
 bottom, which adds the ``/api`` and ``/transfer`` routes (``ui/server.py``) next
-to the pages and stops the embedded worker on shutdown.
+to the pages, starts the embedded worker with the server and stops it on
+shutdown.
 """
 
 from __future__ import annotations

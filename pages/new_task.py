@@ -173,8 +173,8 @@ else:
     if FALLBACK in state:
         st.warning(
             "Your browser could not send the file to the task store directly "
-            f"({fmt.plain(state[FALLBACK])}), so this page uploads it through the app instead. "
-            "Choose the file again.",
+            f"({fmt.plain(state[FALLBACK])}), so this page uploads it through the app instead, "
+            f"up to {limit_mb} MB. Choose the file again.",
             icon=":material/cloud_off:",
         )
     upload = st.file_uploader(

@@ -335,6 +335,43 @@ def test_big_upload_to_a_local_store_streams_through_the_signed_route(browser, b
     save_figures()
 
 
+@pytest.mark.browser
+@requires_chromium
+def test_a_bucket_without_cors_makes_the_page_upload_through_the_app(browser, cors_moto, tmp_path: Path) -> None:
+    bucket = f"nocors-{uuid.uuid4().hex[:8]}"
+    boto_client(cors_moto).create_bucket(Bucket=bucket)  # no init: no CORS rule, so the browser is refused
+    store_url = f"s3://{bucket}/batch-tasks"
+    env = base_env(S3TASK_STORE=store_url, S3TASK_EMBEDDED_WORKER="0", AWS_ENDPOINT_URL_S3=cors_moto, **AWS)
+    data = tmp_path / "people.csv"
+    data.write_bytes(b"name,age\nann,007\n")
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    try:
+        from playwright.sync_api import expect
+
+        with app_on(free_port(), env, tmp_path / "streamlit.log") as (url, _):
+            page.goto(url + "/new_task")
+            settle(page)
+            page.locator("input[type='file']").set_input_files(str(data))
+            expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
+            settle(page)
+            page.get_by_role("button", name="Submit").click()
+            expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=20_000)
+            settle(page)
+            shot(page, "direct-fallback")
+            page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(data))
+            expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
+            settle(page)
+            page.get_by_role("button", name="Submit").click()
+            page.wait_for_url(re.compile(r".*/task\?id=[0-9A-Z]{26}$"), timeout=20_000)
+            task_id = page.url.rsplit("=", 1)[1]
+        service = TaskService(S3Store(bucket, client=boto_client(cors_moto)), Layout("batch-tasks"))
+        assert service.get(ALICE, task_id).status == "queued"
+        statuses = [r.status for r in service.list(LOCAL, limit=10).tasks]
+        assert sorted(statuses) == ["abandoned", "queued"]  # the direct attempt's task was cancelled
+    finally:
+        page.close()
+
+
 def late_put_is_refused_by_the_route(url: str, root: Path) -> None:
     store = LocalStore(root)
     service = TaskService(store, Layout(), url_signer=signer_for(store))  # the app's key: same store, same file

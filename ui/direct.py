@@ -136,7 +136,8 @@ function put(url, body, headers, onProgress, job) {
     };
     xhr.onerror = () => {
       job.xhrs.delete(xhr);
-      reject({ kind: "network", status: 0, message: "the browser could not reach the task store" });
+      const message = "the store did not answer, or its CORS rule does not let this app in";
+      reject({ kind: "network", status: 0, message });
     };
     xhr.onabort = () => {
       job.xhrs.delete(xhr);
