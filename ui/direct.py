@@ -43,7 +43,8 @@ PROBE_BYTES = 64 * 1024
 #: Files above this go to S3 as a multipart upload (parts in parallel, retried one by one).
 MULTIPART_THRESHOLD = 16 * 2**20
 PART_SIZE = 8 * 2**20
-MAX_PARTS = 10_000
+#: S3 allows 10,000 parts; fewer keep the list of part URLs sent to the browser small (~600 KB at most).
+MAX_PARTS = 1_000
 #: Part URLs must outlive the whole upload (S3 checks expiry when each part starts):
 #: the usual lifetime plus the time the file takes at this slow a rate, at most SigV4's 7 days.
 SLOWEST_BYTES_PER_SECOND = 1 * 2**20
@@ -401,7 +402,7 @@ class Plan:
 
 
 def part_size_for(size: int) -> int:
-    """8 MB parts, larger when needed to stay within S3's 10,000 parts."""
+    """8 MB parts, larger (whole MBs) for files of more than 1,000 of them."""
     return max(PART_SIZE, math.ceil(size / MAX_PARTS / 2**20) * 2**20)
 
 
