@@ -250,6 +250,14 @@ def test_new_task_renders_the_form_of_each_task_type(app, form_demo) -> None:
     assert next(c for c in at.checkbox if c.label == "Strict").value is False
 
 
+def test_task_types_from_the_handlers_setting_are_offered(app, monkeypatch) -> None:
+    monkeypatch.setenv("S3TASK_HANDLERS", "plugin_types")
+    at = goto(app(), "pages/new_task.py")
+    assert not at.exception
+    offered = [getattr(t, "name", t) for t in at.selectbox(key="type_0").options]
+    assert any("plugin_shout" in str(t) or "Shout (plug-in)" in str(t) for t in offered), offered
+
+
 @pytest.mark.parametrize(
     ("filename", "content", "says"),
     [

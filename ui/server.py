@@ -24,6 +24,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
+from s3task import handlers
 from s3task.config import Settings
 from s3task.errors import S3TaskError
 from s3task.store import open_store
@@ -70,6 +71,10 @@ def task_service(store_url: str, max_attempts: int, url_seconds: int) -> TaskSer
 
 
 def service_for(settings: Settings) -> TaskService:
+    # Task types from S3TASK_HANDLERS must be known here too, not only in the
+    # worker: the New task page offers them and create() validates against them.
+    for module in settings.handlers:
+        handlers.load_module(module)
     return task_service(settings.store, settings.max_attempts, settings.url_seconds)
 
 
