@@ -400,6 +400,8 @@ def routes(
     Pass ``service`` to share the app's TaskService (it should have been made with
     ``url_signer=transfer.signer_for(store)`` on the local store).
     """
+    for module in settings.handlers:  # task types the workers run must be creatable here too
+        handlers.load_module(module)
     if service is None:
         store, layout = open_store(settings.store)
         service = TaskService(
