@@ -201,6 +201,7 @@ class TaskRun:
     claimed: float  # epoch seconds, from the worker's log
     completed: float | None = None
     child_hwm_mb: float | None = None
+    child_cpu_s: float | None = None
 
     @property
     def seconds(self) -> float | None:
@@ -308,6 +309,7 @@ class WorkerProcess:
                 owner = [r for r in claims if r.claimed - 0.05 <= start]
                 if owner and owner[-1].completed is not None and start <= owner[-1].completed + 0.05:
                     owner[-1].child_hwm_mb = max(owner[-1].child_hwm_mb or 0.0, child.hwm_mb)
+                    owner[-1].child_cpu_s = (owner[-1].child_cpu_s or 0.0) + child.cpu_s
             w, s = self.watch.worker(), self.watch.fork_server()
             worker_mb = w.hwm_mb if w else 0.0
             server_mb = s.hwm_mb if s else 0.0

@@ -26,6 +26,8 @@ class Proc:
     last_seen: float
     hwm_kb: int = 0
     rss_kb: int = 0
+    #: user + system CPU seconds of all its threads, at the last sample
+    cpu_s: float = 0.0
 
     @property
     def hwm_mb(self) -> float:
@@ -45,6 +47,19 @@ def _kb(value: str | None) -> int:
         return int((value or "0").split()[0])
     except (ValueError, IndexError):
         return 0
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime from /proc/<pid>/stat (fields 14 and 15, after the parenthesised name)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _children(pid: int) -> list[int]:
@@ -120,6 +135,7 @@ class Watcher:
             if "forkserver" not in proc.cmdline:  # first seen between fork and exec: read it again
                 proc.cmdline = _cmdline(pid) or proc.cmdline
             proc.hwm_kb = max(proc.hwm_kb, _kb(st.get("VmHWM")))
+            proc.cpu_s = max(proc.cpu_s, _cpu_seconds(pid))
             proc.rss_kb = _kb(st.get("VmRSS"))
 
     # --- who is who ------------------------------------------------------------

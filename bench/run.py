@@ -79,12 +79,13 @@ SMOKE = {
     "fixed_tasks": 2,
 }
 
-#: Gross-regression floors, a third of what the full run measured on this machine (BENCHMARKS.md):
-#: a ratio that falls below one of these has collapsed by more than 3x; noise never gets there.
+#: Gross-regression floors: about a third of what this machine measures at the quick sizes under load
+#: (pass-through 2.5-3x the pandas loop and 0.45-0.6x the Arrow loop, email_enrichment 1.1-1.9x the
+#: pandas loop). A ratio below one of these has collapsed by more than 3x; noise does not get there.
 FLOORS = {
-    f"{PASS}/pandas_loop": 1.0,
+    f"{PASS}/pandas_loop": 0.8,
     f"{PASS}/arrow_loop": 0.12,
-    f"{EMAIL}/pandas_loop": 0.35,
+    f"{EMAIL}/pandas_loop": 0.4,
 }
 #: Peak RSS of the attempt child at the larger size may be at most this times the smaller one.
 MEMORY_FLAT = 1.5
@@ -122,6 +123,7 @@ def machine() -> dict[str, Any]:
         "moto": moto.__version__,
         "git_commit": git("rev-parse", "--short", "HEAD").strip(),
         "uncommitted_in_s3task": [line[3:] for line in git("status", "--porcelain", "s3task").splitlines() if line],
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "load_average_start": [round(x, 2) for x in os.getloadavg()],
     }
 
@@ -330,11 +332,11 @@ def checks(res: dict[str, Any]) -> dict[str, Any]:
             "ok": growth <= MEMORY_FLAT,
         }
     local = res.get("throughput", {}).get("local", [])
-    for entry in local[-1:]:  # the largest size: the smaller ones are dominated by the per-task fixed cost
-        for name, floor in FLOORS.items():
-            value = entry.get("ratios", {}).get(name)
-            if value is not None:
-                c[f"{entry['size_mb']} MB {name} ratio"] = {"value": value, "floor": floor, "ok": value >= floor}
+    for name, floor in FLOORS.items():
+        # The best ratio over the sizes: a noisy neighbour would have to slow every size's run to fail it.
+        values = [e["ratios"][name] for e in local if name in e.get("ratios", {})]
+        if values:
+            c[f"{name} ratio (best over sizes)"] = {"value": max(values), "floor": floor, "ok": max(values) >= floor}
     req = res.get("requests", {})
     for life in req.get("task_life", []):
         if life["input_mb"] <= 8:  # no multipart parts, no heartbeats: a fixed count
@@ -361,8 +363,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="where results.json and scratch files go (default bench/out)")
     p.add_argument("--only", help="comma-separated sections: throughput,profile,requests,listing,pickup")
     p.add_argument("--no-report", action="store_true", help="do not rewrite BENCHMARKS.md and the plot")
+    p.add_argument(
+        "--report", action="store_true", help="only rewrite BENCHMARKS.md and the plot from <out>/results.json"
+    )
     args = p.parse_args(argv)
     out = (args.out or ROOT / "bench" / "out").resolve()
+    if args.report:
+        res = json.loads((out / "results.json").read_text())
+        report.write(res, ROOT / "BENCHMARKS.md", ROOT / "bench" / "throughput-memory.png")
+        step("wrote BENCHMARKS.md and bench/throughput-memory.png")
+        return 0
     all_sections = {"throughput", "profile", "requests", "listing", "pickup"}
     sections = set(args.only.split(",")) if args.only else all_sections
     mode = "quick" if args.quick else "smoke" if args.smoke else "full"

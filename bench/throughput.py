@@ -29,6 +29,7 @@ def measure_size(
     size = path.stat().st_size
     times: dict[str, list[float]] = {k: [] for k in ("pandas_loop", "arrow_loop", "store_copy", *handlers)}
     child_mb: dict[str, list[float]] = {k: [] for k in handlers}
+    cpu: dict[str, list[float]] = {k: [] for k in ("pandas_loop", "arrow_loop", *handlers)}
     worker_mb: list[float] = []
     if baselines_too:  # first calls pay for lazy imports and thread pools: not part of any figure
         warm = out / "warm.csv"
@@ -42,9 +43,11 @@ def measure_size(
             t, n = baselines.pandas_loop(path, out / "pandas-out.csv")
             assert n == rows, (n, rows)
             times["pandas_loop"].append(t)
+            cpu["pandas_loop"].append(baselines.LAST_CPU)
             t, n = baselines.arrow_loop(path, out / "arrow-out.csv")
             assert n == rows, (n, rows)
             times["arrow_loop"].append(t)
+            cpu["arrow_loop"].append(baselines.LAST_CPU)
         ids = {h.create_task(site, path, handler, name=f"{handler} {size} r{r}"): handler for handler in handlers}
         if baselines_too:
             key = site.layout.input_key(next(iter(ids)))
@@ -64,6 +67,8 @@ def measure_size(
             times[handler].append(task.seconds)
             if task.child_hwm_mb:
                 child_mb[handler].append(task.child_hwm_mb)
+            if task.child_cpu_s:
+                cpu[handler].append(task.child_cpu_s)
             h.drop_task(site, task_id)
     best = {k: min(v) for k, v in times.items() if v}
     result: dict[str, Any] = {
@@ -74,6 +79,8 @@ def measure_size(
         "seconds_best": {k: round(v, 3) for k, v in best.items()},
         "seconds_all": {k: [round(x, 3) for x in v] for k, v in times.items() if v},
         "rows_per_s": {k: round(rows / v) for k, v in best.items()},
+        # CPU seconds (least over rounds): the loops' whole process, the worker's attempt process.
+        "cpu_s": {k: round(min(v), 3) for k, v in cpu.items() if v},
         "child_peak_rss_mb": {k: round(max(v), 1) for k, v in child_mb.items() if v},
         "worker_peak_rss_mb": round(max(worker_mb), 1) if worker_mb else None,
     }
