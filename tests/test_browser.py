@@ -89,8 +89,8 @@ def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
 
 
 @contextmanager
-def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
-    port = free_port()
+def app_on(port: int, env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
+    """``streamlit run app.py`` on ``port``; yields its URL and pid (the process that serves it)."""
     url = f"http://127.0.0.1:{port}"
     args = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
     args += ["--server.headless", "true", "--server.address", "127.0.0.1"]
@@ -104,6 +104,12 @@ def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
                 return False
 
         wait_for(healthy, timeout=30, interval=0.1, what="streamlit /_stcore/health")
+        yield url, proc.pid
+
+
+@contextmanager
+def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
+    with app_on(free_port(), env, log) as (url, _pid):
         yield url
 
 

@@ -31,7 +31,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -39,7 +38,7 @@ import pyarrow.csv as pacsv
 import pytest
 import requests
 from conftest import boto_client, free_port, make_store, wait_for
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, base_env, process, settle, shot
+from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, app_on, base_env, settle, shot
 
 from s3task import cli, lifecycle
 from s3task.config import Settings
@@ -128,25 +127,6 @@ def browser() -> Iterator[object]:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
-
-
-@contextmanager
-def app_on(port: int, env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
-    """``streamlit run app.py`` on ``port``; yields its URL and pid (the process that serves it)."""
-    url = f"http://127.0.0.1:{port}"
-    args = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    args += ["--server.headless", "true", "--server.address", "127.0.0.1"]
-    with process(args, env, log) as proc:
-
-        def healthy() -> bool:
-            assert proc.poll() is None, f"streamlit exited:\n{log.read_text()}"
-            try:
-                return requests.get(url + "/_stcore/health", timeout=1).ok
-            except requests.RequestException:
-                return False
-
-        wait_for(healthy, timeout=30, interval=0.1, what="streamlit /_stcore/health")
-        yield url, proc.pid
 
 
 # --- memory of the app process --------------------------------------------------------------------
