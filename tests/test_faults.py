@@ -235,25 +235,12 @@ def test_same_seed_same_faults(tmp_path: Path) -> None:
 def test_a_retry_racing_a_marker_drop_keeps_its_marker_when_the_check_read_fails(tmp_path: Path) -> None:
     """The poller drops a failed-for-good task's marker just as a person retries it, and its
     re-read of the record fails: the task must not end up queued with no marker (never polled)."""
-    from s3task import lifecycle, markers
-    from s3task.record import update_record
+    from s3task import markers
 
     inner, layout = LocalStore(tmp_path / "s"), Layout()
     service = TaskService(inner, layout)
     task_id = submit_one(service, "retried", csv_rows(2))
-    holder: dict = {}
-
-    def claim(r, now):
-        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w", lease_seconds=60)
-        return new
-
-    update_record(inner, layout, task_id, claim)
-    update_record(
-        inner,
-        layout,
-        task_id,
-        lambda r, now: lifecycle.fail(r, now, lease=holder["lease"], error="x", permanent=True),
-    )
+    fail_for_good(inner, layout, task_id)
 
     class Racing(FaultyStore):
         """The person's retry lands between the poller's delete and its re-read; the re-read fails."""
@@ -315,24 +302,11 @@ def test_a_retry_whose_marker_is_dropped_before_its_record_is_written_keeps_its_
     """A poller drops a failed-for-good task's marker (delete, then re-read: still failed) in the
     moment between a person's retry writing the marker and writing the queued record. Found by the
     soak: the task sat queued with no marker, never polled again."""
-    from s3task import lifecycle, markers
-    from s3task.record import update_record
+    from s3task import markers
 
     inner, layout = LocalStore(tmp_path / "s"), Layout()
     task_id = submit_one(TaskService(inner, layout), "retried", csv_rows(2))
-    holder: dict = {}
-
-    def claim(r, now):
-        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w", lease_seconds=60)
-        return new
-
-    update_record(inner, layout, task_id, claim)
-    update_record(
-        inner,
-        layout,
-        task_id,
-        lambda r, now: lifecycle.fail(r, now, lease=holder["lease"], error="x", permanent=True),
-    )
+    fail_for_good(inner, layout, task_id)
 
     class PollerInBetween(FaultyStore):
         def put(self, key: str, body: bytes, mode: PutMode, **kwargs: Any) -> str:
@@ -343,3 +317,23 @@ def test_a_retry_whose_marker_is_dropped_before_its_record_is_written_keeps_its_
     TaskService(PollerInBetween(inner), layout).retry(ALICE, task_id)
     assert read_record(inner, layout, task_id)[0].status == "queued"
     assert inner.list_keys(layout.active_root) == [layout.active_key(task_id)], "a queued task lost its marker"
+
+
+def fail_for_good(store, layout, task_id: str) -> None:
+    """Claim the task as worker "w" and fail it permanently, as a worker would on bad input."""
+    from s3task import lifecycle
+    from s3task.record import update_record
+
+    holder: dict = {}
+
+    def claim(r, now):
+        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w", lease_seconds=60)
+        return new
+
+    update_record(store, layout, task_id, claim)
+    update_record(
+        store,
+        layout,
+        task_id,
+        lambda r, now: lifecycle.fail(r, now, lease=holder["lease"], error="x", permanent=True),
+    )
