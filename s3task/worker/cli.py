@@ -102,9 +102,11 @@ def _install_signals(worker: Worker) -> None:
     def handle(signum: int, _frame: Any) -> None:
         if worker.stop_event.is_set():
             os._exit(128 + signum)  # second signal: leave at once
-        log.info("signal %d: releasing tasks and stopping (again to exit at once)", signum, extra={"event": "stopping"})
+        # Mark first, log after: a second signal can run this handler again in the
+        # middle of the first (during the logging call), and must see the mark.
         worker.stop_event.set()
         worker._wake.set()
+        log.info("signal %d: releasing tasks and stopping (again to exit at once)", signum, extra={"event": "stopping"})
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
