@@ -11,18 +11,22 @@ the calling thread runs the handler, and a writer thread neutralises formulas,
 encodes CSV and calls ``sink.write``. Arrow, numpy and socket/file I/O release
 the GIL, so the stages overlap on a second core. Memory stays flat: a handful
 of blocks are alive at any time, whatever the file size.
+
+Arrow keeps its default allocator (mimalloc in the pyarrow wheels). With
+Arrow's parse threads on, memory freed on one thread was held back by the
+others and jemalloc did better; with one parse thread per block (see
+:class:`~s3task.csvio.BlockParser`) mimalloc peaks at the same resident size
+for a 100 MB and a 2 GB input, where jemalloc kept climbing for its first
+second (the purge delay) and so peaked 15-25% higher on long inputs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, TypeVar
-
-import pyarrow as pa
 
 from . import handlers
 from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, Readable, Written
@@ -72,7 +76,6 @@ def run(
     thread and ``sink.write`` from a writer thread (one thread each, in
     order, never concurrently); both are done when ``run`` returns or raises.
     """
-    _use_lean_allocator()
     handler = handlers.get(task_type)(params)
     reader = CsvReader(source, block_size)
     writer = CsvWriter(sink, error_column=handler.error_column)
@@ -95,33 +98,17 @@ def run(
 
         fed = False
         for table, end in _prefetch(reader.tables(), name="s3task-read"):
-            emit(handler.process(table.to_pandas()))
+            emit(handler.process(table.to_pandas(use_threads=False)))  # zero-copy text: threads add nothing
             counts.processed_count += table.num_rows
             counts.bytes_processed = end
             on_progress(replace(counts))
             fed = True
         if not fed:  # header only: the handler still sees the columns, so the output has a header
-            emit(handler.process(reader.empty_table().to_pandas()))
+            emit(handler.process(reader.empty_table().to_pandas(use_threads=False)))
         emit(handler.finish())
         output.submit(_CLOSE)
     on_progress(replace(counts))
     return counts
-
-
-def _use_lean_allocator() -> None:
-    """Switch Arrow to jemalloc (where built in) for this process.
-
-    With Arrow's default mimalloc, memory freed by one block's worth of work
-    is held back by the threads that freed it; measured on a 100 MB input
-    with 4 MB blocks, jemalloc peaks 40-50 MB lower (about 220 MB instead of
-    270 MB for email_enrichment) and is no slower. The worker runs each
-    attempt in its own process, so the process-wide switch is ours to make.
-    Buffers already allocated keep their own pool and are freed to it.
-    """
-    if pa.default_memory_pool().backend_name != "mimalloc":
-        return
-    with contextlib.suppress(NotImplementedError):  # a pyarrow built without jemalloc
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
 
 
 _DONE = object()

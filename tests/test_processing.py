@@ -46,14 +46,13 @@ class Source:
 
 
 class Sink:
-    """Only ``write(bytes)``."""
+    """Only ``write``, of any bytes-like object (the engine hands views of Arrow's buffers), kept as a copy."""
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
 
-    def write(self, data: bytes) -> None:
-        assert isinstance(data, bytes)
-        self.parts.append(data)
+    def write(self, data: bytes | memoryview) -> None:
+        self.parts.append(bytes(memoryview(data)))
 
     @property
     def data(self) -> bytes:

@@ -9,6 +9,7 @@ key validation, the clock, the CAS probe, and races that must count exactly.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import subprocess
 import sys
@@ -237,6 +238,27 @@ def test_open_write_and_open_read_stream(store: ObjectStore) -> None:
     assert b"".join(parts) == expected
 
 
+def _concat(block: bytes, total: int) -> bytes:
+    return (block * (total // len(block) + 1))[:total]
+
+
+def test_local_etags_are_content_hashes_that_survive_losing_the_xattr(tmp_path: Path) -> None:
+    """Small objects: MD5, as S3's single PUT; big ones: multipart-style. Recomputed alike without xattrs."""
+    store = LocalStore(tmp_path)
+    small, big = b"a,b\n1,2\n", bytes(range(256)) * (40 * 1024 + 7)  # 10 MiB and a bit: two parts
+    assert store.put("t/small", small, PutMode.CREATE) == md5_etag(small)
+    with store.open_write("t/big", PutMode.CREATE) as w:
+        for i in range(0, len(big), 1_000_003):
+            w.write(memoryview(big)[i : i + 1_000_003])
+    assert w.etag == f'"{hashlib.sha1(big).hexdigest()[:32]}-2"' == store.head("t/big").etag
+    assert store.put("t/big2", big, PutMode.CREATE) == w.etag  # same bytes, however written: same ETag
+    assert store.put("t/big3", big[:-1] + b"!", PutMode.CREATE) != w.etag
+    for key in ("t/small", "t/big"):
+        before = store.head(key).etag
+        os.removexattr(tmp_path / key, "user.s3task")
+        assert store.head(key).etag == before
+
+
 @pytest.fixture
 def small_parts(monkeypatch: pytest.MonkeyPatch) -> int:
     """S3 parts may be 5 MiB at least (except the last); use that instead of 8 MiB to stay quick."""
@@ -258,10 +280,12 @@ def test_multipart_sized_object_round_trips(store: ObjectStore, small_parts: int
     meta = store.head("t/big.csv")
     assert meta.size == total
     assert w.etag == meta.etag
+    # Like any S3 multipart upload, the ETag is not the MD5 of the content but "<32 hex>-<parts>".
+    assert meta.etag != f'"{digest.hexdigest()}"'
     if isinstance(store, S3Store):
         assert meta.etag.endswith('-3"')  # really a multipart upload: three parts
-    else:
-        assert meta.etag == f'"{digest.hexdigest()}"'
+    else:  # the local store: SHA-1 of the content and the number of 8 MiB parts
+        assert meta.etag == f'"{hashlib.sha1(_concat(block, total)).hexdigest()[:32]}-2"'
     check = hashlib.md5()
     with store.open_read("t/big.csv") as f:
         while chunk := f.read(MIB):

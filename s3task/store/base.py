@@ -66,9 +66,13 @@ class GetResult:
 
 
 class ObjectWriter(Protocol):
-    """A file-like sink returned by :meth:`ObjectStore.open_write`."""
+    """A file-like sink returned by :meth:`ObjectStore.open_write`.
 
-    def write(self, data: bytes) -> int: ...
+    ``write`` takes any bytes-like object (the engine hands it views of
+    Arrow's buffers) and must be done with it, or have copied it, when it returns.
+    """
+
+    def write(self, data: bytes | memoryview) -> int: ...
 
 
 @runtime_checkable

@@ -12,15 +12,25 @@ whose locking and rename guarantees vary.
   a separate tree (a lock on the data file itself would be defeated by
   ``os.replace``), re-open the target, compare its ETag, then replace.
 
-ETag = quoted MD5 hex of the content. It is computed while staging and kept
-with user metadata in an extended attribute of the file, so it travels with
-the inode through link/replace: a reader sees data and ETag of the same
-version. Where xattrs are not supported the ETag is recomputed on read.
+ETag = quoted MD5 hex of the content, as S3 gives for an object sent in one
+PUT, up to :data:`MULTIPART_ETAG_ABOVE` (8 MiB). A bigger object gets an ETag
+of the form S3 gives a multipart upload — 32 hex digits, a dash and the part
+count (of 8 MiB) — which on S3 is not the MD5 of the content either. Here it
+is the SHA-1 of the content, cut to 32 digits: this machine hashes SHA-1 2.5x
+faster than MD5 (hardware SHA instructions), and a worker writing a large
+output spent a sixth of its time on MD5. Either way identical bytes give
+identical ETags, any change gives a new one, and nothing relies on an ETag
+being an MD5 (it never is for S3 multipart uploads). The ETag is computed
+while staging and kept with user metadata in an extended attribute of the
+file, so it travels with the inode through link/replace: a reader sees data
+and ETag of the same version. Where xattrs are not supported the ETag is
+recomputed on read, by the same rule.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -29,7 +39,7 @@ import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .. import clock
 from ..errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, StoreError
@@ -37,6 +47,10 @@ from .base import GetResult, ObjectMeta, PutMode, check_key, iter_chunks
 
 META_DIR = ".s3task-meta"
 _XATTR = "user.s3task"
+#: Objects bigger than this get a multipart-style ETag (see the module docstring); S3's part size.
+MULTIPART_ETAG_ABOVE = 8 << 20
+#: While an object is written, the kernel is asked to start writing it to disk every this many bytes.
+WRITEBACK_EVERY = 8 << 20
 
 
 class LocalStore:
@@ -82,12 +96,12 @@ class LocalStore:
         st = os.fstat(fd)
         attrs = self._read_attrs(fd)
         if attrs is None:  # no xattr support: hash the content
-            digest = hashlib.md5(usedforsecurity=False)
+            digest = ETagHasher()
             with open(os.dup(fd), "rb") as f:
                 f.seek(0)
                 for chunk in iter_chunks(f):
                     digest.update(chunk)
-            attrs = {"etag": f'"{digest.hexdigest()}"'}
+            attrs = {"etag": digest.etag()}
         return ObjectMeta(
             key=key,
             size=st.st_size,
@@ -260,21 +274,64 @@ class LocalStore:
         return clock.wall_dt()
 
 
+class ETagHasher:
+    """The local store's ETag of content given in pieces (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._md5: Any = hashlib.md5(usedforsecurity=False)
+        self._sha1 = hashlib.sha1(usedforsecurity=False)
+        self.size = 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        size = memoryview(data).nbytes
+        if self._md5 is not None:
+            if self.size + size <= MULTIPART_ETAG_ABOVE:
+                self._md5.update(data)
+            else:
+                self._md5 = None  # too big for a single-PUT ETag: from here on only SHA-1
+        self._sha1.update(data)
+        self.size += size
+
+    def etag(self) -> str:
+        if self._md5 is not None:
+            return f'"{self._md5.hexdigest()}"'
+        parts = -(-self.size // MULTIPART_ETAG_ABOVE)
+        return f'"{self._sha1.hexdigest()[:32]}-{parts}"'
+
+
 class _StagedFile:
     """A temp file that hashes what is written to it."""
 
     def __init__(self, tmp_dir: Path) -> None:
         fd, self.path = tempfile.mkstemp(dir=tmp_dir, prefix="stage-")
         self._file = os.fdopen(fd, "wb")
-        self._md5 = hashlib.md5(usedforsecurity=False)
+        self._hash = ETagHasher()
+        self._flushed = 0
         self.etag = ""
 
-    def write(self, data: bytes) -> int:
-        self._md5.update(data)
-        return self._file.write(data)
+    def write(self, data: bytes | memoryview) -> int:
+        self._hash.update(data)
+        written = self._file.write(data)
+        if self._hash.size - self._flushed >= WRITEBACK_EVERY:
+            self._start_writeback()
+        return written
+
+    def _start_writeback(self) -> None:
+        """Have the kernel start writing what we have so far to disk, without waiting for it.
+
+        Then the fsync that seals the object waits for the last few megabytes
+        only, instead of all of them at the end (55 ms for a 120 MB output
+        here), while the engine goes on. PostgreSQL's ``*_flush_after``
+        settings do the same. A failure is harmless: the fsync still follows.
+        """
+        if _sync_file_range is None:
+            return
+        self._file.flush()
+        start, self._flushed = self._flushed, self._hash.size
+        _sync_file_range(self._file.fileno(), start, self._flushed - start, _SYNC_FILE_RANGE_WRITE)
 
     def seal(self, content_type: str | None, metadata: dict[str, str] | None) -> None:
-        self.etag = f'"{self._md5.hexdigest()}"'
+        self.etag = self._hash.etag()
         attrs = {"etag": self.etag, "metadata": dict(metadata or {}), "content_type": content_type}
         self._file.flush()
         with contextlib.suppress(OSError):  # no xattrs here: the ETag is recomputed on read
@@ -287,6 +344,21 @@ class _StagedFile:
             self._file.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+
+def _load_sync_file_range() -> Any:
+    """Linux's ``sync_file_range`` through ctypes (Python's os module lacks it); None elsewhere."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_sync_file_range = _load_sync_file_range()
+_SYNC_FILE_RANGE_WRITE = 2
 
 
 def _fsync_dir(path: Path) -> None:

@@ -291,9 +291,10 @@ class _MultipartWriter:
         self.etag = ""
         self.size = 0
 
-    def write(self, data: bytes) -> int:
-        self._buf += data
-        self.size += len(data)
+    def write(self, data: bytes | memoryview) -> int:
+        size = memoryview(data).nbytes
+        self._buf += data  # a copy: the caller may reuse its buffer once this returns
+        self.size += size
         while len(self._buf) >= PART_SIZE:
             with memoryview(self._buf) as view:
                 part = bytes(view[:PART_SIZE])
@@ -301,7 +302,7 @@ class _MultipartWriter:
             if self._sender is None:
                 self._sender = Background(self._send_part, depth=1, name="s3task-upload")
             self._sender.write(part)
-        return len(data)
+        return size
 
     def _send_part(self, data: bytes) -> None:
         c = self.store.data_client

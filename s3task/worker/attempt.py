@@ -31,7 +31,7 @@ log = logging.getLogger("s3task.worker")
 # pandas and pyarrow already imported, so an attempt starts in milliseconds
 # without forking this (threaded) process.
 _MP = multiprocessing.get_context("forkserver")
-_MP.set_forkserver_preload(["s3task.worker.child", "s3task.processing", "s3task.store.s3", "s3task.store.local"])
+_MP.set_forkserver_preload(["s3task.worker.preload"])
 TICK = 0.2
 
 
