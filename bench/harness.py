@@ -175,6 +175,30 @@ def create_task(site: Site, path: Path, task_type: str, name: str = "bench") -> 
     return created.record.task_id
 
 
+def warm(path: Path) -> None:
+    """Read a file once so that it starts in the page cache, as every contender's input does.
+
+    This VM pages out page cache it considers idle (DAMON ``pageout``), so a
+    file written or read a few seconds ago may be back on disk: without this,
+    whichever contender happened to read cold paid for the disk, not its work.
+    """
+    with open(path, "rb", buffering=0) as f:
+        while f.read(8 << 20):
+            pass
+
+
+def warm_input(site: Site, task_id: str) -> None:
+    """The task's input object read once just before the worker reads it (for moto: over HTTP, which
+    also brings its spooled file of a large object into the page cache)."""
+    key = site.layout.input_key(task_id)
+    if site.kind == "local":
+        warm(Path(site.url) / key)
+        return
+    with site.store.open_read(key) as f:
+        while f.read(8 << 20):
+            pass
+
+
 def submit(site: Site, task_id: str) -> float:
     """Submit; returns the wall time (epoch seconds) the call returned."""
     site.service.submit(ALICE, task_id)
