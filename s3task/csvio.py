@@ -463,7 +463,8 @@ class _SinkFile:
     """What ``pa.PythonFile`` needs around a sink that only has ``write``.
 
     The sink gets a view of each of Arrow's output buffers, not a copy, and
-    must be done with it (or copy it) before its ``write`` returns.
+    must be done with it (or copy it) before its ``write`` returns: the view
+    is released then.
     """
 
     closed = False
@@ -472,9 +473,12 @@ class _SinkFile:
         self._sink = sink
 
     def write(self, data: Any) -> int:
-        view = memoryview(data)  # Arrow's buffer itself, not a copy: the sink takes any bytes-like object
-        self._sink.write(view)
-        return view.nbytes
+        # Arrow's buffer itself, not a copy. Arrow reuses (and reallocates) it for the next rows, so the
+        # view is released when the sink returns: a sink that kept it fails loudly instead of writing
+        # whatever the memory holds later.
+        with memoryview(data) as view:
+            self._sink.write(view)
+            return view.nbytes
 
     def flush(self) -> None:
         pass

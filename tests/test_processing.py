@@ -148,6 +148,36 @@ def test_output_is_rfc4180_with_a_header_once() -> None:
     assert list(csv.reader(io.StringIO(output.decode(), newline="")))[1] == ["1", "name 1", "1.5", ""]
 
 
+def test_a_sink_that_keeps_the_views_it_is_given_fails_loudly() -> None:
+    """The sink gets views of Arrow's output buffer, which Arrow reuses for the next rows: a sink that
+    kept one must get an error when it reads it later, never the bytes of other rows."""
+
+    class Keeping:
+        def __init__(self) -> None:
+            self.kept: list = []
+
+        def write(self, data) -> None:
+            self.kept.append(data)
+
+    sink = Keeping()
+    run("copy", {}, Source(csv_bytes([HEADER, *numbered(3000)])), sink, lambda counts: None, block_size=1000)
+    assert len(sink.kept) > 1
+    for view in sink.kept:
+        with pytest.raises(ValueError, match="released"):
+            bytes(view)
+
+
+def test_the_fork_servers_warm_up_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """multiprocessing's fork server dies on any preload error but ImportError; a failed warm-up must not."""
+    from s3task.worker import preload
+
+    def broken(*args, **kwargs):
+        raise MemoryError("no room to warm up")
+
+    monkeypatch.setattr(preload.processing, "run", broken)
+    preload.warm()  # no exception
+
+
 def test_same_input_same_bytes() -> None:
     data = csv_bytes([HEADER, *numbered(2000)]) + b'9,"multi\nline",=1\n'
     first = process(data, block_size=777)[0]

@@ -27,9 +27,9 @@ from . import child
 
 log = logging.getLogger("s3task.worker")
 
-# forkserver: children fork from a small single-threaded server that has
-# pandas and pyarrow already imported, so an attempt starts in milliseconds
-# without forking this (threaded) process.
+# forkserver: children fork from a small server that has pandas and pyarrow
+# already imported and warmed up (s3task.worker.preload), so an attempt starts
+# in milliseconds without forking this (threaded) process.
 _MP = multiprocessing.get_context("forkserver")
 _MP.set_forkserver_preload(["s3task.worker.preload"])
 TICK = 0.2

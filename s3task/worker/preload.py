@@ -15,6 +15,7 @@ forking after the imports alone.
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 from .. import processing
@@ -25,7 +26,14 @@ _SAMPLE = b'id,name,note\n1,Ada,"two\nlines"\n2,Grace,=1+1\n'
 
 
 def warm() -> None:
-    processing.run("copy", {}, io.BytesIO(_SAMPLE), io.BytesIO(), lambda counts: None)
+    """Run the sample through the engine; never raise.
+
+    multiprocessing's fork server survives only an ImportError from its
+    preload: anything else raised here would take it down, and every attempt
+    with it. A failed warm-up only means attempts start cold.
+    """
+    with contextlib.suppress(Exception):
+        processing.run("copy", {}, io.BytesIO(_SAMPLE), io.BytesIO(), lambda counts: None)
 
 
 warm()
