@@ -97,6 +97,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Debian's Chromium, which Playwright is pointed at (it cannot download browsers here), and flags that work here.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """One headless Chromium per test module (tests/test_browser.py, tests/test_direct_transfer.py)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
 def wait_for(condition: Callable[[], object], timeout: float = 30.0, interval: float = 0.05, what: str = "") -> object:
     """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -24,20 +24,10 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port, wait_for
+from conftest import CHROMIUM, free_port, wait_for
 
-CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ROWS = [["name", "age", "note"], ["ann", "007", "first"], ["bob", "42", "=1+1"], ["cy", "", "multi\nline"]]
 
 pytestmark = [
@@ -54,16 +44,6 @@ def csv_bytes(rows: list[list[str]]) -> bytes:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue().encode()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def base_env(**extra: str) -> dict[str, str]:

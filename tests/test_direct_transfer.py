@@ -37,8 +37,8 @@ from urllib.parse import parse_qs, urlparse
 import pyarrow.csv as pacsv
 import pytest
 import requests
-from conftest import boto_client, free_port, make_store, wait_for
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, app_on, base_env, settle, shot
+from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
+from test_browser import ARTIFACTS, app_on, base_env, settle, shot
 
 from s3task import cli, lifecycle
 from s3task.config import Settings
@@ -117,16 +117,6 @@ def big_csv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
             f.write("".join(f"{i},customer {i:07d},{i * 7 % 1000:03d}\n" for i in range(rows, rows + block)))
             rows += block
     return path, rows
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 # --- memory of the app process --------------------------------------------------------------------

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from conftest import wait_for
 
 import s3task.store.s3
 from s3task.errors import StoreError
@@ -32,51 +32,60 @@ def test_an_error_on_the_thread_surfaces_in_the_caller() -> None:
 
     background = Background(consume)
     background.write(1)
-    with pytest.raises(StoreError, match="the store failed"):
-        for _ in range(100):  # the next write after the failure raises it
+    raised: list[StoreError] = []
+
+    def next_write_raises() -> bool:  # the next write after the failure raises it
+        try:
             background.write(2)
-            time.sleep(0.01)
+        except StoreError as e:
+            raised.append(e)
+        return bool(raised)
+
+    wait_for(next_write_raises, timeout=5, what="the thread's error raised in the caller")
+    assert str(raised[0]) == "the store failed"
     with pytest.raises(StoreError, match="the store failed"):
         background.close()
 
 
+class Blocking:
+    """A consumer that blocks on each item until released, and says when it has taken one."""
+
+    def __init__(self) -> None:
+        self.taken = threading.Event()
+        self.release = threading.Event()
+        self.consumed: list[int] = []
+
+    def __call__(self, item: int) -> None:
+        self.taken.set()
+        self.release.wait(5)
+        self.consumed.append(item)
+
+
 def test_memory_is_bounded_the_caller_waits_for_a_slow_consumer() -> None:
-    release = threading.Event()
-    consumed: list[int] = []
-
-    def consume(item: int) -> None:
-        release.wait(5)
-        consumed.append(item)
-
+    consume = Blocking()
     background = Background(consume, depth=1)
-    background.write(1)  # taken by the thread, which blocks
-    time.sleep(0.05)
+    background.write(1)
+    assert consume.taken.wait(5)  # taken by the thread, which blocks
     background.write(2)  # waits in the queue
     blocked = threading.Thread(target=background.write, args=(3,))
     blocked.start()
     blocked.join(0.2)
     assert blocked.is_alive()  # a third item has to wait
-    release.set()
+    consume.release.set()
     blocked.join(5)
     background.close()
-    assert consumed == [1, 2, 3]
+    assert consume.consumed == [1, 2, 3]
 
 
 def test_abort_drops_what_is_queued() -> None:
-    release = threading.Event()
-    consumed: list[int] = []
-
-    def consume(item: int) -> None:
-        release.wait(5)
-        consumed.append(item)
-
+    consume = Blocking()
     background = Background(consume, depth=1)
     background.write(1)
-    time.sleep(0.05)
+    assert consume.taken.wait(5)
     background.write(2)
-    threading.Timer(0.1, release.set).start()
+    threading.Timer(0.1, consume.release.set).start()  # abort must wait for the item in hand
     background.abort()
-    assert consumed == [1]
+    assert consume.consumed == [1]
 
 
 @pytest.mark.parametrize("store", ["moto"], indirect=True)
