@@ -254,7 +254,7 @@ def test_identity_headers_are_ignored_unless_a_trusted_header_is_configured() ->
     # With OIDC configured, headers never override the signed-in identity.
     oidc = resolve(
         auth_configured=True,
-        user={"is_logged_in": True, "email": "ann@x.example", "user": "mallory"},
+        user={"is_logged_in": True, "email": "ann@x.example", "email_verified": True, "user": "mallory"},
         trusted_headers={},
         address="0.0.0.0",
         operators=[],

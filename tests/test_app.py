@@ -214,7 +214,13 @@ def test_oidc_asks_to_sign_in(app: Callable[..., AppTest]) -> None:
         ({"headers": HEADER, "user": {"user": "ann"}, "address": "0.0.0.0"}, "header", "ann", False, None),
         ({"headers": HEADER, "user": {"user": "boss"}}, "header", "boss", True, None),
         ({"headers": HEADER, "user": {}}, "header", None, False, "X-Remote-User"),
-        ({"auth": True, "user": {"is_logged_in": True, "email": "e@x.org"}}, "oidc", "e@x.org", False, None),
+        (
+            {"auth": True, "user": {"is_logged_in": True, "email": "e@x.org", "email_verified": True}},
+            "oidc",
+            "e@x.org",
+            False,
+            None,
+        ),
     ],
 )
 def test_identity_resolution(kwargs, mode, name, operator, problem) -> None:

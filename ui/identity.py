@@ -1,6 +1,18 @@
 """Who is using the app: OIDC login, else a trusted proxy header, else one local developer.
 
-1. OIDC (``[auth]`` in ``.streamlit/secrets.toml``): ``st.user`` after ``st.login``.
+1. OIDC (``[auth]`` in ``.streamlit/secrets.toml``): the claims of the ID token in
+   ``st.user`` after ``st.login``. Only claims the user cannot edit name them:
+
+   - the ``email`` claim, when ``email_verified`` is true (see :func:`_email_verified`);
+   - else the issuer and subject (``iss`` + ``sub``), as a key-safe name of the shape
+     ``oidc-<subject>-<hash>`` (see :func:`subject_name`);
+   - neither: refused, with a message saying so.
+
+   ``name`` / ``preferred_username`` are only shown next to that name in the sidebar
+   (:attr:`Identity.label`); they never name the user and never make anyone an operator,
+   since most identity providers let people edit them. An operator is listed in
+   ``S3TASK_OPERATORS`` by that name: the verified email, or the ``oidc-…`` name the
+   sidebar shows.
 2. A reverse proxy that authenticates people and passes a header, named in
    Streamlit's ``server.trustedUserHeaders`` (e.g. ``{"X-Forwarded-Email" = "email"}``).
    Only safe when the proxy is the only way in.
@@ -11,8 +23,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import json
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +38,19 @@ from s3task.tasks import Actor
 log = logging.getLogger("s3task.app")
 
 DEV_USER = "local"
-_CLAIMS = ("email", "preferred_username", "name", "sub")
+#: Claims shown next to the user's name, never used to name them (users can edit them).
+_DISPLAY_CLAIMS = ("name", "preferred_username")
+_DISPLAY_MAX = 100
+#: Characters a subject keeps in the readable part of its name: URL-unreserved, so the
+#: name is its own ``by-user/<user>/`` key component (``quote(name, safe="")`` leaves it as is).
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SUBJECT_MAX = 48
+_HASH_HEX = 12
+_NO_SUBJECT = (
+    "Your identity provider sent neither a verified email address (an email claim with "
+    "email_verified true) nor a subject (sub claim), so this app cannot tell who you are. "
+    "Ask whoever runs the sign-in to include the openid scope (and email, for your address)."
+)
 
 
 @dataclass(frozen=True)
@@ -34,13 +61,18 @@ class Identity:
     actor: Actor | None = None
     problem: str | None = None
     login_needed: bool = False
+    #: The name the identity provider shows for the user (``name`` / ``preferred_username``):
+    #: for display only, never an identity or an operator match.
+    display_name: str | None = None
 
     @property
     def label(self) -> str:
+        """What the sidebar shows: the display name, if any, then the user name operators are listed by."""
         if self.actor is None:
             return "not signed in"
         role = " (operator)" if self.actor.operator else ""
-        return self.actor.name + role
+        shown = f"{self.display_name} · " if self.display_name and self.display_name != self.actor.name else ""
+        return shown + self.actor.name + role
 
 
 def is_loopback(address: str | None) -> bool:
@@ -67,7 +99,7 @@ def resolve(
     if auth_configured:
         if not user.get("is_logged_in"):
             return Identity("oidc", login_needed=True)
-        return _named("oidc", _first(user, _CLAIMS), operators, "your identity provider sent no email or subject")
+        return _oidc(user, operators)
     if trusted_headers:
         keys = list(dict.fromkeys(trusted_headers.values()))
         headers = ", ".join(trusted_headers)
@@ -89,6 +121,58 @@ def resolve(
             "(server.trustedUserHeaders), or listen on 127.0.0.1 only (./run.sh does)."
         ),
     )
+
+
+def _oidc(user: Mapping[str, Any], operators: set[str]) -> Identity:
+    """Name an OIDC user by claims they cannot edit: a verified email, else issuer + subject."""
+    name = _first(user, ("email",)) if _email_verified(user.get("email_verified")) else None
+    if name is None:
+        subject = _first(user, ("sub",))
+        if subject is None:
+            return Identity("oidc", problem=_NO_SUBJECT)
+        issuer = user.get("iss")  # always there: Authlib rejects an ID token without one
+        name = subject_name(issuer if isinstance(issuer, str) else "", subject)
+    identity = _named("oidc", name, operators, _NO_SUBJECT)
+    display = _first(user, _DISPLAY_CLAIMS)
+    if identity.actor is None or display is None:
+        return identity
+    display = "".join(c for c in display if c.isprintable())[:_DISPLAY_MAX].strip() or None
+    return Identity("oidc", actor=identity.actor, display_name=display)
+
+
+def _email_verified(value: object) -> bool:
+    """Whether ``email_verified`` says the address was verified.
+
+    The OIDC standard makes it a JSON boolean, and the ID tokens whose claims Streamlit puts
+    in ``st.user`` carry one (Google's and Cognito's among them). But Amazon Cognito's
+    userInfo endpoint and its Lambda triggers send the strings "true"/"false", and several
+    OIDC libraries accept those for that reason (zitadel/oidc#139, pomerium#792,
+    pocketbase#6657). The value comes from the identity provider, not the user, so the
+    string "true" (any case) is accepted too. Anything else is not verified: false,
+    "false", 1, "yes", or no claim at all (Microsoft Entra ID sends none, and its email
+    claim is not verified).
+    """
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True
+
+
+def subject_name(issuer: str, subject: str) -> str:
+    """A stable, key-safe user name for an OIDC subject: ``oidc-<subject>-<hash>``.
+
+    ``<subject>`` is the ``sub`` claim with every character outside ``A-Z a-z 0-9 . _ -``
+    replaced by ``_`` and cut to 48 characters, so people can recognise it;
+    ``<hash>`` is the first 12 hex digits (48 bits) of SHA-256 over the JSON pair
+    ``[issuer, subject]``, so two users differ in name whenever their issuer or subject
+    differs, even where the readable part is shortened or two providers hand out the same
+    ``sub`` (neither is chosen by the user, so nobody can search for a colliding hash).
+    E.g. ``oidc-108512345678901234567-f4cf92666800`` for a Google account. The name has no
+    ``@``, so it never equals an email address, and it is at most 66 characters, every one
+    URL-unreserved, so it is also its own object-key component under ``by-user/``.
+    """
+    readable = _UNSAFE.sub("_", subject)[:_SUBJECT_MAX]
+    digest = hashlib.sha256(json.dumps([issuer, subject]).encode()).hexdigest()[:_HASH_HEX]
+    return f"oidc-{readable}-{digest}"
 
 
 def _first(user: Mapping[str, Any], keys: Iterable[str]) -> str | None:
