@@ -362,6 +362,7 @@ def gated_type() -> Iterator[str]:
     """The tests' task type that waits for a gate file (tests/worker_handlers.py), registered for this test."""
     from s3task import handlers
 
+    handlers.all_types()  # the built-in types load lazily: load them first, or they would be removed below
     before = set(handlers._REGISTRY)
     import worker_handlers
 

@@ -23,8 +23,11 @@ identical ETags, any change gives a new one, and nothing relies on an ETag
 being an MD5 (it never is for S3 multipart uploads). The ETag is computed
 while staging and kept with user metadata in an extended attribute of the
 file, so it travels with the inode through link/replace: a reader sees data
-and ETag of the same version. Where xattrs are not supported the ETag is
-recomputed on read, by the same rule.
+and ETag of the same version. Where xattrs are not supported — a filesystem
+without them, or a platform whose ``os`` module has no ``getxattr`` /
+``setxattr`` (macOS, the BSDs) — the ETag is recomputed on read, by the same
+rule, and an object keeps no user metadata or content type (a read reports
+``{}`` and ``None``).
 """
 
 from __future__ import annotations
@@ -87,8 +90,11 @@ class LocalStore:
 
     @staticmethod
     def _read_attrs(fd: int) -> dict | None:
+        getxattr = _xattr_function("getxattr")
+        if getxattr is None:
+            return None
         try:
-            return json.loads(os.getxattr(fd, _XATTR))
+            return json.loads(getxattr(fd, _XATTR))
         except (OSError, ValueError):
             return None
 
@@ -334,8 +340,10 @@ class _StagedFile:
         self.etag = self._hash.etag()
         attrs = {"etag": self.etag, "metadata": dict(metadata or {}), "content_type": content_type}
         self._file.flush()
-        with contextlib.suppress(OSError):  # no xattrs here: the ETag is recomputed on read
-            os.setxattr(self._file.fileno(), _XATTR, json.dumps(attrs).encode())
+        setxattr = _xattr_function("setxattr")
+        if setxattr is not None:
+            with contextlib.suppress(OSError):  # a filesystem without xattrs: the ETag is recomputed on read
+                setxattr(self._file.fileno(), _XATTR, json.dumps(attrs).encode())
         os.fsync(self._file.fileno())
         self._file.close()
 
@@ -344,6 +352,15 @@ class _StagedFile:
             self._file.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+
+def _xattr_function(name: str) -> Any:
+    """``os.getxattr`` / ``os.setxattr``, or None where Python has none (macOS, the BSDs: Linux only).
+
+    Looked up at each call rather than once at import, so that a test can take
+    the functions away (``monkeypatch.delattr``) and run the store as it runs there.
+    """
+    return getattr(os, name, None)
 
 
 def _load_sync_file_range() -> Any:

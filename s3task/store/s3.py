@@ -15,12 +15,25 @@ chain work unchanged. S3's quirks are normalised here and nowhere else:
 
 Record reads and writes use a client with short timeouts, so one slow call
 cannot outlive a lease; streaming data uses a second, patient client.
+
+Presigned URLs go to a browser, which cannot follow S3's region redirects (a
+CORS preflight does not follow a 307). With a custom endpoint (MinIO, moto)
+they are signed by the record client, path-style, as botocore does for any
+custom endpoint. On AWS itself (no endpoint configured) they are signed by a
+third client in the bucket's own region with virtual-hosted addressing:
+``https://<bucket>.s3.<region>.amazonaws.com/<key>``, the only form that works
+from the moment a bucket exists in every region, opt-in ones included —
+botocore's default, ``<bucket>.s3.amazonaws.com``, is answered with a 307
+outside us-east-1 for a while after the bucket is created and does not work
+at all in opt-in regions (ap-east-1, me-south-1…). The bucket's region is
+asked once, at the first URL (:func:`find_bucket_region`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import email.utils
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +42,7 @@ from typing import Any, BinaryIO
 
 import boto3
 from botocore.config import Config
+from botocore.configprovider import ConfiguredEndpointProvider
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import clock
@@ -49,31 +63,76 @@ PART_SIZE = 8 * 1024 * 1024
 MAX_PARTS = 10_000
 _CREATE_RESENDS = 5
 
+#: Connections each client keeps open for reuse; botocore's default is 10. One store, and so one
+#: record client, serves every thread of a process that uses it: in the app, every browser session
+#: and the HTTP API share one TaskService, and one listing page reads its records 16 at a time
+#: (``s3task.tasks._READERS``); the worker (the embedded one has a store of its own) reads 16 records
+#: at a time when it polls (``s3task.worker.loop._READERS``) besides its presence reads and the lease
+#: renewals of the tasks in hand. 32 lets two such fan-outs, or one and the odd single calls of other
+#: sessions, run at once on warm connections. Past the pool size nothing blocks: urllib3 opens an
+#: extra connection and closes it after one request — a new TLS handshake each time, and a
+#: "Connection pool is full" warning in the log. Idle pooled connections cost one socket each.
+MAX_POOL_CONNECTIONS = 32
+
 _RECORD_CONFIG = Config(
     connect_timeout=2,
     read_timeout=4,
     retries={"mode": "standard", "total_max_attempts": 3},
     signature_version="s3v4",
+    max_pool_connections=MAX_POOL_CONNECTIONS,
 )
 _DATA_CONFIG = Config(
     connect_timeout=5,
     read_timeout=60,
     retries={"mode": "standard", "total_max_attempts": 5},
     signature_version="s3v4",
+    max_pool_connections=MAX_POOL_CONNECTIONS,
+)
+#: The client that signs URLs on AWS itself (see the module docstring); it sends no requests.
+#: "virtual" gives ``<bucket>.s3.<region>.amazonaws.com`` (botocore's default, "auto", gives the
+#: global ``<bucket>.s3.amazonaws.com`` for presigned URLs whatever the region); "regional" makes
+#: us-east-1 no exception (``<bucket>.s3.us-east-1.amazonaws.com``). A bucket name with dots gets
+#: the regional path-style URL instead (``s3.<region>.amazonaws.com/<bucket>/…``), whose TLS
+#: certificate matches.
+_URL_CONFIG = Config(
+    signature_version="s3v4",
+    s3={"addressing_style": "virtual", "us_east_1_regional_endpoint": "regional"},
 )
 
 
 class S3Store:
-    def __init__(self, bucket: str, *, client: Any = None, data_client: Any = None, session: Any = None) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        client: Any = None,
+        data_client: Any = None,
+        session: Any = None,
+        bucket_region: str | None = None,
+    ) -> None:
+        """A store on ``bucket``.
+
+        ``client`` (and ``data_client``, else the same) are used as given, to sign URLs too.
+        Without them the clients come from ``session`` (boto3's configuration chain); then,
+        if no endpoint is configured, URLs are signed for the bucket's region:
+        ``bucket_region`` if given, else the one S3 reports at the first URL.
+        """
         self.bucket = bucket
         try:
-            session = session or boto3.session.Session()
+            # boto3 reads AWS_DEFAULT_REGION and the profile's region but not AWS_REGION, which the
+            # AWS CLI and the other SDKs read first (and Lambda and ECS set): take it the same way.
+            session = session or boto3.session.Session(region_name=os.environ.get("AWS_REGION") or None)
+            on_aws = client is None and configured_endpoint(session) is None
             self.client = client or session.client("s3", config=_RECORD_CONFIG)
             self.data_client = data_client or (client or session.client("s3", config=_DATA_CONFIG))
         except BotoCoreError as e:  # e.g. AWS_PROFILE names no profile: a store error, not a crash
             raise StoreError(f"cannot set up the S3 client: {e}") from e
         endpoint = self.client.meta.endpoint_url
         self.description = f"s3://{bucket} ({endpoint})"
+        self._url_session = session if on_aws else None
+        self._bucket_region = bucket_region
+        self._url_client: Any = None
+        self._url_lock = threading.Lock()
         self._offset = 0.0  # store clock minus our wall clock, from the Date header
         self._offset_lock = threading.Lock()
         for c in {id(self.client): self.client, id(self.data_client): self.data_client}.values():
@@ -208,16 +267,40 @@ class S3Store:
 
     # --- presigned URLs ------------------------------------------------------
 
+    def _signer(self) -> Any:
+        """The client that signs URLs: the record client, or on AWS one in the bucket's region."""
+        if self._url_session is None:
+            return self.client
+        with self._url_lock:
+            if self._url_client is None:
+                # The bucket's region even when one is configured (AWS_REGION, the profile) and
+                # differs: the API clients follow S3's redirects to the bucket's region, a browser
+                # given a URL for the wrong region gets a redirect or an error it cannot follow.
+                region = self._bucket_region or find_bucket_region(self.client, self.bucket)
+                if region is None:
+                    # S3 did not say (no such bucket yet, store unreachable): sign for the configured
+                    # region this time, as the API calls go, and ask again at the next URL.
+                    return self._url_client_for(self._url_session.region_name or "us-east-1")
+                self._bucket_region = region
+                self._url_client = self._url_client_for(region)
+            return self._url_client
+
+    def _url_client_for(self, region: str) -> Any:
+        try:
+            return self._url_session.client("s3", region_name=region, config=_URL_CONFIG)
+        except BotoCoreError as e:
+            raise StoreError(f"cannot set up the S3 client for URLs in {region}: {e}") from e
+
     def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str | None:
         params: dict[str, Any] = {"Bucket": self.bucket, "Key": check_key(key)}
         if filename:
             safe = "".join(ch for ch in filename if ch.isalnum() or ch in " ._-") or "download"
             params["ResponseContentDisposition"] = f'attachment; filename="{safe}"'
-        return self.client.generate_presigned_url("get_object", Params=params, ExpiresIn=expires)
+        return self._signer().generate_presigned_url("get_object", Params=params, ExpiresIn=expires)
 
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
         params = {"Bucket": self.bucket, "Key": check_key(key), "ContentType": content_type}
-        return self.client.generate_presigned_url("put_object", Params=params, ExpiresIn=expires)
+        return self._signer().generate_presigned_url("put_object", Params=params, ExpiresIn=expires)
 
     # --- multipart uploads by someone else (a browser), through presigned part URLs ---
 
@@ -231,7 +314,7 @@ class S3Store:
         if not 1 <= part_number <= MAX_PARTS:
             raise ValueError(f"part numbers run from 1 to {MAX_PARTS}")
         params = {"Bucket": self.bucket, "Key": check_key(key), "UploadId": upload_id, "PartNumber": part_number}
-        return self.client.generate_presigned_url("upload_part", Params=params, ExpiresIn=expires)
+        return self._signer().generate_presigned_url("upload_part", Params=params, ExpiresIn=expires)
 
     def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:
         """Join the parts (number, ETag) into the object; returns its ETag. Unconditional: an overwrite."""
@@ -357,6 +440,47 @@ class _MultipartWriter:
                 Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id
             )
         self._upload_id = None
+
+
+def configured_endpoint(session: Any) -> str | None:
+    """The S3 endpoint URL configured outside the code, or None: then boto3 talks to AWS itself.
+
+    ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``, or ``endpoint_url`` in the profile or its
+    ``services`` section, unless ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` is set — looked up by
+    the same botocore provider that ``Session.create_client`` uses, so the answer is the one the
+    clients were built with.
+    """
+    core = session._session  # the botocore session behind boto3's
+    if core.get_config_variable("ignore_configured_endpoint_urls"):
+        return None
+    provider = ConfiguredEndpointProvider(
+        full_config=core.full_config, scoped_config=core.get_scoped_config(), client_name="s3"
+    )
+    return provider.provide()
+
+
+def find_bucket_region(client: Any, bucket: str) -> str | None:
+    """The region ``bucket`` is in, as S3 reports it; None if it does not say (no such bucket, no answer).
+
+    HeadBucket's ``x-amz-bucket-region`` header comes on a 200, on the 301 of a request sent to the
+    wrong region, and on a 403 — credentials without a plain ``s3:ListBucket`` on the bucket, like
+    the app's and the worker's roles (theirs is limited to the prefix), still learn the region.
+    GetBucketLocation (``s3:GetBucketLocation``) is the fallback.
+    """
+    try:
+        headers = client.head_bucket(Bucket=bucket)["ResponseMetadata"].get("HTTPHeaders", {})
+    except ClientError as e:
+        headers = e.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    except BotoCoreError:
+        return None
+    if region := headers.get("x-amz-bucket-region"):
+        return region
+    try:
+        location = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+    except (ClientError, BotoCoreError):
+        return None
+    # us-east-1 has no location constraint; "EU" is what eu-west-1 buckets of long ago report.
+    return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, location)
 
 
 def _meta(key: str, resp: dict) -> ObjectMeta:
