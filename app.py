@@ -80,6 +80,13 @@ def main() -> None:
 
     page = st.navigation(nav.pages())
     sidebar.render(ctx)
+    if ctx.worker.problem:  # on every page: nothing submitted here will be processed until this changes
+        st.error(
+            "**Tasks will not be processed by this app.** Its built-in worker is not running: "
+            + fmt.plain(ctx.worker.problem)
+            + " New tasks are kept in the queue until a worker that passes the check picks them up.",
+            icon=":material/block:",
+        )
     page.run()
 
 

@@ -61,6 +61,10 @@ class BucketMissing(StoreError):
     """The bucket does not exist."""
 
 
+class MarkerLost(StoreError):
+    """A task that may be pending has no active/ marker, and putting it back failed."""
+
+
 class UnsafeStore(StoreError):
     """The store does not enforce conditional writes; running on it would corrupt task state."""
 

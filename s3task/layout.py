@@ -28,7 +28,7 @@ ACTIVE = "active"
 BY_USER = "by-user"
 WORKERS = "workers"
 CSV_TYPE = "text/csv"
-_WORKER_ID_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Layout:
         return f"{self.prefix}/{WORKERS}/"
 
     def worker_key(self, worker_id: str) -> str:
-        if not _WORKER_ID_RE.fullmatch(worker_id):
+        if not WORKER_ID_PATTERN.fullmatch(worker_id):
             raise ValueError(f"invalid worker id {worker_id!r}")
         return self.workers_root + worker_id
 

@@ -7,12 +7,15 @@ is terminal.
 
 from __future__ import annotations
 
+import logging
 import time
 
-from .errors import NotFound, S3TaskError, StoreError, TaskNotFound
+from .errors import MarkerLost, NotFound, S3TaskError, StoreError, TaskNotFound
 from .layout import Layout
 from .record import read_record
 from .store.base import ObjectStore, PutMode
+
+log = logging.getLogger("s3task.markers")
 
 
 def add(store: ObjectStore, layout: Layout, task_id: str) -> None:
@@ -38,7 +41,9 @@ def drop(store: ObjectStore, layout: Layout, task_id: str) -> None:
     retry writes the marker, then the queued record. Our delete can land
     between the two, or after both; markers are all empty, so a conditional
     delete cannot tell ours from theirs. Reading the record after the delete
-    closes the gap: a pending task always ends up with its marker.
+    closes the gap: a pending task always ends up with its marker. Putting it
+    back is retried like every marker write; if it still fails, :class:`MarkerLost`
+    says so (the caller keeps the task id and tries again on its next poll).
     """
     store.delete(layout.active_key(task_id))
     try:
@@ -47,11 +52,26 @@ def drop(store: ObjectStore, layout: Layout, task_id: str) -> None:
         return
     except S3TaskError:
         # Cannot tell whether a retry came in: put the marker back. A stale marker costs a
-        # read per poll until the next drop; a missing one loses a pending task for good.
-        add(store, layout, task_id)
+        # read per poll until the next drop; a missing one hides a pending task from every worker.
+        restore(store, layout, task_id)
         raise
     if not record.is_terminal:
-        add(store, layout, task_id)
+        restore(store, layout, task_id)
+
+
+def restore(store: ObjectStore, layout: Layout, task_id: str) -> None:
+    """Put back the marker of a task that may be pending; :class:`MarkerLost` if the store keeps refusing."""
+    try:
+        add_again(store, layout, task_id)
+    except S3TaskError as e:
+        log.error(
+            "task %s may be pending but its active/ marker could not be put back (%s); it is retried, "
+            "and `python -m s3task repair` restores it too",
+            task_id,
+            e,
+            extra={"task_id": task_id},
+        )
+        raise MarkerLost(f"could not put back the active/ marker of {task_id}: {e}") from e
 
 
 def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:

@@ -487,9 +487,9 @@ def _install_from_env() -> None:
 
     local_mod.LocalStore = factory(local_mod.LocalStore)
     s3_mod.S3Store = factory(s3_mod.S3Store)
-    cli = sys.modules.get("s3task.worker.cli")
-    if cli is not None:
-        probe = cli.cas_probe
+    loop = sys.modules.get("s3task.worker.loop")
+    if loop is not None:  # the probe is the worker's start-up check, not part of the work under faults
+        probe = loop.cas_probe
 
         def quiet_probe(store: Any, prefix: str) -> None:
             store.enabled = False
@@ -498,7 +498,7 @@ def _install_from_env() -> None:
             finally:
                 store.enabled = True
 
-        cli.cas_probe = quiet_probe
+        loop.cas_probe = quiet_probe
 
 
 def _in_child() -> bool:

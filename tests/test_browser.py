@@ -18,10 +18,12 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import boto3
 import pytest
 import requests
 from conftest import CHROMIUM, free_port, wait_for
@@ -239,3 +241,60 @@ def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket
             back_to_list(page, "People on S3", "s3")
     finally:
         page.close()
+
+
+def test_app_on_a_store_that_ignores_conditions_processes_nothing_and_says_why(
+    browser, tmp_path: Path, moto_http_bucket: tuple[str, str]
+) -> None:
+    """The embedded worker runs the same conditional-write probe as worker.py: on a store that
+    ignores If-Match / If-None-Match it never starts, the log says why, every page says so,
+    and a queued task stays queued."""
+    from playwright.sync_api import expect
+    from s3proxy import proxy_server
+
+    from s3task.layout import Layout
+    from s3task.record import read_record
+    from s3task.store.s3 import S3Store
+    from s3task.tasks import Actor, TaskService
+
+    endpoint, bucket = moto_http_bucket
+    store = S3Store(bucket, client=boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
+    layout = Layout("batch-tasks")
+    service = TaskService(store, layout)
+    alice = Actor("local")
+    task_id = service.create(alice, "waits", "copy").record.task_id
+    service.upload_input(alice, task_id, csv_bytes(ROWS))
+    service.submit(alice, task_id)
+
+    log = tmp_path / "streamlit.log"
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    with proxy_server(endpoint, forget=True) as (unsafe, _):
+        env = base_env(
+            S3TASK_STORE=f"s3://{bucket}/batch-tasks",
+            AWS_ENDPOINT_URL_S3=unsafe,
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            AWS_DEFAULT_REGION="us-east-1",
+        )
+        try:
+            with streamlit_app(env, log) as url:
+                refused = "the embedded worker is not running"
+                wait_for(lambda: refused in log.read_text(), timeout=30, what="the refusal in the app's log")
+                line = next(x for x in log.read_text().splitlines() if refused in x)
+                assert "does not enforce conditional writes" in line and "If-Match" in line, line
+                for where in ("", f"/task?id={task_id}", "/new_task"):
+                    open_app(page, url + where)
+                    banner = page.get_by_text("Tasks will not be processed by this app")
+                    expect(banner).to_be_visible()
+                    expect(page.get_by_text("does not enforce conditional writes").first).to_be_visible()
+                shot(page, "unsafe-store-banner")
+                # Watch the task over several of the app's poll intervals: nobody claims it.
+                poll = float(env["S3TASK_POLL_INTERVAL"])
+                deadline = time.monotonic() + 10 * poll
+                while time.monotonic() < deadline:
+                    record = read_record(store, layout, task_id)[0]
+                    assert record.status == "queued" and record.attempt_id == 0, record.history
+                    time.sleep(poll / 3)
+                assert "Traceback" not in log.read_text()
+        finally:
+            page.close()

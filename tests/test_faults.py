@@ -108,6 +108,10 @@ def run_lifecycle(tmp_path: Path, kind: str, rates: dict[str, float], seed: int)
             task_id = submit_one(service, f"task {i}", csv_rows(10 * i + 1))
             expected[task_id] = Expect(rows=10 * i + 1)
     workers = [Worker(settings_for(root, f"{kind}-{n}"), store=store, layout=layout) for n in range(3)]
+    store.enabled = False  # the start-up probe is not part of the work under faults
+    for w in workers:
+        w.prove_store()
+    store.enabled = True
     threads = [threading.Thread(target=w.run_forever, name=f"worker-{n}", daemon=True) for n, w in enumerate(workers)]
     for t in threads:
         t.start()

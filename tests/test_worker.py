@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -16,9 +13,9 @@ from pathlib import Path
 
 import boto3
 import pytest
-import requests
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
+from s3proxy import proxy_server
 
 from s3task import lifecycle
 from s3task.layout import Layout
@@ -167,7 +164,7 @@ def test_sigterm_releases_the_task_without_charging_an_attempt(s3: Env) -> None:
 def test_second_signal_exits_at_once(s3: Env) -> None:
     gate = s3.tmp / "never"
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
-    with proxy_server(s3, slow_status_puts=True) as (proxy, slow):
+    with proxy_server(s3.env["AWS_ENDPOINT_URL_S3"], slow_status_puts=True) as (proxy, slow):
         w = s3.worker(env={"AWS_ENDPOINT_URL_S3": proxy}, name="impatient")
         wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
         slow.set()  # from now on the store takes ages to accept a record write
@@ -275,54 +272,8 @@ def test_skewed_clocks_neither_steal_nor_keep_leases(s3: Env) -> None:
     rescuer.wait(20)
 
 
-class _Proxy(http.server.BaseHTTPRequestHandler):
-    """Forwards to moto. ``forget`` drops If-Match / If-None-Match, like an S3-compatible
-    store that ignores them; ``slow`` (an Event) holds record writes for a while once set."""
-
-    protocol_version = "HTTP/1.1"  # answers boto's "Expect: 100-continue" at once
-    upstream = ""
-    forget = False
-    slow: threading.Event | None = None
-    done: threading.Event
-
-    def _forward(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        dropped = ("host", "expect", "if-match", "if-none-match") if self.forget else ("host", "expect")
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
-        if self.slow is not None and self.slow.is_set() and self.command == "PUT" and "status.json" in self.path:
-            self.done.wait(20)  # the simulated slowness of a struggling store, until the test ends
-        resp = requests.request(self.command, self.upstream + self.path, headers=headers, data=body, timeout=10)
-        self.send_response(resp.status_code)
-        for k, v in resp.headers.items():
-            if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(resp.content)))
-        self.end_headers()
-        self.wfile.write(resp.content)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def proxy_server(s3: Env, *, forget: bool = False, slow_status_puts: bool = False):
-    slow = threading.Event() if slow_status_puts else None
-    done = threading.Event()
-    attrs = {"upstream": s3.env["AWS_ENDPOINT_URL_S3"], "forget": forget, "slow": slow, "done": done}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Proxy", (_Proxy,), attrs))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", slow
-    finally:
-        done.set()
-        server.shutdown()
-
-
 def test_worker_refuses_a_store_that_ignores_conditions(s3: Env) -> None:
-    with proxy_server(s3, forget=True) as (proxy, _):
+    with proxy_server(s3.env["AWS_ENDPOINT_URL_S3"], forget=True) as (proxy, _):
         w = s3.worker("--once", env={"AWS_ENDPOINT_URL_S3": proxy}, name="unsafe")
         assert w.wait(60) == 1
     text = logs(w)

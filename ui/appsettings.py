@@ -5,42 +5,28 @@
                             directory); ``0``: through Streamlit's uploader, for a store
                             browsers cannot reach.
 ``S3TASK_REFRESH_SECONDS``  how often live pages re-read running tasks; default 2.
-``S3TASK_PAGE_SIZE``        tasks per page on the Tasks list; default 25.
+``S3TASK_PAGE_SIZE``        tasks per page on the Tasks list; default 25, at most 200.
+
+Checked like the shared settings: a bad value stops the app with one line naming it.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from s3task.config import FLAG, load_fields, number, setting, validate
 
 
 @dataclass(frozen=True)
 class AppSettings:
-    direct_upload: bool = True
-    refresh_seconds: float = 2.0
-    page_size: int = 25
+    direct_upload: bool = setting(True, rule=FLAG)
+    refresh_seconds: float = setting(2.0, rule=number(0.1, 3600, unit="of seconds"))
+    page_size: int = setting(25, rule=number(1, 200, whole=True))
+
+    def __post_init__(self) -> None:
+        validate(self)
 
     @classmethod
-    def load(cls, environ: dict[str, str] | None = None) -> AppSettings:
-        env = os.environ if environ is None else environ
-
-        def number(name: str, default: float, kind: type) -> float:
-            raw = env.get("S3TASK_" + name, "").strip()
-            if not raw:
-                return default
-            try:
-                value = kind(raw)
-            except ValueError as e:
-                raise ValueError(f"S3TASK_{name}={raw!r} is not a valid {kind.__name__}") from e
-            if value <= 0:
-                raise ValueError(f"S3TASK_{name} must be positive")
-            return value
-
-        direct = env.get("S3TASK_DIRECT_UPLOAD", "").strip().lower()
-        if direct not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
-            raise ValueError(f"S3TASK_DIRECT_UPLOAD={direct!r} should be 1 or 0")
-        return cls(
-            direct_upload=direct not in ("0", "false", "no", "off"),
-            refresh_seconds=float(number("REFRESH_SECONDS", cls.refresh_seconds, float)),
-            page_size=min(200, int(number("PAGE_SIZE", cls.page_size, int))),
-        )
+    def load(cls, environ: Mapping[str, str] | None = None) -> AppSettings:
+        return load_fields(cls, environ=environ)

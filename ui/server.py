@@ -88,15 +88,15 @@ async def lifespan(app: Any) -> AsyncIterator[None]:
 
 
 def _start_worker() -> None:
-    """Best effort: if it cannot start, the pages try again and show why (``services.embedded_worker``)."""
+    """Best effort: if it cannot start (bad settings, a store that fails the probe), the pages say why."""
     try:
         settings = Settings.load()
-        if settings.embedded_worker:
-            from s3task.worker import start_embedded
+    except ValueError:
+        return  # the pages show the settings problem
+    if settings.embedded_worker:
+        from s3task.worker import ensure_embedded
 
-            start_embedded(settings)
-    except Exception as e:  # the store failed the conditional-write probe, bad settings, no worker module
-        log.warning("the embedded worker did not start with the server: %s", e)
+        ensure_embedded(settings)  # logs the reason itself
 
 
 def _stop_worker() -> None:

@@ -37,23 +37,20 @@ class Worker:
 
 @st.cache_resource(ttl=60, show_spinner=False)
 def _embedded_worker(_settings: Settings) -> Worker:
-    """Start the in-process worker once per process.
+    """Start the in-process worker once per process, after the store passed the conditional-write probe.
 
-    ``start_embedded`` is idempotent and restarts a worker thread that died, so
-    asking it again every minute (the cache's ttl) also revives a crashed one.
-    It registers its own exit hook, which hands the task in hand back to the queue.
+    ``ensure_embedded`` is idempotent and restarts a worker thread that died, so
+    asking it again every minute (the cache's ttl) also revives a crashed one, and
+    re-probes a store that failed. It registers its own exit hook, which hands the
+    task in hand back to the queue.
     """
     try:
-        from s3task.worker import start_embedded
+        from s3task.worker import ensure_embedded
     except ImportError as e:
         log.warning("no embedded worker: %s", e)
         return Worker(False, f"the worker module is not available ({e})")
-    try:
-        start_embedded(_settings)
-    except Exception as e:  # e.g. the store failed the conditional-write probe
-        log.exception("embedded worker did not start")
-        return Worker(False, f"the built-in worker did not start: {e}")
-    return Worker(True)
+    problem = ensure_embedded(_settings)
+    return Worker(problem is None, problem)
 
 
 def embedded_worker(settings: Settings) -> Worker:

@@ -32,8 +32,8 @@ def _who(ctx: Context) -> None:
 
 
 def _workers(ctx: Context) -> None:
-    if ctx.worker.problem:
-        st.warning("Built-in worker: " + fmt.plain(ctx.worker.problem), icon=":material/error:")
+    if ctx.worker.problem:  # the reason is in the banner above every page
+        st.warning("The built-in worker is not running.", icon=":material/error:")
     workers = services.live_workers(ctx.settings.store)
     if ctx.worker.embedded:
         others = f"; {len(workers) - 1} more elsewhere" if workers and len(workers) > 1 else ""

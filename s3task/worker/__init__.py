@@ -7,22 +7,24 @@ import logging
 import threading
 
 from ..config import Settings
+from ..errors import S3TaskError, UnsafeStore
 from .loop import Worker
 from .presence import live_workers
 
-__all__ = ["EmbeddedWorker", "Worker", "live_workers", "start_embedded", "stop_embedded"]
+__all__ = ["EmbeddedWorker", "Worker", "ensure_embedded", "live_workers", "start_embedded", "stop_embedded"]
 
 log = logging.getLogger("s3task.worker")
 
 _embedded: EmbeddedWorker | None = None
 _embedded_lock = threading.Lock()
+_problem: str | None = None
 
 
 class EmbeddedWorker:
     """A worker loop on a daemon thread. No signal handlers: the host process owns those."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.worker = Worker(settings)
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
         self.thread = threading.Thread(target=self._run, name="s3task-embedded-worker", daemon=True)
 
     def _run(self) -> None:
@@ -46,13 +48,52 @@ class EmbeddedWorker:
 
 
 def start_embedded(settings: Settings) -> EmbeddedWorker:
-    """Start the process-wide embedded worker once; later calls return the same one."""
+    """Start the process-wide embedded worker once; later calls return the same one.
+
+    The store is probed first (:meth:`Worker.prove_store`): on a store that
+    ignores conditional writes this raises :class:`~s3task.errors.UnsafeStore`
+    and no worker thread starts, so nothing is ever claimed from this process.
+    """
     global _embedded
     with _embedded_lock:
         if _embedded is None or not _embedded.alive:
-            _embedded = EmbeddedWorker(settings).start()
+            worker = Worker(settings)
+            worker.prove_store()
+            _embedded = EmbeddedWorker(worker).start()
             atexit.register(_embedded.stop)
         return _embedded
+
+
+def ensure_embedded(settings: Settings) -> str | None:
+    """Start (or revive) the embedded worker; return why it cannot run, or None when it runs.
+
+    Called at server start and again by the pages every minute, so a store that
+    is fixed (or was only unreachable) is picked up without a restart. The
+    reason is logged once per change, not once per call.
+    """
+    global _problem
+    try:
+        start_embedded(settings)
+        problem = None
+    except (S3TaskError, ValueError, OSError) as e:
+        problem = _explain(e, settings)
+    with _embedded_lock:
+        changed, _problem = problem != _problem, problem
+    if changed and problem:
+        log.error("the embedded worker is not running: %s", problem, extra={"event": "refused"})
+    elif changed:
+        log.info("the embedded worker is running", extra={"event": "started"})
+    return problem
+
+
+def _explain(error: Exception, settings: Settings) -> str:
+    reason = " ".join(str(error).split())
+    if isinstance(error, UnsafeStore):
+        return (
+            f"{settings.store} failed the safety check: {reason} Tasks will not be processed on this store; "
+            "use one that enforces If-Match/If-None-Match (AWS S3, MinIO, a local directory)."
+        )
+    return f"it could not start ({reason}); it tries again every minute."
 
 
 def stop_embedded(timeout: float = 30) -> None:

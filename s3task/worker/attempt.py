@@ -13,12 +13,13 @@ import multiprocessing
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import handlers, lifecycle, markers
 from ..config import Settings
-from ..errors import NotOwner, S3TaskError, StoreError, TooManyConflicts
+from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..layout import Layout
 from ..lifecycle import Lease, Progress
 from ..record import TaskRecord, update_record
@@ -61,8 +62,10 @@ class Attempt:
         record: TaskRecord,
         lease: Lease,
         stop: threading.Event,
+        on_marker_lost: Callable[[str], None] = lambda _task_id: None,
     ) -> None:
         self.store, self.layout, self.settings = store, layout, settings
+        self._on_marker_lost = on_marker_lost
         self.record, self.lease, self.stop = record, lease, stop
         self.task_id = record.task_id
         self.progress = Progress()
@@ -75,6 +78,24 @@ class Attempt:
     # --- the supervision loop -------------------------------------------------
 
     def run(self) -> Outcome:
+        """Supervise the attempt to its end; whatever goes wrong, the attempt ends through the lifecycle."""
+        try:
+            return self._supervise()
+        except Exception as e:  # a bug or an unforeseen error after the claim: never leave it `running`
+            log.exception("attempt on %s hit an unexpected error", self.task_id, extra={"task_id": self.task_id})
+            return self._end_after(e)
+
+    def _end_after(self, error: Exception) -> Outcome:
+        """Release (when stopping) or fail the attempt after an unexpected error; retried like any failure."""
+        try:
+            if self.stop.is_set():
+                return self._release()
+            return self._fail(f"the worker hit an unexpected error: {type(error).__name__}: {error}", False)
+        except Exception:  # even that failed: the lease expiry hands the task on, as after a crash
+            log.exception("could not end the attempt on %s; its lease expiry will", self.task_id)
+            return Outcome("lost", str(error))
+
+    def _supervise(self) -> Outcome:
         conn = self._start_child()
         interval = self.settings.lease_seconds / 3
         started = last_move = last_renewal = time.monotonic()
@@ -327,6 +348,8 @@ class Attempt:
     def _drop_marker(self) -> None:
         try:
             markers.drop(self.store, self.layout, self.task_id)
+        except MarkerLost:  # the task came back to life and its marker could not be put back
+            self._on_marker_lost(self.task_id)
         except S3TaskError as e:  # harmless: the next poll removes a stale marker
             log.warning("could not remove marker of %s: %s", self.task_id, e)
 

@@ -11,10 +11,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import Settings
+from ..config import Settings, SettingsError
 from ..errors import S3TaskError
 from ..handlers import load_module
-from ..store.probe import cas_probe
 from .loop import Worker
 
 log = logging.getLogger("s3task.worker")
@@ -49,7 +48,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps({k: v for k, v in data.items() if v is not None})
 
 
-def setup_logging(fmt: str) -> None:
+def setup_logging(fmt: str, level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
@@ -57,7 +56,7 @@ def setup_logging(fmt: str) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger("s3task")
     root.handlers[:] = [handler]
-    root.setLevel(os.environ.get("S3TASK_LOG_LEVEL", "INFO").upper())
+    root.setLevel(level.upper())
     root.propagate = False
 
 
@@ -76,15 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         settings = Settings.load(overrides)
-    except ValueError as e:
+    except SettingsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    setup_logging(settings.log_format)
+    setup_logging(settings.log_format, settings.log_level)
     try:
         for module in settings.handlers:
             load_module(module)
         worker = Worker(settings)
-        cas_probe(worker.store, worker.layout.prefix)
+        worker.prove_store()
     except (S3TaskError, ValueError) as e:
         print(f"error: refusing to start: {' '.join(str(e).split())}", file=sys.stderr)
         return 1

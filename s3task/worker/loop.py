@@ -19,12 +19,13 @@ from typing import Any
 
 from .. import lifecycle, markers
 from ..config import Settings
-from ..errors import InvalidTransition, RecordError, S3TaskError, TaskNotFound
+from ..errors import InvalidTransition, MarkerLost, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
-from ..lifecycle import Lease, Status
+from ..lifecycle import Lease, Progress, Status
 from ..record import TaskRecord, read_record, update_record
 from ..store import open_store
 from ..store.base import ObjectStore
+from ..store.probe import cas_probe
 from .attempt import Attempt, Outcome, warm_up
 from .presence import Presence
 
@@ -48,10 +49,25 @@ class Worker:
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
         self.outcomes: list[tuple[str, Outcome]] = []
+        self._store_proven = False
+        #: Tasks that may be pending but whose marker could not be put back: tried again every poll.
+        self._unmarked: set[str] = set()
 
     # --- lifecycle of the worker itself -------------------------------------------
 
+    def prove_store(self) -> None:
+        """Refuse a store that ignores conditional writes (:class:`UnsafeStore`), once per worker.
+
+        Every way of running a worker — ``worker.py``, the app's embedded one — goes
+        through here before its first claim: on such a store two workers could both
+        "win" a claim and process one task twice.
+        """
+        if not self._store_proven:
+            cas_probe(self.store, self.layout.prefix)
+            self._store_proven = True
+
     def run_forever(self) -> None:
+        self.prove_store()
         warm_up()
         log.info(
             "worker %s polling %s every %.1fs",
@@ -65,6 +81,8 @@ class Worker:
                 self.poll_once()
             except S3TaskError as e:
                 log.warning("poll failed: %s", e)
+            except Exception:  # a bug must not stop the loop: tasks in hand still need their heartbeats
+                log.exception("poll failed unexpectedly")
             self.presence.beat(self.task_ids())
             self._wake.wait(self.settings.poll_interval)
             self._wake.clear()
@@ -72,6 +90,7 @@ class Worker:
 
     def run_once(self) -> None:
         """Work until nothing is claimable right now, then return (cron, tests)."""
+        self.prove_store()
         warm_up()
         while not self.stop_event.is_set():
             started = self.poll_once()
@@ -102,6 +121,7 @@ class Worker:
 
     def poll_once(self) -> int:
         """One pass over ``active/``. Returns the number of attempts started."""
+        self._restore_markers()
         ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(self.layout.active_root)) if i]
         found = self._read_all(ids)
         candidates: list[tuple[TaskRecord, str]] = []
@@ -176,14 +196,32 @@ class Worker:
     def _delete_marker(self, task_id: str) -> None:
         try:
             markers.drop(self.store, self.layout, task_id)
+        except MarkerLost:
+            self.marker_lost(task_id)
         except S3TaskError as e:
             log.debug("could not remove marker of %s: %s", task_id, e)
+
+    def marker_lost(self, task_id: str) -> None:
+        with self._lock:
+            self._unmarked.add(task_id)
+
+    def _restore_markers(self) -> None:
+        with self._lock:
+            pending = list(self._unmarked)
+        for task_id in pending:
+            try:
+                markers.restore(self.store, self.layout, task_id)
+            except S3TaskError:
+                continue  # logged by restore; next poll tries again
+            with self._lock:
+                self._unmarked.discard(task_id)
 
     # --- claiming ----------------------------------------------------------------------
 
     def _claim_some(self, candidates: list[tuple[TaskRecord, str]]) -> int:
         started = 0
         while candidates and not self.stop_event.is_set():
+            self.prove_store()  # no claim ever on a store that ignores conditions
             if not self._slots.acquire(blocking=False):
                 break
             pick = random.randrange(min(SPREAD, len(candidates)))
@@ -192,9 +230,36 @@ class Worker:
             if claimed is None:
                 self._slots.release()
                 continue
-            self._start(*claimed)
+            try:
+                self._start(*claimed)
+            except Exception as e:  # claimed but not started: end the attempt now, not at its lease's expiry
+                log.exception("could not start the attempt on %s", record.task_id, extra={"task_id": record.task_id})
+                self._slots.release()
+                with self._lock:
+                    self._running.pop(record.task_id, None)
+                self._fail_unstarted(*claimed, e)
+                continue
             started += 1
         return started
+
+    def _fail_unstarted(self, record: TaskRecord, lease: Lease, error: Exception) -> None:
+        """A failed attempt (retried with backoff, so a bug that repeats ends in a final failure, not a loop)."""
+
+        def change(current: TaskRecord, now: Any) -> TaskRecord:
+            return lifecycle.fail(
+                current,
+                now,
+                lease=lease,
+                error=f"the worker could not start the attempt: {type(error).__name__}: {error}",
+                permanent=False,
+                progress=Progress(),
+                backoff_base=self.settings.retry_backoff_seconds,
+            )
+
+        try:
+            update_record(self.store, self.layout, record.task_id, change)
+        except Exception as e:  # the lease expiry hands it on instead
+            log.error("could not end the attempt on %s: %s", record.task_id, e, extra={"task_id": record.task_id})
 
     def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease] | None:
         holder: dict[str, Any] = {}
@@ -225,7 +290,9 @@ class Worker:
         return new, holder["lease"]
 
     def _start(self, record: TaskRecord, lease: Lease) -> None:
-        attempt = Attempt(self.store, self.layout, self.settings, record, lease, self.stop_event)
+        attempt = Attempt(
+            self.store, self.layout, self.settings, record, lease, self.stop_event, on_marker_lost=self.marker_lost
+        )
 
         def body() -> None:
             try:

@@ -1,0 +1,192 @@
+"""Nothing a worker claims or a person queues is stranded.
+
+Whatever escapes after a claim ends that attempt through the lifecycle (the
+worker keeps running), and a marker that a retry race needs back is put back
+through store errors — or kept in mind and put back on the next poll.
+
+Leases here are long (60 s) and every wait is shorter than half of one, so a
+lease expiry can never be what rescues a task: the worker itself must end it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+
+from s3task import lifecycle, markers
+from s3task.config import Settings
+from s3task.errors import MarkerLost, StoreUnavailable
+from s3task.layout import Layout
+from s3task.record import TaskRecord, read_record, update_record
+from s3task.store.local import LocalStore
+from s3task.tasks import Actor, TaskService
+from s3task.worker import attempt as attempt_mod
+from s3task.worker.loop import Worker
+
+ALICE = Actor("alice")
+SETTINGS = {"poll_interval": 0.05, "lease_seconds": 60.0, "retry_backoff_seconds": 0.1}
+WITHIN = SETTINGS["lease_seconds"] / 2  # well before the lease (plus grace) could expire
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> tuple[LocalStore, Layout, TaskService]:
+    store, layout = LocalStore(tmp_path / "store"), Layout()
+    return store, layout, TaskService(store, layout)
+
+
+@pytest.fixture
+def worker(env, tmp_path: Path) -> Iterator[Worker]:
+    store, layout, _ = env
+    w = Worker(Settings(store=str(tmp_path / "store"), worker_id="w1", **SETTINGS), store=store, layout=layout)
+    thread = threading.Thread(target=w.run_forever, daemon=True)
+    thread.start()
+    yield w
+    w.stop(timeout=20)
+    thread.join(20)
+
+
+def submit(service: TaskService, name: str) -> str:
+    task_id = service.create(ALICE, name, "copy").record.task_id
+    service.upload_input(ALICE, task_id, b"a,b\n1,2\n")
+    service.submit(ALICE, task_id)
+    return task_id
+
+
+def record(env, task_id: str) -> TaskRecord:
+    store, layout, _ = env
+    return read_record(store, layout, task_id)[0]
+
+
+def test_an_unexpected_error_in_the_attempt_fails_it_and_the_worker_goes_on(
+    env, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = attempt_mod.Attempt._start_child
+    broken = threading.Event()
+    broken.set()
+
+    def start_child(self):
+        if broken.is_set():
+            raise RuntimeError("boom after the claim")
+        return real(self)
+
+    monkeypatch.setattr(attempt_mod.Attempt, "_start_child", start_child)
+    task_id = submit(env[2], "first")
+    failed = wait_for(lambda: (r := record(env, task_id)).status == "failed" and r, timeout=WITHIN)
+    assert failed.attempt_id == 1 and not failed.final
+    assert failed.last_error == "the worker hit an unexpected error: RuntimeError: boom after the claim"
+    broken.clear()  # the worker is still there: the automatic retry completes the task
+    done = wait_for(lambda: (r := record(env, task_id)).status == "completed" and r, timeout=WITHIN)
+    assert (done.attempt_id, done.failed_attempts) == (2, 1)
+
+
+def test_an_unexpected_error_in_a_heartbeat_fails_the_attempt(
+    env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import worker_handlers  # noqa: F401  (the gated task type)
+
+    store, layout, service = env
+
+    def heartbeat(*args, **kwargs):
+        raise KeyError("a bug in the heartbeat")
+
+    monkeypatch.setattr(lifecycle, "heartbeat", heartbeat)
+    settings = Settings(
+        store=str(tmp_path / "store"),
+        worker_id="w2",
+        handlers=("worker_handlers",),
+        **{**SETTINGS, "lease_seconds": 3.0},
+    )
+    w = Worker(settings, store=store, layout=layout)
+    task_id = service.create(ALICE, "held", "test_gated", {"gate": str(tmp_path / "never")}).record.task_id
+    service.upload_input(ALICE, task_id, b"a\n1\n")
+    service.submit(ALICE, task_id)
+    thread = threading.Thread(target=w.run_forever, daemon=True)
+    thread.start()
+    try:
+        # First heartbeat after lease/3 = 1 s; an expiry would need lease + grace = 13 s and say so.
+        failed = wait_for(lambda: (r := record(env, task_id)).status == "failed" and r, timeout=WITHIN)
+        assert failed.last_error == "the worker hit an unexpected error: KeyError: 'a bug in the heartbeat'"
+        assert not w.task_ids()
+    finally:
+        w.stop(timeout=20)
+        thread.join(20)
+
+
+def test_a_claim_whose_attempt_cannot_start_is_ended_at_once(
+    env, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = attempt_mod.Attempt.__init__
+    broken = threading.Event()
+    broken.set()
+
+    def init(self, *args, **kwargs):
+        if broken.is_set():
+            raise TypeError("cannot build the attempt")
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr("s3task.worker.loop.Attempt.__init__", init)
+    task_id = submit(env[2], "unstartable")
+    failed = wait_for(lambda: (r := record(env, task_id)).status == "failed" and r, timeout=WITHIN)
+    assert failed.last_error == "the worker could not start the attempt: TypeError: cannot build the attempt"
+    broken.clear()
+    wait_for(lambda: record(env, task_id).status == "completed", timeout=WITHIN)
+
+
+class MarkerPutsFail(LocalStore):
+    """Refuses the next ``failures`` PUTs of ``active/`` markers (503s from a struggling store)."""
+
+    failures = 0
+
+    def put(self, key, body, mode, **kwargs):
+        if "/active/" in key and self.failures > 0:
+            self.failures -= 1
+            raise StoreUnavailable(f"the store failed on {key} (503, injected)")
+        return super().put(key, body, mode, **kwargs)
+
+
+def _retried_after_final_failure(store: LocalStore, layout: Layout, service: TaskService) -> str:
+    """A task that failed for good and was retried by a person: pending, marker present."""
+    task_id = submit(service, "retried")
+    record_, etag = read_record(store, layout, task_id)
+    claimed, lease = lifecycle.claim(record_, store.now(), worker_id="x", lease_seconds=60, max_attempts=3)
+    update_record(store, layout, task_id, lambda r, t: claimed, first=(record_, etag))
+    update_record(
+        store,
+        layout,
+        task_id,
+        lambda r, t: lifecycle.fail(r, t, lease=lease, error="bad", permanent=True, progress=lifecycle.Progress()),
+    )
+    service.retry(ALICE, task_id)
+    return task_id
+
+
+def test_drop_puts_a_pending_tasks_marker_back_through_store_errors(tmp_path: Path) -> None:
+    store, layout = MarkerPutsFail(tmp_path / "s"), Layout()
+    task_id = _retried_after_final_failure(store, layout, TaskService(store, layout))
+    store.failures = 2  # the re-add after the delete fails twice, then lands
+    markers.drop(store, layout, task_id)
+    assert layout.active_key(task_id) in store.list_keys(layout.active_root)
+
+
+def test_a_marker_that_cannot_be_put_back_is_reported_and_restored_by_the_next_poll(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, layout = MarkerPutsFail(tmp_path / "s"), Layout()
+    task_id = _retried_after_final_failure(store, layout, TaskService(store, layout))
+    worker = Worker(Settings(store=str(tmp_path / "s"), worker_id="w3", **SETTINGS), store=store, layout=layout)
+    worker.stop_event.set()  # tidy only: no claims, so the marker is all this test looks at
+    store.failures = 100
+    with caplog.at_level(logging.ERROR, logger="s3task.markers"), pytest.raises(MarkerLost):
+        markers.drop(store, layout, task_id)
+    assert any("may be pending" in r.getMessage() and r.levelno == logging.ERROR for r in caplog.records)
+    assert layout.active_key(task_id) not in store.list_keys(layout.active_root)
+    worker._delete_marker(task_id)  # the worker's own drop (tidy) meets the same store: it remembers the task
+    store.failures = 0  # the store recovers
+    worker.poll_once()
+    assert layout.active_key(task_id) in store.list_keys(layout.active_root)
+    assert read_record(store, layout, task_id)[0].status == "queued"
