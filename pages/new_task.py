@@ -200,14 +200,16 @@ if inspection is not None:
         st.error(fmt.plain(inspection.problem), icon=":material/block:")
     else:
         st.subheader("Preview")
-        st.caption(
-            f"{fmt.size(inspection.size)} · {len(inspection.columns)} columns: "
-            + fmt.plain(", ".join(inspection.columns))
-            + f" · first {PREVIEW_ROWS} rows"
-        )
+        if inspection.columns:
+            st.caption(
+                f"{fmt.size(inspection.size)} · {len(inspection.columns)} columns: "
+                + fmt.plain(", ".join(inspection.columns))
+                + f" · first {PREVIEW_ROWS} rows"
+            )
         if inspection.note:
             st.warning(fmt.plain(inspection.note), icon=":material/warning:")
-        st.dataframe(inspection.preview, hide_index=True, width="stretch")
+        if inspection.columns:
+            st.dataframe(inspection.preview, hide_index=True, width="stretch")
 
 if plan is not None:
     st.caption("The task is queued as soon as the upload finishes; keep this page open until then.")

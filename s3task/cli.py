@@ -16,28 +16,35 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import markers
+from . import handlers, markers
 from .config import Settings
-from .errors import InvalidInput, S3TaskError
+from .errors import InvalidInput, S3TaskError, UnknownTaskType
 from .store import open_store
 from .store.probe import cas_probe
 from .tasks import Actor, TaskService
 
 EXIT_ERROR = 1
+#: A setting s3task cannot use (as for a bad flag: argparse exits with 2 too).
+EXIT_SETTINGS = 2
 #: Where ./run.sh serves the app: the origins init allows when none is given.
 DEV_ORIGINS = ("http://127.0.0.1:8501", "http://localhost:8501")
+
+
+HANDLERS_HELP = "module that registers more task types, as for the workers (repeatable; env S3TASK_HANDLERS)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m s3task", description="Operate s3task: tasks kept in an object store.")
     p.add_argument("--store", help="s3://bucket/prefix or a local directory (env S3TASK_STORE; default ./s3task-data)")
     p.add_argument("--as", dest="user", help="act as this user (default: $S3TASK_USER or $USER)")
+    p.add_argument("--handlers", action="append", metavar="MODULE", help=HANDLERS_HELP)
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("submit", help="create a task from a CSV file and queue it")
     s.add_argument("path")
     s.add_argument("--name", required=True)
     s.add_argument("--type", default="copy", dest="task_type")
+    s.add_argument("--handlers", action="append", metavar="MODULE", dest="sub_handlers", help=HANDLERS_HELP)
     s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
@@ -91,8 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    flags = (args.handlers or []) + (getattr(args, "sub_handlers", None) or [])
     try:
-        settings = Settings.load({"store": args.store})
+        # Before anything else touches the store: a bad setting (a SettingsError, which is a
+        # ValueError) is one line and exit 2, like a bad flag.
+        settings = Settings.load({"store": args.store, "handlers": flags or None})
+    except ValueError as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_SETTINGS
+    try:
+        _load_handlers(settings.handlers)
         store, layout = open_store(settings.store)
         user = getattr(args, "sub_user", None) or args.user or os.environ.get("S3TASK_USER") or _login()
         actor = Actor(user, operator=user in settings.operators or _is_operator_env())
@@ -103,6 +118,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+def _load_handlers(modules: Sequence[str]) -> None:
+    """The task types the workers run (``--handlers``, ``S3TASK_HANDLERS``), so they can be submitted here."""
+    for module in modules:
+        try:
+            handlers.load_module(module)
+        except S3TaskError:
+            raise
+        except Exception as e:  # the module itself is broken: still one line, never a traceback
+            raise UnknownTaskType(f"cannot import handler module {module!r}: {type(e).__name__}: {e}") from e
 
 
 def _login() -> str:

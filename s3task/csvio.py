@@ -28,6 +28,7 @@ to text and neutralising spreadsheet formulas (see :func:`neutralise`).
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections.abc import Iterator
@@ -218,6 +219,41 @@ class CsvReader:
 
     def empty_table(self) -> pa.Table:
         return pa.table({name: pa.array([], TEXT) for name in self.names})
+
+
+def read_start(data: bytes, *, whole: bool, rows: bool = True) -> tuple[list[str], pa.Table] | None:
+    """The header and the complete rows in the first bytes of a file, read and checked as the worker does.
+
+    ``data`` is the start of the file (``whole``: all of it). The New task page's preview (and,
+    with ``rows=False``, the header alone, :meth:`s3task.tasks.TaskService.submit`) call this, so
+    they refuse what the worker would refuse in these bytes, with its words (:class:`InvalidInput`),
+    and nothing else. A part of a file is cut after its last complete row first: a row cut short
+    by the end of ``data`` is no fault. Without ``rows`` the table is empty.
+
+    Returns None when ``data`` is a part that ends inside the header row (a header longer than
+    ``data``): only what such a part already shows (not UTF-8, binary) is refused then.
+    """
+    if not whole:
+        skip = len(BOM) if data.startswith(BOM) else 0
+        eol = b"\r" if b"\n" not in data and b"\r" in data else b"\n"  # as CsvReader decides
+        end = find_boundary(data[skip:], eol)
+        if end < 0 or not data[skip : skip + end + 1].strip(b"\r\n"):
+            _check_part_of_header(data[skip:])
+            return None
+        data = data[: skip + end + 1]
+    reader = CsvReader(io.BytesIO(data), block_size=max(len(data), 1))
+    tables = [table for table, _end in reader.tables()] if rows else []
+    return reader.names, pa.concat_tables(tables) if tables else reader.empty_table()
+
+
+def _check_part_of_header(part: bytes) -> None:
+    """parse_header's text checks on the first part of a header row (whose last character may be cut)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(part, final=False)
+    except UnicodeDecodeError as e:
+        raise _not_text(part, 1 + part.count(b"\n", 0, e.start)) from e
+    if b"\x00" in part:
+        raise _not_text(part, 1 + part.count(b"\n", 0, part.index(b"\x00")))
 
 
 class BlockParser:

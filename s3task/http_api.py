@@ -36,12 +36,14 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 from . import handlers
 from .config import Settings
@@ -66,7 +68,7 @@ from .errors import (
 from .record import TaskRecord
 from .store import open_store
 from .tasks import MAX_LIST, Actor, TaskService
-from .transfer import HttpError, error_response, json_mount, signer_for, transfer_mount
+from .transfer import HttpError, _http_error, error_response, json_mount, signer_for, transfer_mount
 
 log = logging.getLogger("s3task.api")
 
@@ -102,6 +104,30 @@ def status_of(exc: S3TaskError) -> tuple[int, str]:
         if cls in ERRORS:
             return ERRORS[cls]
     return 500, "internal_error"
+
+
+async def _route_error(request: Request, exc: Exception) -> Response:
+    """No route for this path (404) or not for this method (405): JSON, saying what exists."""
+    assert isinstance(exc, HTTPException)
+    path = quote(request.scope["path"], safe="/")  # not request.url, which drops control characters
+    if exc.status_code == 404:
+        message = f"there is no {path} in this API; its routes are listed at /api/openapi.json"
+        return error_response(404, "not_found", message)
+    if exc.status_code == 405:
+        # Starlette names only the methods of the first route for the path (POST for /tasks): name them all.
+        allowed = ", ".join(
+            sorted(
+                {
+                    method
+                    for route in request.app.routes
+                    if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
+                    for method in route.methods or ()
+                }
+            )
+        )
+        message = f"{path} does not take {request.method}; it takes {allowed}"
+        return error_response(405, "method_not_allowed", message, {**(exc.headers or {}), "Allow": allowed})
+    return await _http_error(request, exc)
 
 
 async def _s3task_error(request: Request, exc: Exception) -> Response:
@@ -412,7 +438,8 @@ def routes(
             url_signer=signer_for(store),
         )
     api = Api(service, tokens if tokens is not None else TokenTable.from_env())
-    mounted: list[BaseRoute] = [json_mount("/api", api.routes(), {S3TaskError: _s3task_error})]
+    errors = {S3TaskError: _s3task_error, HTTPException: _route_error}
+    mounted: list[BaseRoute] = [json_mount("/api", api.routes(), errors)]
     signer = service.url_signer or signer_for(service.store)
     if signer is not None:
         max_bytes = settings.max_upload_mb * 1024 * 1024
@@ -426,8 +453,20 @@ def create_app(settings: Settings | None = None, **kwargs: Any) -> Starlette:
 
 
 def app() -> Starlette:
-    """Factory for ``uvicorn s3task.http_api:app --factory``: settings from ``S3TASK_*``."""
-    return create_app(Settings.load())
+    """Factory for ``uvicorn s3task.http_api:app --factory``: settings from ``S3TASK_*``.
+
+    A bad setting is one line on stderr and exit status 2, as for ``python -m s3task.http_api serve``.
+    """
+    try:
+        settings = Settings.load()
+    except ValueError as e:  # a SettingsError: it names the setting
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return create_app(settings)
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join((str(e) or type(e).__name__).split())
 
 
 # --- OpenAPI -------------------------------------------------------------------------
@@ -686,9 +725,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("tokens-file entry (JSON):")
         print(json.dumps({hash_token(token): {"user": args.user, "role": args.role}}, indent=2))
     else:
+        try:
+            settings = Settings.load()
+        except ValueError as e:  # a SettingsError: one line, before the store is touched
+            print(f"error: {_one_line(e)}", file=sys.stderr)
+            return 2
+        try:
+            served = create_app(settings)
+        except (S3TaskError, ValueError, OSError) as e:  # the store cannot be opened, a handler module is missing
+            print(f"error: {_one_line(e)}", file=sys.stderr)
+            return 1
         import uvicorn
 
-        uvicorn.run(create_app(Settings.load()), host=args.host, port=args.port)
+        uvicorn.run(served, host=args.host, port=args.port)
     return 0
 
 

@@ -7,7 +7,6 @@ Clients never decide a transition from their own copy or clock.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import re
@@ -20,6 +19,7 @@ from typing import Any, BinaryIO, Protocol
 import pandas as pd
 
 from . import handlers, lifecycle, markers
+from .csvio import read_start
 from .errors import (
     AccessDenied,
     InvalidInput,
@@ -229,25 +229,20 @@ class TaskService:
         return update_record(self.store, self.layout, task_id, change)
 
     def _check_input(self, record: TaskRecord) -> ObjectMeta:
+        """The input exists and its header row passes the worker's own reading of it.
+
+        Only the header: rows are the worker's to judge (with line numbers, as a failed task).
+        """
         try:
             meta = self.store.head(record.input_object_path)
         except NotFound as e:
             raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
-        if meta.size == 0:
-            raise InvalidInput("the uploaded file is empty; a CSV needs at least a header row")
         with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
-            head = f.read(HEADER_PROBE_BYTES)
-        first = head.split(b"\n", 1)[0].removeprefix(codecs.BOM_UTF8).strip(b"\r")
+            head = _read_up_to(f, HEADER_PROBE_BYTES)
         try:
-            text = first.decode("utf-8")
-        except UnicodeDecodeError:
-            if b"\n" in head:
-                raise InvalidInput("the header row is not UTF-8 text; save the file as CSV UTF-8") from None
-            text = first.decode("utf-8", errors="ignore")  # header may continue past the probe
-        if not text.strip(" ,;\t"):
-            raise InvalidInput("the first line of the file is empty; a CSV starts with a header row")
-        if "\x00" in text:
-            raise InvalidInput("this does not look like a CSV file (it contains binary data)")
+            read_start(head, whole=len(head) >= meta.size, rows=False)
+        except InvalidInput as e:  # the worker's words, saying whose they are
+            raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
         return meta
 
     # --- reading -----------------------------------------------------------
@@ -373,6 +368,16 @@ class TaskService:
                 if total >= rows:
                     break
             return pd.concat(found).head(rows) if found else pd.DataFrame()
+
+
+def _read_up_to(f: BinaryIO, size: int) -> bytes:
+    """The first ``size`` bytes of ``f`` (fewer only at its end): a network body may return short reads."""
+    parts: list[bytes] = []
+    left = size
+    while left > 0 and (chunk := f.read(left)):
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
 
 
 def _chunks(stream: BinaryIO | bytes | Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:

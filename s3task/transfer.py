@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -40,12 +41,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from starlette._utils import get_route_path
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
+from starlette.types import Scope
 
 from . import clock, lifecycle
 from .errors import NotFound, S3TaskError, StoreError, TaskNotFound
@@ -105,12 +108,45 @@ def json_mount(path: str, routes: list[Route], handlers: Mapping[Any, Callable] 
 
     A sub-application (rather than bare routes) keeps the JSON errors, even for
     unknown paths and wrong methods, when the routes are mounted into someone
-    else's app such as Streamlit's ``st.App``.
+    else's app such as Streamlit's ``st.App``. ``handlers`` may replace the
+    one for ``HTTPException`` (404, 405) to word those for its routes.
     """
     exception_handlers: dict[Any, Callable] = {HTTPException: _http_error, HttpError: _http_error}
     exception_handlers.update(handlers or {})
     exception_handlers[Exception] = _internal_error
-    return Mount(path, app=Starlette(routes=routes, exception_handlers=exception_handlers))
+    for route in routes:
+        # Starlette anchors a route with "$", which also matches before a final line feed: "/tasks%0A"
+        # would be served as "/tasks". "\Z" is the end of the path and nothing else.
+        if isinstance(route, Route) and route.path_regex.pattern.endswith("$"):
+            route.path_regex = re.compile(route.path_regex.pattern[:-1] + r"\Z")
+    app = Starlette(routes=routes, exception_handlers=exception_handlers)
+    # No redirect (an empty 307) from "/tasks/" to "/tasks": a JSON 404 says what is wrong.
+    app.router.redirect_slashes = False
+    return _PrefixMount(path, app=app)
+
+
+class _PrefixMount(Mount):
+    """A Mount that takes every path under its own, whatever characters the path holds.
+
+    Starlette's Mount matches ``^/api/(?P<path>.*)$``, and ``.`` stops at a line feed:
+    ``/api/tasks/%0A/submit`` fell through to the enclosing app (a plain-text 404 from
+    Starlette, Streamlit's HTML page when mounted in ``st.App``), and so did ``/api``
+    itself. A prefix test has no such gaps.
+    """
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] not in ("http", "websocket"):
+            return Match.NONE, {}
+        route_path = get_route_path(scope)
+        if route_path != self.path and not route_path.startswith(self.path + "/"):
+            return Match.NONE, {}
+        root_path = scope.get("root_path", "")
+        return Match.FULL, {
+            "path_params": dict(scope.get("path_params", {})),
+            "app_root_path": scope.get("app_root_path", root_path),
+            "root_path": root_path + self.path,
+            "endpoint": self.app,
+        }
 
 
 # --- tokens -------------------------------------------------------------------------

@@ -24,7 +24,11 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # app.py's own helpers (ui/) live next to it, not in the installed package
 
+from badinput import Case, corpus  # noqa: E402
+
 from s3task import handlers, lifecycle  # noqa: E402
+from s3task.csvio import CsvReader  # noqa: E402
+from s3task.errors import InvalidInput  # noqa: E402
 from s3task.handlers import Param, TaskType  # noqa: E402
 from s3task.layout import Layout  # noqa: E402
 from s3task.record import update_record  # noqa: E402
@@ -32,7 +36,8 @@ from s3task.store.base import PutMode  # noqa: E402
 from s3task.store.local import LocalStore  # noqa: E402
 from s3task.tasks import Actor, TaskService  # noqa: E402
 from ui import format as fmt  # noqa: E402
-from ui.csvfile import inspect_upload  # noqa: E402
+from ui.csvfile import PREVIEW_ROWS, PROBE_BYTES, inspect_upload  # noqa: E402
+from ui.direct import Chosen  # noqa: E402
 from ui.identity import is_loopback, resolve  # noqa: E402
 
 APP = str(ROOT / "app.py")
@@ -270,17 +275,86 @@ def test_task_types_from_the_handlers_setting_are_offered(app, monkeypatch) -> N
         ("empty.csv", b"", "The file is empty"),
         ("book.csv", b"PK\x03\x04\x14\x00\x06\x00rest-of-a-zip", "Excel workbook"),
         ("blob.csv", b"a,b\n\x00\x01\x02\n", "binary data"),
-        ("latin.csv", "name\nJosé\n".encode("latin-1"), "not UTF-8"),
-        ("blank.csv", b"\n\na,b\n", "first line is empty"),
+        ("latin.csv", "name\nJosé\n".encode("latin-1"), "line 2: not UTF-8"),
+        ("dupes.csv", b"a,a\n1,2\n", "the header row repeats column names: 'a' (columns 1, 2)"),
+        ("ragged.csv", b"a,b\n1,2\n3\n", "line 3: expected 2 fields, found 1"),
+        ("quote.csv", b'a,b\n1,"2\n', "line 2: unterminated quote"),
+        ("doc.csv", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "This is a PDF"),
+        ("old.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(64), "old-style Excel or Word file"),
     ],
 )
 def test_new_task_refuses_files_that_are_not_usable_csv(app, through_app, filename, content, says) -> None:
     at = goto(app(), "pages/new_task.py")
     at.text_input[0].input("t")
     at.file_uploader[0].set_value((filename, content, "text/csv")).run()
-    assert says in at.error[0].value.replace("\\", "")
+    assert says in at.error[0].value.replace("\\", "").replace("\u2060", "")
     assert next(b for b in at.button if b.label == "Submit").disabled
     assert not at.dataframe
+
+
+def test_the_page_refuses_what_the_worker_refuses_in_its_words_before_anything_is_created(
+    app, through_app, service: TaskService
+) -> None:
+    data = b"id,name,ID,name\n1,2,3,4\n"
+    with pytest.raises(InvalidInput) as worker:
+        CsvReader(io.BytesIO(data))  # how the worker reads the header
+    at = goto(app(), "pages/new_task.py")
+    at.text_input[0].input("duplicates")
+    at.file_uploader[0].set_value(("duplicates.csv", data, "text/csv")).run()
+    assert not at.exception
+    assert worker.value.message in texts(at)
+    assert next(b for b in at.button if b.label == "Submit").disabled
+    assert not at.dataframe
+    assert service.list(Actor("boss", operator=True)).tasks == []
+
+
+def worker_rows(data: bytes) -> tuple[list[str], list[list[str]]] | str:
+    """The header and rows as the worker reads them, or the words it refuses the file with."""
+    try:
+        reader = CsvReader(io.BytesIO(data))
+        return reader.names, [list(row.values()) for table, _ in reader.tables() for row in table.to_pylist()]
+    except InvalidInput as e:
+        return e.message
+
+
+@pytest.mark.parametrize("case", corpus(), ids=lambda c: c.name)
+def test_the_preview_accepts_what_the_worker_reads_and_shows_it_as_the_worker_does(case: Case) -> None:
+    """Every file of the bad-input corpus, whole (the uploader) and as the browser's first 64 KB (direct upload)."""
+    worker = worker_rows(case.data)
+    head = Chosen("f", "x.csv", len(case.data), case.data[:PROBE_BYTES]).preview_bytes()
+    for seen, stream in (("whole", io.BytesIO(case.data)), ("head", io.BytesIO(head))):
+        found = inspect_upload("x.csv", len(case.data), stream)
+        if isinstance(worker, str):
+            assert not found.ok, (seen, worker)
+            assert worker.lower() in found.problem.lower() or "Excel workbook" in found.problem, (seen, found.problem)
+            continue
+        names, rows = worker
+        assert found.ok, (seen, found.problem)
+        assert found.columns == names, seen
+        shown = found.preview.values.tolist()
+        assert shown == rows[: len(shown)], seen
+        if len(case.data) <= PROBE_BYTES:
+            assert len(shown) == min(len(rows), PREVIEW_ROWS), seen
+
+
+def test_a_line_break_in_a_quoted_cell_previews_as_one_cell() -> None:
+    """Also when the browser's first 64 KB end inside such a cell (the preview showed an error)."""
+    rows = b"".join(b'%d,"line one\nline two"\n' % i for i in range(3))
+    data = b"id,text\n" + rows + b'3,"' + b"long\n" * 20_000 + b'"\n4,end\n'
+    head = Chosen("f", "notes.csv", len(data), data[:PROBE_BYTES]).preview_bytes()
+    found = inspect_upload("notes.csv", len(data), io.BytesIO(head))
+    assert found.ok, found.problem
+    assert found.columns == ["id", "text"]
+    assert found.preview.values.tolist() == [[str(i), "line one\nline two"] for i in range(3)]
+
+
+def test_a_blank_line_before_the_header_is_read_as_the_worker_reads_it(app, through_app) -> None:
+    at = goto(app(), "pages/new_task.py")
+    at.text_input[0].input("t")
+    at.file_uploader[0].set_value(("blank.csv", b'\n\nid,text\n1,"a\nb"\n', "text/csv")).run()
+    assert not at.error
+    assert at.dataframe[0].value.values.tolist() == [["1", "a\nb"]]
+    assert not next(b for b in at.button if b.label == "Submit").disabled
 
 
 def test_a_file_that_is_not_named_csv_is_refused() -> None:

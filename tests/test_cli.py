@@ -24,6 +24,9 @@ from s3task.tasks import Actor, TaskService
 LAYOUT = Layout("batch-tasks")
 ADA = Actor("ada")
 CSV = b"id,name\n1,ada\n2,bob\n"
+TESTS = Path(__file__).resolve().parent
+#: tests/ on the import path of the CLI's process, for the plug-in module tests/plugin_types.py.
+PLUGIN_PATH = {"PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
 
 
 def run(store: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -221,6 +224,45 @@ def test_every_error_is_one_line(local, tmp_path: Path) -> None:
     one_line_error(down.result(), "did not answer")
     one_line_error(no_profile.result(), "no-such")
     assert read_record(store, LAYOUT, task_id)[0].status == "queued"  # bob's cancel changed nothing
+
+
+def test_submit_a_plugin_task_type_loaded_as_the_workers_load_it(local, tmp_path: Path) -> None:
+    """S3TASK_HANDLERS or --handlers (before or after the command): the plug-in's type can be submitted."""
+    url, store = local
+    path = tmp_path / "in.csv"
+    path.write_bytes(CSV)
+    submit = ("submit", str(path), "--name", "shout", "--type", "plugin_shout")
+    cases = [
+        ((*submit,), {**PLUGIN_PATH, "S3TASK_HANDLERS": "plugin_types"}),
+        (("--handlers", "plugin_types", *submit), PLUGIN_PATH),
+        ((*submit, "--handlers", "plugin_types"), PLUGIN_PATH),
+    ]
+    with ThreadPoolExecutor(len(cases)) as pool:
+        results = list(pool.map(lambda c: run(url, *c[0], cwd=tmp_path, env=c[1]), cases))
+    for result in results:
+        record, _ = read_record(store, LAYOUT, ok(result).strip().splitlines()[-1])
+        assert (record.task_type, record.status) == ("plugin_shout", "queued")
+
+
+def test_a_handler_module_that_cannot_be_imported_is_one_line(local, tmp_path: Path) -> None:
+    url, store = local
+    path = tmp_path / "in.csv"
+    path.write_bytes(CSV)
+    missing = "no_such_handlers_module"
+    with ThreadPoolExecutor(2) as pool:
+        by_flag = pool.submit(run, url, "--handlers", missing, "submit", str(path), "--name", "x", cwd=tmp_path)
+        by_env = pool.submit(run, url, "list", cwd=tmp_path, env={"S3TASK_HANDLERS": missing})
+    for result in (by_flag.result(), by_env.result()):
+        one_line_error(result, f"cannot import handler module {missing!r}")
+    assert store.list_prefixes(LAYOUT.root) == []  # nothing was created
+
+
+def test_a_bad_setting_is_one_line_and_exit_2_before_the_store_is_opened(tmp_path: Path) -> None:
+    store = tmp_path / "never-opened"
+    result = run(str(store), "list", cwd=tmp_path, env={"S3TASK_CONCURRENCY": "abc"})
+    assert result.returncode == 2, result.stderr
+    one_line_error(result, "S3TASK_CONCURRENCY", "abc")
+    assert not store.exists()
 
 
 def test_against_s3_over_http(moto_http_bucket: tuple[str, str], tmp_path: Path) -> None:

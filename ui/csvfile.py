@@ -1,18 +1,24 @@
 """Look at an uploaded file before it becomes a task: is it a CSV, what are its first rows?
 
-Reads only the start of the file (the first rows and a fixed-size probe), so a
-big upload costs no more to check than a small one.
+Reads only the start of the file (a fixed-size probe), so a big upload costs no
+more to check than a small one. The probe is read by the worker's own reader
+(:func:`s3task.csvio.read_start`), so the page refuses what the worker would
+refuse in those bytes, in the worker's words, and previews the rows exactly as
+the worker will see them (a header ``a,a`` is refused, a quoted line break stays
+inside its cell). On top of that it recognises a few formats that are never CSV
+(Excel, Word, PDF) by their first bytes, and names them.
 """
 
 from __future__ import annotations
 
-import codecs
-import csv
 import io
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pandas as pd
+
+from s3task.csvio import SAVE_AS_UTF8, read_start
+from s3task.errors import InvalidInput
 
 PROBE_BYTES = 64 * 1024
 PREVIEW_ROWS = 10
@@ -42,62 +48,70 @@ class Inspection:
 
 
 def inspect_upload(name: str, size: int, stream: BinaryIO, *, max_bytes: int | None = None) -> Inspection:
-    """Check an uploaded file and read its first rows; the stream is rewound afterwards."""
+    """Check an uploaded file and read its first rows; the stream is rewound afterwards.
+
+    ``stream`` holds the file, or only its first bytes (the browser sends the first 64 KB);
+    ``size`` is the size of the whole file.
+    """
     result = Inspection(name=name, size=size)
     try:
-        result.problem = _refusal(name, size, stream, max_bytes)
+        result.problem = _refusal(name, size, max_bytes)
         if result.problem is None:
-            _read_preview(result, stream)
+            stream.seek(0)
+            _read_preview(result, stream.read(PROBE_BYTES))
     finally:
         stream.seek(0)
     return result
 
 
-def _refusal(name: str, size: int, stream: BinaryIO, max_bytes: int | None) -> str | None:
+def _refusal(name: str, size: int, max_bytes: int | None) -> str | None:
     if not name.lower().endswith(".csv"):
         return f"“{name}” is not a .csv file. {_HOW_TO_SAVE}"
     if size == 0:
         return "The file is empty. A CSV needs at least a header row with the column names."
     if max_bytes is not None and size > max_bytes:
         return f"The file is {size / 2**20:.0f} MB; the limit is {max_bytes / 2**20:.0f} MB."
-    stream.seek(0)
-    head = stream.read(PROBE_BYTES)
-    for magic, what in _SIGNATURES:
-        if head.startswith(magic):
-            return f"{what}. {_HOW_TO_SAVE}"
-    if b"\x00" in head:
-        return f"This file contains binary data, so it is not a CSV. {_HOW_TO_SAVE}"
-    text = head.removeprefix(codecs.BOM_UTF8)
-    try:
-        # A multi-byte character may be cut at the end of the probe: ignore only that.
-        codecs.getincrementaldecoder("utf-8")().decode(text, final=len(head) < PROBE_BYTES)
-    except UnicodeDecodeError as e:
-        line = text[: e.start].count(b"\n") + 1
-        return f"Line {line} is not UTF-8 text. {_HOW_TO_SAVE}"
-    first = text.split(b"\n", 1)[0].strip(b"\r").decode("utf-8", errors="replace")
-    if not first.strip(" ,;\t"):
-        return "The first line is empty. A CSV starts with a header row that names the columns."
     return None
 
 
-def _read_preview(result: Inspection, stream: BinaryIO) -> None:
-    stream.seek(0)
+def _read_preview(result: Inspection, head: bytes) -> None:
+    for magic, what in _SIGNATURES:
+        if head.startswith(magic):
+            result.problem = f"{what}. {_HOW_TO_SAVE}"
+            return
+    whole = len(head) >= result.size
     try:
-        frame = pd.read_csv(
-            stream, nrows=PREVIEW_ROWS, dtype=str, keep_default_na=False, encoding="utf-8-sig", engine="python"
-        )
-    except (pd.errors.ParserError, csv.Error, UnicodeDecodeError, ValueError) as e:
-        result.problem = f"This file could not be read as a CSV: {str(e).strip().splitlines()[0]}"
+        start = read_start(head, whole=whole)
+    except InvalidInput as e:
+        result.problem = _worker_refusal(e.message, head)
         return
-    result.columns = [str(c) for c in frame.columns]
-    result.preview = frame
-    if len(result.columns) == 1 and any(sep in result.columns[0] for sep in (";", "\t")):
+    if start is None:
+        result.note = (
+            f"The header row is longer than the first {PROBE_BYTES // 1024} KB, so there is no preview here; "
+            "the whole file is checked when the task runs."
+        )
+        result.preview = pd.DataFrame()
+        return
+    names, rows = start
+    result.columns = names
+    result.preview = rows.slice(0, PREVIEW_ROWS).to_pandas()
+    if len(names) == 1 and any(sep in names[0] for sep in (";", "\t")):
         result.note = (
             "Only one column was found, and its name contains ';' or tabs. If this file uses semicolons "
             "or tabs between values, save it again as “CSV UTF-8” (comma-separated)."
         )
-    elif frame.empty:
+    elif whole and rows.num_rows == 0:
         result.note = "The file has a header row but no data rows; the task will produce an empty output."
+
+
+def _worker_refusal(message: str, head: bytes) -> str:
+    """The worker's own words for what is wrong, and how to fix it when that is saving the file again."""
+    binary = b"\x00" in head and "binary" not in message
+    lead = "This file contains binary data, so it is not a CSV" if binary else "This file cannot be processed"
+    text = f"{lead}: {message}."
+    if binary or SAVE_AS_UTF8 in message:
+        text += f" {_HOW_TO_SAVE}"
+    return text
 
 
 def as_stream(data: bytes) -> BinaryIO:
