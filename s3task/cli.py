@@ -178,7 +178,7 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
         return 0
     rows = [("ID", "NAME", "TYPE", "STATUS", "PROGRESS", "ROWS", "ERRORS", "BY", "CREATED")]
     for t in page.tasks:
-        status = t.status + (" (final)" if t.status == "failed" and t.final else "")
+        status = t.status + (" (final)" if t.final else "")
         rows.append(
             (
                 t.task_id,

@@ -8,10 +8,14 @@ running  --fail / expire-->  failed                 (a failed attempt)
 failed   --retry-->  queued                         (automatic after retry_at while not final;
                                                      an operator or the creator may retry any
                                                      failed task, which grants one more attempt)
+running  --fail-->  failed for good               (attempts used up, or bad input)
+failed for good  --retry by a person-->  queued     (one more attempt)
 created|queued|running|failed  --cancel-->  abandoned
 ```
 
-``completed``, ``abandoned`` and ``failed`` with ``final`` are terminal.
+``completed``, ``abandoned`` and failed for good (``failed`` with ``final``)
+are terminal; the states are :class:`s3task.states.State`, derived from the
+record, and :data:`TRANSITIONS` is the one table of what may follow what.
 Every function here takes a record and the store's current time and returns
 the next record (a new object) or raises :class:`InvalidTransition` with a
 sentence a user can act on. They never touch the store: the caller writes
@@ -23,35 +27,31 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from .errors import InvalidTransition, NotOwner
 from .record import HISTORY_LIMIT, TaskRecord, new_write_id, parse_iso, to_iso
+from .states import State, Status
+
+__all__ = ["TRANSITIONS", "Lease", "Progress", "State", "Status"]  # Status: re-exported for callers
 
 
-class Status(StrEnum):
-    CREATED = "created"  # record exists; the input may still be uploading
-    QUEUED = "queued"  # input pinned; waiting for a worker
-    RUNNING = "running"  # a worker holds the lease
-    COMPLETED = "completed"  # output written (terminal)
-    FAILED = "failed"  # an attempt failed; retried unless final (final = terminal)
-    ABANDONED = "abandoned"  # cancelled (terminal)
-
-
-#: The one table of allowed transitions: (from, to) -> action name.
-TRANSITIONS: dict[tuple[Status, Status], str] = {
-    (Status.CREATED, Status.QUEUED): "submit",
-    (Status.QUEUED, Status.RUNNING): "claim",
-    (Status.RUNNING, Status.RUNNING): "heartbeat",
-    (Status.RUNNING, Status.QUEUED): "release",
-    (Status.RUNNING, Status.COMPLETED): "complete",
-    (Status.RUNNING, Status.FAILED): "fail",
-    (Status.FAILED, Status.QUEUED): "retry",
-    (Status.CREATED, Status.ABANDONED): "cancel",
-    (Status.QUEUED, Status.ABANDONED): "cancel",
-    (Status.RUNNING, Status.ABANDONED): "cancel",
-    (Status.FAILED, Status.ABANDONED): "cancel",
+#: The one table of allowed transitions: (from, to) -> action. "Failed for good" is a state of its
+#: own (derived from ``failed`` + ``final``): it is terminal, and only a person's retry leaves it.
+TRANSITIONS: dict[tuple[State, State], str] = {
+    (State.CREATED, State.QUEUED): "submit",
+    (State.QUEUED, State.RUNNING): "claim",
+    (State.RUNNING, State.RUNNING): "heartbeat",
+    (State.RUNNING, State.QUEUED): "release",
+    (State.RUNNING, State.COMPLETED): "complete",
+    (State.RUNNING, State.FAILED): "fail",
+    (State.RUNNING, State.FAILED_FOR_GOOD): "fail",
+    (State.FAILED, State.QUEUED): "retry",
+    (State.FAILED_FOR_GOOD, State.QUEUED): "retry",
+    (State.CREATED, State.ABANDONED): "cancel",
+    (State.QUEUED, State.ABANDONED): "cancel",
+    (State.RUNNING, State.ABANDONED): "cancel",
+    (State.FAILED, State.ABANDONED): "cancel",
 }
 
 MAX_RELEASES = 10
@@ -59,12 +59,13 @@ BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 600.0
 
 _WHAT_NEXT = {
-    Status.CREATED: "it can be submitted or cancelled",
-    Status.QUEUED: "it is waiting for a worker; it can be cancelled",
-    Status.RUNNING: "a worker is processing it; it can be cancelled",
-    Status.COMPLETED: "it is finished; its output can be downloaded",
-    Status.FAILED: "it can be retried or cancelled",
-    Status.ABANDONED: "it was cancelled; nothing more can be done with it",
+    State.CREATED: "it can be submitted or cancelled",
+    State.QUEUED: "it is waiting for a worker; it can be cancelled",
+    State.RUNNING: "a worker is processing it; it can be cancelled",
+    State.COMPLETED: "it is finished; its output can be downloaded",
+    State.FAILED: "it can be retried or cancelled",
+    State.FAILED_FOR_GOOD: "a retry gives it one more attempt",
+    State.ABANDONED: "it was cancelled; nothing more can be done with it",
 }
 
 
@@ -85,24 +86,25 @@ class Progress:
     bytes_processed: int = 0
 
 
-def allowed(current: str, target: str) -> bool:
-    return (Status(current), Status(target)) in TRANSITIONS
+def allows(record: TaskRecord, action: str) -> bool:
+    """Does the table allow ``action`` (``"cancel"``, ``"retry"``…) from the record's state?"""
+    return any(name == action and source is record.state for (source, _), name in TRANSITIONS.items())
 
 
 def describe(record: TaskRecord) -> str:
-    status = Status(record.status)
-    if status is Status.FAILED and record.final:
-        return f"task {record.task_id} has failed for good; a retry gives it one more attempt"
-    return f"task {record.task_id} is {status.value}; {_WHAT_NEXT[status]}"
+    state = record.state
+    if state is State.FAILED_FOR_GOOD:
+        return f"task {record.task_id} has failed for good; {_WHAT_NEXT[state]}"
+    return f"task {record.task_id} is {state.value}; {_WHAT_NEXT[state]}"
 
 
-def _move(record: TaskRecord, target: Status, now: datetime, event: str, **changes: Any) -> TaskRecord:
+def _move(record: TaskRecord, target: State, now: datetime, event: str, **changes: Any) -> TaskRecord:
     """The only place a record changes state: checks the table, stamps the write.
 
     The table is checked for the action too, not just for (from, to): ``submit``
     of a running task must not pass as a ``release`` (both are running → queued).
     """
-    if TRANSITIONS.get((Status(record.status), target)) != event:
+    if TRANSITIONS.get((record.state, target)) != event:
         raise InvalidTransition(f"cannot {event} {describe(record)}")
     stamp = to_iso(now)
     entry = {"at": stamp, "event": event, "attempt": changes.get("attempt_id", record.attempt_id)}
@@ -111,7 +113,8 @@ def _move(record: TaskRecord, target: Status, now: datetime, event: str, **chang
         entry["note"] = note[:500]
     history = record.history if event == "heartbeat" else [*record.history, entry][-HISTORY_LIMIT:]
     return record.replace(
-        status=target.value,
+        status=target.status,
+        final=target.final,
         revision=record.revision + 1,
         write_id=new_write_id(),
         updated_at=stamp,
@@ -136,7 +139,7 @@ def check_owner(record: TaskRecord, lease: Lease) -> None:
 def submit(record: TaskRecord, now: datetime, *, input_etag: str, input_size: int) -> TaskRecord:
     return _move(
         record,
-        Status.QUEUED,
+        State.QUEUED,
         now,
         "submit",
         input_etag=input_etag,
@@ -157,7 +160,7 @@ def claim(
     lease = Lease(record.attempt_id + 1, secrets.token_hex(12), worker_id)
     new = _move(
         record,
-        Status.RUNNING,
+        State.RUNNING,
         now,
         "claim",
         _note=f"worker {worker_id}",
@@ -183,7 +186,7 @@ def heartbeat(
     check_owner(record, lease)
     return _move(
         record,
-        Status.RUNNING,
+        State.RUNNING,
         now,
         "heartbeat",
         lease_expires_at=to_iso(now + timedelta(seconds=lease_seconds)),
@@ -203,7 +206,7 @@ def release(record: TaskRecord, now: datetime, *, lease: Lease) -> TaskRecord:
         )
     return _move(
         record,
-        Status.QUEUED,
+        State.QUEUED,
         now,
         "release",
         _note=f"worker {lease.worker_id} stopped",
@@ -221,7 +224,7 @@ def complete(
     check_owner(record, lease)
     return _move(
         record,
-        Status.COMPLETED,
+        State.COMPLETED,
         now,
         "complete",
         output_object_path=output_path,
@@ -285,12 +288,11 @@ def _fail(
     retry_at = None if final else to_iso(now + timedelta(seconds=backoff_seconds(failed, backoff_base)))
     return _move(
         record,
-        Status.FAILED,
+        State.FAILED_FOR_GOOD if final else State.FAILED,
         now,
         "fail",
         _note=error,
         failed_attempts=failed,
-        final=final,
         retry_at=retry_at,
         last_error=error[:2000],
         lease_token=None,
@@ -305,7 +307,7 @@ def backoff_seconds(failed_attempts: int, base: float = BACKOFF_BASE_SECONDS) ->
 
 
 def retry_due(record: TaskRecord, now: datetime) -> bool:
-    if record.status != Status.FAILED or record.final:
+    if record.state is not State.FAILED:
         return False
     due = parse_iso(record.retry_at)
     return due is None or now >= due
@@ -316,17 +318,16 @@ def retry(record: TaskRecord, now: datetime, *, automatic: bool) -> TaskRecord:
 
     A person retrying a task that has failed for good grants it one more attempt.
     """
-    if record.status != Status.FAILED:
+    if not allows(record, "retry"):
         raise InvalidTransition(f"cannot retry {describe(record)}; only failed tasks can be retried")
     if automatic and not retry_due(record, now):
         raise InvalidTransition(f"task {record.task_id} is not due for an automatic retry")
     return _move(
         record,
-        Status.QUEUED,
+        State.QUEUED,
         now,
         "retry",
         _note="automatic" if automatic else "by request",
-        final=False,
         retry_at=None,
         max_attempts=max(record.max_attempts, record.failed_attempts + 1),
         finished_at=None,
@@ -336,11 +337,9 @@ def retry(record: TaskRecord, now: datetime, *, automatic: bool) -> TaskRecord:
 
 
 def cancel(record: TaskRecord, now: datetime, *, by: str) -> TaskRecord:
-    if record.status == Status.FAILED and record.final:
-        raise InvalidTransition(f"cannot cancel {describe(record)}")
     return _move(
         record,
-        Status.ABANDONED,
+        State.ABANDONED,
         now,
         "cancel",
         _note=f"cancelled by {by}",

@@ -13,6 +13,7 @@ import time
 from .errors import MarkerLost, NotFound, S3TaskError, StoreError, TaskNotFound
 from .layout import Layout
 from .record import read_record
+from .states import State
 from .store.base import ObjectStore, PutMode
 
 log = logging.getLogger("s3task.markers")
@@ -95,7 +96,7 @@ def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
         except S3TaskError as e:
             problems.append(str(e))
             continue
-        if not record.is_terminal and record.status != "created" and task_id not in marked:
+        if not record.is_terminal and record.state is not State.CREATED and task_id not in marked:
             add(store, layout, task_id)
             added += 1
         elif record.is_terminal and task_id in marked:

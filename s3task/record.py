@@ -29,6 +29,7 @@ from .errors import (
     UnsupportedSchema,
 )
 from .layout import Layout
+from .states import State, Status, state_of
 from .store.base import ObjectStore, PutMode
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class TaskRecord:
     payload: dict[str, Any] = field(default_factory=dict)
     # lifecycle
     schema_version: int = SCHEMA_VERSION
-    status: str = "created"
+    status: Status = Status.CREATED
     attempt_id: int = 0
     revision: int = 0
     write_id: str = ""
@@ -102,14 +103,22 @@ class TaskRecord:
     # fields written by a newer s3task with the same schema version: kept as they are
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)  # a plain string from code or JSON becomes the enum, or fails here
+
+    @property
+    def state(self) -> State:
+        """Where the record is in the lifecycle (failed for good is a state of its own)."""
+        return state_of(self.status, self.final)
+
     @property
     def is_terminal(self) -> bool:
-        return self.status in ("completed", "abandoned") or (self.status == "failed" and self.final)
+        return self.state.terminal
 
     @property
     def progress(self) -> float:
         """0..1, exact by bytes while running."""
-        if self.status == "completed":
+        if self.status == Status.COMPLETED:
             return 1.0
         if not self.input_size_bytes:
             return 0.0
@@ -130,6 +139,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(TaskRecord) if f.name != "extra
 _REQUIRED = ("task_id", "task_name", "created_by", "task_type", "status")
 _TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,),
+    "Status": (str,),
     "int": (int,),
     "bool": (bool,),
     "dict[str, Any]": (dict,),
@@ -168,11 +178,11 @@ def record_from_json(data: bytes, key: str) -> TaskRecord:
         if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             raise CorruptRecord(f"{key}: field {name} has the wrong type ({type(value).__name__})")
         known[name] = value
-    from .lifecycle import Status  # imported here: lifecycle builds on this module
-
-    if known["status"] not in {s.value for s in Status}:
+    try:
+        known["status"] = Status(known["status"])
+    except ValueError as e:
         # Caught here, not as a ValueError deep in a caller's loop (cancel, describe, a worker's poll).
-        raise CorruptRecord(f"{key}: unknown status {known['status']!r}")
+        raise CorruptRecord(f"{key}: unknown status {known['status']!r}") from e
     extra = {k: v for k, v in raw.items() if k not in _FIELDS}
     return TaskRecord(**known, extra=extra)
 

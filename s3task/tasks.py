@@ -110,10 +110,10 @@ class TaskService:
             )
 
     def can_cancel(self, actor: Actor, record: TaskRecord) -> bool:
-        return self.may_act(actor, record) and lifecycle.allowed(record.status, "abandoned") and not record.is_terminal
+        return self.may_act(actor, record) and lifecycle.allows(record, "cancel")
 
     def can_retry(self, actor: Actor, record: TaskRecord) -> bool:
-        return self.may_act(actor, record) and record.status == lifecycle.Status.FAILED
+        return self.may_act(actor, record) and lifecycle.allows(record, "retry")
 
     # --- create, upload, submit --------------------------------------------
 

@@ -12,6 +12,7 @@ from s3task import lifecycle
 from s3task.errors import InvalidTransition, NotOwner
 from s3task.lifecycle import Lease, Progress, Status
 from s3task.record import TaskRecord, parse_iso
+from s3task.states import State
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 LEASE = 60.0
@@ -85,6 +86,10 @@ MOVES: dict[str, tuple[Status, Callable[[TaskRecord, Lease], TaskRecord | None]]
         ),
     ),
     "fail": (Status.FAILED, lambda r, lease: lifecycle.fail(r, at(10), lease=lease, error="boom", permanent=False)),
+    "fail-for-good": (
+        Status.FAILED,
+        lambda r, lease: lifecycle.fail(r, at(10), lease=lease, error="bad input", permanent=True),
+    ),
     "expire": (Status.FAILED, lambda r, _: lifecycle.expire(r, at(LEASE + 1000), grace_seconds=10)),
     "retry": (Status.QUEUED, lambda r, _: lifecycle.retry(r, at(10_000), automatic=False)),
     "auto-retry": (Status.QUEUED, lambda r, _: lifecycle.retry(r, at(10_000), automatic=True)),
@@ -99,6 +104,7 @@ ALLOWED_FROM = {
     "release": {"running"},
     "complete": {"running"},
     "fail": {"running"},
+    "fail-for-good": {"running"},
     "expire": {"running"},
     "retry": {"failed", "failed-final"},  # a person may grant a final failure one more attempt
     "auto-retry": {"failed"},
@@ -106,12 +112,13 @@ ALLOWED_FROM = {
 }
 
 
-def base(state: str) -> Status:
-    return Status(state.removesuffix("-final"))
+def base(state: str) -> State:
+    """The lifecycle state a name of STATES stands for."""
+    return State.FAILED_FOR_GOOD if state == "failed-final" else State(state)
 
 
 def test_the_table_is_the_documented_state_machine() -> None:
-    S = Status
+    S = State
     assert set(lifecycle.TRANSITIONS) == {
         (S.CREATED, S.QUEUED),
         (S.QUEUED, S.RUNNING),
@@ -119,14 +126,21 @@ def test_the_table_is_the_documented_state_machine() -> None:
         (S.RUNNING, S.QUEUED),
         (S.RUNNING, S.COMPLETED),
         (S.RUNNING, S.FAILED),
+        (S.RUNNING, S.FAILED_FOR_GOOD),
         (S.FAILED, S.QUEUED),
+        (S.FAILED_FOR_GOOD, S.QUEUED),
         (S.CREATED, S.ABANDONED),
         (S.QUEUED, S.ABANDONED),
         (S.RUNNING, S.ABANDONED),
         (S.FAILED, S.ABANDONED),
     }
-    for a, b in itertools.product(Status, Status):
-        assert lifecycle.allowed(a, b) == ((a, b) in lifecycle.TRANSITIONS)
+    assert {s for s in State if s.terminal} == {S.COMPLETED, S.FAILED_FOR_GOOD, S.ABANDONED}
+    assert {s for s in State if s.live} == {S.QUEUED, S.RUNNING, S.FAILED}
+    for state in STATES:  # allows() answers from the table
+        record, _ = in_state(state)
+        for action in set(lifecycle.TRANSITIONS.values()):
+            expected = any(a == action and src is base(state) for (src, _), a in lifecycle.TRANSITIONS.items())
+            assert lifecycle.allows(record, action) == expected, (state, action)
 
 
 @pytest.mark.parametrize(("move", "state"), [(m, s) for m in MOVES for s in ALLOWED_FROM[m]])
@@ -136,10 +150,10 @@ def test_allowed_transition(move: str, state: str) -> None:
     new = call(record, lease)
     assert new is not None
     assert new.status == target
-    assert (base(state), target) in lifecycle.TRANSITIONS
+    assert (base(state), new.state) in lifecycle.TRANSITIONS
     assert new.revision == record.revision + 1
     assert new.write_id != record.write_id
-    assert record.status == base(state)  # the input record is never changed in place
+    assert record.state == base(state)  # the input record is never changed in place
 
 
 @pytest.mark.parametrize(("move", "state"), [(m, s) for m in MOVES for s in STATES if s not in ALLOWED_FROM[m]])
@@ -167,10 +181,11 @@ def test_every_pair_outside_the_table_is_refused_by_every_function_leading_there
             except InvalidTransition:
                 continue
             if new is not None:
-                performed.add((base(state), Status(new.status)))
+                performed.add((base(state), new.state))
     assert performed == set(lifecycle.TRANSITIONS)
-    refused = set(itertools.product(Status, Status)) - performed
-    assert (Status.COMPLETED, Status.QUEUED) in refused and (Status.ABANDONED, Status.QUEUED) in refused
+    refused = set(itertools.product(State, State)) - performed
+    assert (State.COMPLETED, State.QUEUED) in refused and (State.ABANDONED, State.QUEUED) in refused
+    assert (State.FAILED_FOR_GOOD, State.ABANDONED) in refused
 
 
 # --- ownership ------------------------------------------------------------------------

@@ -9,37 +9,34 @@ import re
 from datetime import datetime, timedelta
 
 from s3task.record import TaskRecord, parse_iso
+from s3task.states import State
 
-#: Readable label and a colour (Streamlit badge colour names) per status.
-STATUS_STYLE: dict[str, tuple[str, str]] = {
-    "created": ("Waiting for upload", "gray"),
-    "queued": ("Queued", "orange"),
-    "running": ("Running", "blue"),
-    "completed": ("Completed", "green"),
-    "failed": ("Failed, will retry", "red"),
-    "failed_final": ("Failed", "red"),
-    "abandoned": ("Cancelled", "gray"),
+#: Readable label and a colour (Streamlit badge colour names) per lifecycle state (``s3task.states.State``).
+STATUS_STYLE: dict[State, tuple[str, str]] = {
+    State.CREATED: ("Waiting for upload", "gray"),
+    State.QUEUED: ("Queued", "orange"),
+    State.RUNNING: ("Running", "blue"),
+    State.COMPLETED: ("Completed", "green"),
+    State.FAILED: ("Failed, will retry", "red"),
+    State.FAILED_FOR_GOOD: ("Failed", "red"),
+    State.ABANDONED: ("Cancelled", "gray"),
 }
 
 #: CSS colours for the same statuses, for table pills.
 STATUS_CSS = {"gray": "#9aa0a6", "orange": "#f0a020", "blue": "#3b82f6", "green": "#22a06b", "red": "#e5484d"}
 
 
-def status_key(record: TaskRecord) -> str:
-    return "failed_final" if record.status == "failed" and record.final else record.status
-
-
 def status_label(record: TaskRecord) -> str:
-    return STATUS_STYLE.get(status_key(record), (record.status, "gray"))[0]
+    return STATUS_STYLE[record.state][0]
 
 
 def status_color(record: TaskRecord) -> str:
-    return STATUS_STYLE.get(status_key(record), (record.status, "gray"))[1]
+    return STATUS_STYLE[record.state][1]
 
 
 def is_live(record: TaskRecord) -> bool:
     """Will this record change without anyone clicking? (worth refreshing)"""
-    return record.status in ("queued", "running") or (record.status == "failed" and not record.final)
+    return record.state.live
 
 
 def ago(stamp: str | datetime | None, now: datetime) -> str:
