@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import InvalidTransition, NotOwner
+from .progress import Progress
 from .record import HISTORY_LIMIT, TaskRecord, new_write_id, parse_iso, to_iso
 from .states import State, Status
 
@@ -76,14 +77,6 @@ class Lease:
     attempt_id: int
     lease_token: str
     worker_id: str
-
-
-@dataclass(frozen=True)
-class Progress:
-    processed_count: int = 0
-    success_count: int = 0
-    error_count: int = 0
-    bytes_processed: int = 0
 
 
 def allows(record: TaskRecord, action: str) -> bool:
@@ -190,7 +183,7 @@ def heartbeat(
         now,
         "heartbeat",
         lease_expires_at=to_iso(now + timedelta(seconds=lease_seconds)),
-        **vars(progress),
+        **progress.running_counters(),
     )
 
 
@@ -233,7 +226,7 @@ def complete(
         lease_token=None,
         lease_expires_at=None,
         last_error=None,
-        **vars(progress),
+        **progress.running_counters(),
     )
 
 
@@ -249,7 +242,7 @@ def fail(
 ) -> TaskRecord:
     """The attempt failed: a permanent error (bad input) is final at once."""
     check_owner(record, lease)
-    counts = vars(progress) if progress else {}
+    counts = progress.running_counters() if progress else {}
     return _fail(record, now, error, final=permanent, backoff_base=backoff_base, **counts)
 
 

@@ -24,37 +24,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, TypeVar
 
 from . import handlers
-from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, Readable, Written
+from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, Readable
+from .progress import Progress
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "Counts", "run"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "Progress", "run"]  # Progress: from s3task.progress
 
 T = TypeVar("T")
-
-
-@dataclass
-class Counts:
-    """Progress of one attempt."""
-
-    #: Input data rows consumed (blank lines are not rows).
-    processed_count: int = 0
-    #: Output rows whose error cell is empty.
-    success_count: int = 0
-    #: Output rows with an error.
-    error_count: int = 0
-    #: Input bytes consumed by the rows processed so far (exact; the input size at the end).
-    bytes_processed: int = 0
-    #: Output data rows written (handed to the writer; all written once ``run`` returns).
-    row_count: int = 0
-
-    def add(self, written: Written) -> None:
-        self.row_count += written.rows
-        self.error_count += written.errors
-        self.success_count += written.rows - written.errors
 
 
 def run(
@@ -62,10 +42,10 @@ def run(
     params: dict[str, Any],
     source: Readable,
     sink: Any,
-    on_progress: Callable[[Counts], None],
+    on_progress: Callable[[Progress], None],
     *,
     block_size: int = DEFAULT_BLOCK_SIZE,
-) -> Counts:
+) -> Progress:
     """Process ``source`` (anything with ``read(n)``) into ``sink`` (anything with ``write(bytes)``).
 
     Raises :class:`~s3task.errors.InvalidInput` for input that cannot be used
@@ -79,7 +59,7 @@ def run(
     handler = handlers.get(task_type)(params)
     reader = CsvReader(source, block_size)
     writer = CsvWriter(sink, error_column=handler.error_column)
-    counts = Counts(bytes_processed=reader.bytes_consumed)
+    counts = Progress(bytes_processed=reader.bytes_consumed)
     on_progress(replace(counts))
 
     def write(item: Any) -> None:
@@ -94,7 +74,7 @@ def run(
             table, written = writer.prepare(frame)
             if table is not None:
                 output.submit(table)
-            counts.add(written)
+            counts.add(written.rows, written.errors)
 
         fed = False
         for table, end in _prefetch(reader.tables(), name="s3task-read"):

@@ -13,7 +13,8 @@ import pytest
 from s3task import csvio, handlers
 from s3task.errors import InvalidInput
 from s3task.handlers import ERROR_COLUMN, TaskType
-from s3task.processing import Counts, run
+from s3task.processing import run
+from s3task.progress import Progress
 from tests.badinput import HEADER, Case, corpus, csv_bytes, numbered
 
 NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -65,9 +66,9 @@ def process(
     params: dict | None = None,
     block_size: int | None = None,
     max_piece: int | None = None,
-) -> tuple[bytes, Counts, list[Counts]]:
+) -> tuple[bytes, Progress, list[Progress]]:
     sink = Sink()
-    progress: list[Counts] = []
+    progress: list[Progress] = []
     kwargs = {"block_size": block_size} if block_size else {}
     counts = run(task_type, params or {}, Source(data, max_piece), sink, progress.append, **kwargs)
     return sink.data, counts, progress
@@ -99,7 +100,7 @@ def test_corpus(case: Case) -> None:
     assert case.rows is not None
     assert read_back(output) == expected_copy(case.rows)
     data_rows = len(case.rows) - 1
-    assert counts == Counts(
+    assert counts == Progress(
         processed_count=data_rows,
         success_count=data_rows,
         error_count=0,
@@ -214,7 +215,7 @@ def test_stray_quotes_fall_back_to_the_exact_scan() -> None:
 def test_counts_and_progress_are_exact() -> None:
     data = csv_bytes([HEADER, *numbered(5000)])
     _, counts, progress = process(data, block_size=10_000)
-    assert counts == Counts(5000, 5000, 0, len(data), 5000)
+    assert counts == Progress(5000, 5000, 0, len(data), 5000)
     assert len(progress) > 10
     assert progress[0].bytes_processed == len(b"id,name,amount\n")
     sizes = [p.bytes_processed for p in progress]
@@ -234,7 +235,7 @@ def test_progress_reports_bytes_of_parsed_rows_only() -> None:
 def test_error_rows_are_counted() -> None:
     data = b"email\na@example.com\nnot an address\n\nb@example.org\n"
     _, counts, _ = process(data, "email_enrichment")
-    assert counts == Counts(3, 2, 1, len(data), 3)
+    assert counts == Progress(3, 2, 1, len(data), 3)
 
 
 def test_row_errors_are_data_not_failures() -> None:

@@ -21,7 +21,8 @@ from .. import handlers, lifecycle, markers
 from ..config import Settings
 from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..layout import Layout
-from ..lifecycle import Lease, Progress
+from ..lifecycle import Lease
+from ..progress import Done, Failed, Message, Moved, Progress
 from ..record import TaskRecord, update_record
 from ..store.base import ObjectStore
 from . import child
@@ -70,7 +71,6 @@ class Attempt:
         self.task_id = record.task_id
         self.progress = Progress()
         self._proc: Any = None
-        self._row_count = 0
         self._renewed = False
         #: When the lease was last known to be renewed (monotonic): the claim, then each heartbeat.
         self._renewed_at = time.monotonic()
@@ -102,7 +102,7 @@ class Attempt:
         next_beat = started + interval
         moved_bytes = -1
         max_runtime = self._max_runtime()
-        result: tuple | None = None
+        result: Done | Failed | None = None
         try:
             while result is None:
                 result = self._receive(conn)
@@ -112,7 +112,7 @@ class Attempt:
                 if result is not None:
                     break
                 if not self._proc.is_alive():
-                    result = self._receive(conn) or ("error", self._crash_message(), False)
+                    result = self._receive(conn) or Failed(self._crash_message(), permanent=False)
                     break
                 if self.stop.is_set():
                     return self._release()
@@ -152,17 +152,16 @@ class Attempt:
         child_conn.close()
         return parent_conn
 
-    def _receive(self, conn: Any) -> tuple | None:
+    def _receive(self, conn: Any) -> Done | Failed | None:
         """Drain progress messages; return the final message if one came."""
         try:
             while conn.poll(TICK):
-                msg = conn.recv()
-                if msg[0] == "progress":
-                    self.progress = _progress(msg[1])
+                msg: Message = conn.recv()
+                if isinstance(msg, Moved):
+                    self.progress = msg.progress
                     continue
-                if msg[0] == "done":
-                    self.progress = _progress(msg[1])
-                    self._row_count = int(msg[1].get("row_count", 0))
+                if isinstance(msg, Done):
+                    self.progress = msg.progress
                 return msg
         except (EOFError, OSError):
             pass
@@ -256,9 +255,9 @@ class Attempt:
             log.warning("heartbeat failed for %s: %s", self.task_id, e, extra={"task_id": self.task_id})
         return None
 
-    def _finish(self, result: tuple) -> Outcome:
-        if result[0] == "error":
-            return self._fail(result[1], bool(result[2]))
+    def _finish(self, result: Done | Failed) -> Outcome:
+        if isinstance(result, Failed):
+            return self._fail(result.message, result.permanent)
         output_key = self.layout.output_key(self.task_id, self.lease.attempt_id)
         try:
             self._write_final(
@@ -268,7 +267,7 @@ class Attempt:
                     lease=self.lease,
                     output_path=output_key,
                     progress=self.progress,
-                    row_count=self._row_count,
+                    row_count=self.progress.row_count,
                 )
             )
         except NotOwner as e:
@@ -286,7 +285,7 @@ class Attempt:
             "completed %s: %d rows in, %d out, %d errors",
             self.task_id,
             self.progress.processed_count,
-            self._row_count,
+            self.progress.row_count,
             self.progress.error_count,
             extra={"task_id": self.task_id, "event": "completed"},
         )
@@ -352,12 +351,3 @@ class Attempt:
             self._on_marker_lost(self.task_id)
         except S3TaskError as e:  # harmless: the next poll removes a stale marker
             log.warning("could not remove marker of %s: %s", self.task_id, e)
-
-
-def _progress(data: dict) -> Progress:
-    return Progress(
-        processed_count=int(data.get("processed_count", 0)),
-        success_count=int(data.get("success_count", 0)),
-        error_count=int(data.get("error_count", 0)),
-        bytes_processed=int(data.get("bytes_processed", 0)),
-    )

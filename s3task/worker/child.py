@@ -8,7 +8,6 @@ parent is the one writer of ``status.json``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import select
 import threading
@@ -18,6 +17,7 @@ from typing import Any
 
 from ..errors import InvalidInput, PreconditionFailed, S3TaskError
 from ..layout import CSV_TYPE
+from ..progress import Done, Failed, Moved, Progress
 
 PROGRESS_EVERY = 0.5
 WRITE_ID_META = "s3task-write-id"
@@ -37,21 +37,20 @@ class Job:
 
 
 def main(job: Job, conn: Any) -> None:
-    """Entry point of the child process. Sends ("progress", counts), then ("done", counts) or ("error", ...)."""
+    """Entry point of the child process. Sends :class:`Moved` messages, then :class:`Done` or :class:`Failed`."""
     _exit_with_worker(conn)
     try:
-        counts = _run(job, conn)
-        conn.send(("done", dataclasses.asdict(counts)))
+        conn.send(Done(_run(job, conn)))
     except InvalidInput as e:
-        conn.send(("error", str(e), True))
+        conn.send(Failed(str(e), permanent=True))
     except PreconditionFailed:
-        conn.send(("error", "the input file changed after the task was submitted; submit it as a new task", True))
+        conn.send(Failed("the input file changed after the task was submitted; submit it as a new task", True))
     except S3TaskError as e:
-        conn.send(("error", str(e), False))
+        conn.send(Failed(str(e), permanent=False))
     except MemoryError:
-        conn.send(("error", "the task ran out of memory", False))
+        conn.send(Failed("the task ran out of memory", permanent=False))
     except Exception as e:  # a handler bug: transient, retried, reported
-        conn.send(("error", f"{type(e).__name__}: {e}", False))
+        conn.send(Failed(f"{type(e).__name__}: {e}", permanent=False))
     finally:
         conn.close()
 
@@ -80,7 +79,7 @@ def _exit_with_worker(conn: Any) -> None:
     threading.Thread(target=watch, name="s3task-exit-with-worker", daemon=True).start()
 
 
-def _run(job: Job, conn: Any):
+def _run(job: Job, conn: Any) -> Progress:
     from .. import handlers, processing
     from ..store import open_store
     from ..store.base import PutMode
@@ -90,12 +89,12 @@ def _run(job: Job, conn: Any):
     store, _ = open_store(job.store_url)
     last = 0.0
 
-    def on_progress(counts: processing.Counts) -> None:
+    def on_progress(counts: Progress) -> None:
         nonlocal last
         now = time.monotonic()
         if now - last >= PROGRESS_EVERY:
             last = now
-            conn.send(("progress", dataclasses.asdict(counts)))
+            conn.send(Moved(counts))
 
     metadata = {WRITE_ID_META: job.write_id}
     counts = None

@@ -1,0 +1,64 @@
+"""How far an attempt has got: one type from the engine, over the child's pipe, into the record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Progress:
+    """Counts of one attempt (the engine keeps one and hands out copies)."""
+
+    #: Input data rows consumed (blank lines are not rows).
+    processed_count: int = 0
+    #: Output rows whose error cell is empty.
+    success_count: int = 0
+    #: Output rows with an error.
+    error_count: int = 0
+    #: Input bytes consumed by the rows processed so far (exact; the input size at the end).
+    bytes_processed: int = 0
+    #: Output data rows written (handed to the writer; all written once the engine returns).
+    row_count: int = 0
+
+    def add(self, rows: int, errors: int) -> None:
+        """Count output rows handed to the writer, ``errors`` of them with an error."""
+        self.row_count += rows
+        self.error_count += errors
+        self.success_count += rows - errors
+
+    def running_counters(self) -> dict[str, int]:
+        """What a heartbeat writes into the record (the output row count is written at completion)."""
+        return {
+            "processed_count": self.processed_count,
+            "success_count": self.success_count,
+            "error_count": self.error_count,
+            "bytes_processed": self.bytes_processed,
+        }
+
+
+# --- what the attempt's child process sends the worker over its pipe ------------------------
+
+
+@dataclass(frozen=True)
+class Moved:
+    """Progress so far (at most every half second)."""
+
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class Done:
+    """The output is complete; the final counts."""
+
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The attempt failed: ``permanent`` for bad input (no retry), else transient."""
+
+    message: str
+    permanent: bool
+
+
+Message = Moved | Done | Failed
