@@ -221,6 +221,11 @@ class CsvReader:
         return pa.table({name: pa.array([], TEXT) for name in self.names})
 
 
+#: How much of the start of a file is read to check it before it is queued (the New task page's
+#: preview, the browser's upload component and ``submit``): enough for the header and some rows.
+INSPECT_BYTES = 64 * 1024
+
+
 def read_start(data: bytes, *, whole: bool, rows: bool = True) -> tuple[list[str], pa.Table] | None:
     """The header and the complete rows in the first bytes of a file, read and checked as the worker does.
 

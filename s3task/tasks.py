@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Protocol
 import pandas as pd
 
 from . import handlers, lifecycle, markers
-from .csvio import read_start
+from .csvio import INSPECT_BYTES, read_start
 from .errors import (
     AccessDenied,
     InvalidInput,
@@ -35,7 +35,6 @@ from .record import SCHEMA_VERSION, TaskRecord, create_record, new_write_id, rea
 from .store.base import ObjectMeta, ObjectStore, PutMode
 
 MAX_LIST = 200
-HEADER_PROBE_BYTES = 64 * 1024
 MAX_NAME = 200
 MAX_PAYLOAD_BYTES = 64 * 1024
 _READERS = 16
@@ -238,7 +237,7 @@ class TaskService:
         except NotFound as e:
             raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
         with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
-            head = _read_up_to(f, HEADER_PROBE_BYTES)
+            head = _read_up_to(f, INSPECT_BYTES)
         try:
             read_start(head, whole=len(head) >= meta.size, rows=False)
         except InvalidInput as e:  # the worker's words, saying whose they are

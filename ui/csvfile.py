@@ -17,10 +17,10 @@ from typing import BinaryIO
 
 import pandas as pd
 
-from s3task.csvio import SAVE_AS_UTF8, read_start
+from s3task.csvio import INSPECT_BYTES, SAVE_AS_UTF8, read_start
 from s3task.errors import InvalidInput
 
-PROBE_BYTES = 64 * 1024
+PROBE_BYTES = INSPECT_BYTES  # the browser sends this much of a file for the preview
 PREVIEW_ROWS = 10
 
 _SIGNATURES = (
