@@ -9,7 +9,6 @@ page falls back to Streamlit's uploader, which sends the file through the app.
 
 from __future__ import annotations
 
-import contextlib
 import io
 from pathlib import Path
 from typing import Any
@@ -113,11 +112,7 @@ def name_from_chosen() -> None:
 def abandon(plan: Plan) -> None:
     """Drop an upload that will not finish: its parts, and the task made for it."""
     state.pop(plan_key, None)
-    if plan.upload_id:
-        with contextlib.suppress(S3TaskError):
-            service.abort_multipart(actor, plan.task_id, plan.upload_id)
-    with contextlib.suppress(S3TaskError):
-        service.cancel(actor, plan.task_id)
+    service.abandon_upload(actor, plan.task_id, plan.upload_id)
 
 
 def cancel_upload() -> None:
@@ -128,20 +123,13 @@ def cancel_upload() -> None:
 
 def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
     """The browser says the file is in the store: join its parts, check it, queue the task."""
+    parts = [(int(n), str(etag)) for n, etag in report.get("parts") or []]
+    state.pop(plan_key, None)
     try:
-        if plan.upload_id:
-            parts = [(int(n), str(etag)) for n, etag in report.get("parts") or []]
-            meta = service.complete_multipart(actor, plan.task_id, plan.upload_id, parts)
-        else:
-            meta = service.store.head(service.layout.input_key(plan.task_id))
-        if meta.size != plan.size:
-            raise InvalidInput(f"the store holds {meta.size:,} bytes of the file's {plan.size:,}; upload it again")
-        service.submit(actor, plan.task_id)
-    except S3TaskError as e:
-        abandon(plan)
+        service.finish_upload(actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=parts)
+    except S3TaskError as e:  # the upload was dropped and the task cancelled
         state[note_key] = ("error", "The task was not submitted: " + str(e))
         st.rerun()
-    state.pop(plan_key, None)
     state["new_task_form"] = form + 1
     st.switch_page("pages/task.py", query_params={"id": plan.task_id})
 
@@ -238,14 +226,10 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
             state[plan_key] = direct.plan_upload(service, actor, task_id, created.upload_url, chosen)
         else:
             with st.spinner("Uploading and queueing…"):
-                created = service.create(actor, name, task_type.name, payload)
-                task_id = created.record.task_id
-                service.upload_input(actor, task_id, upload)
-                service.submit(actor, task_id)
+                task_id = service.submit_file(actor, name, task_type.name, payload, upload).task_id
     except S3TaskError as e:
         if task_id is not None:  # do not leave a half-made task in the list
-            with contextlib.suppress(S3TaskError):
-                service.cancel(actor, task_id)
+            service.abandon_upload(actor, task_id)
         st.error("The task was not submitted: " + fmt.plain(e), icon=":material/error:")
     else:
         if direct_mode:

@@ -159,13 +159,10 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         if not sep or not key:
             raise InvalidInput(f"--param {item!r} should look like KEY=VALUE")
         params[key] = value
-    created = service.create(actor, args.name, args.task_type, params)
-    task_id = created.record.task_id
     with path.open("rb") as f:
-        service.upload_input(actor, task_id, f)
-    service.submit(actor, task_id)
+        record = service.submit_file(actor, args.name, args.task_type, params, f)
     print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
-    print(task_id)
+    print(record.task_id)
     return 0
 
 

@@ -11,7 +11,7 @@ import contextlib
 import json
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
@@ -19,20 +19,19 @@ from typing import Any, BinaryIO, Protocol
 import pandas as pd
 
 from . import handlers, lifecycle, markers
-from .csvio import INSPECT_BYTES, read_start
 from .errors import (
     AccessDenied,
     InvalidInput,
     InvalidTaskId,
     InvalidTransition,
-    NotFound,
     RecordError,
     TaskNotFound,
 )
 from .ids import new_task_id, validate_task_id
 from .layout import CSV_TYPE, Layout
 from .record import SCHEMA_VERSION, TaskRecord, create_record, new_write_id, read_record, to_iso, update_record
-from .store.base import ObjectMeta, ObjectStore, PutMode
+from .store.base import ObjectStore, PutMode
+from .uploads import InputFiles
 
 MAX_LIST = 200
 MAX_NAME = 200
@@ -76,7 +75,7 @@ class UrlSigner(Protocol):
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str: ...
 
 
-class TaskService:
+class TaskService(InputFiles):
     def __init__(
         self,
         store: ObjectStore,
@@ -156,60 +155,6 @@ class TaskService:
             url = self.url_signer.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
         return Created(record, url)
 
-    def _uploadable(self, actor: Actor, task_id: str) -> TaskRecord:
-        """The task, if ``actor`` may put its input now: until it is submitted."""
-        record = self.get(actor, task_id)
-        self._require(actor, record, "upload to")
-        if record.status != lifecycle.Status.CREATED:
-            raise InvalidTransition(f"cannot replace the input: {lifecycle.describe(record)}")
-        return record
-
-    def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
-        """Store the input (streamed). Allowed until the task is submitted."""
-        record = self._uploadable(actor, task_id)
-        with self.store.open_write(record.input_object_path, PutMode.OVERWRITE, content_type=CSV_TYPE) as w:
-            for chunk in _chunks(stream):
-                w.write(chunk)
-        return self.store.head(record.input_object_path)
-
-    # --- the input in parts, straight from a browser (stores with presigned part URLs: S3) ---
-
-    @property
-    def supports_multipart(self) -> bool:
-        return callable(getattr(self.store, "create_multipart", None))
-
-    def _multipart_store(self) -> Any:
-        if not self.supports_multipart:
-            raise InvalidInput(f"{self.store.description} takes uploads in one piece, not in parts")
-        return self.store
-
-    def create_multipart(self, actor: Actor, task_id: str) -> str:
-        """Start a multipart upload of the input; returns its upload id."""
-        key = self._uploadable(actor, task_id).input_object_path
-        return self._multipart_store().create_multipart(key, content_type=CSV_TYPE)
-
-    def presign_parts(
-        self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None
-    ) -> list[str]:
-        """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed)."""
-        key = self._uploadable(actor, task_id).input_object_path
-        store, seconds = self._multipart_store(), expires or self.url_seconds
-        return [store.presign_part(key, upload_id, n, expires=seconds) for n in numbers]
-
-    def complete_multipart(
-        self, actor: Actor, task_id: str, upload_id: str, parts: list[tuple[int, str]]
-    ) -> ObjectMeta:
-        """Join the uploaded parts (number, ETag) into the input. Only before submit, like any upload."""
-        key = self._uploadable(actor, task_id).input_object_path
-        self._multipart_store().complete_multipart(key, upload_id, parts)
-        return self.store.head(key)
-
-    def abort_multipart(self, actor: Actor, task_id: str, upload_id: str) -> None:
-        """Drop an unfinished upload's parts (in any state: a cancelled task's upload goes too)."""
-        record = self.get(actor, task_id)
-        self._require(actor, record, "upload to")
-        self._multipart_store().abort_multipart(record.input_object_path, upload_id)
-
     def submit(self, actor: Actor, task_id: str) -> TaskRecord:
         """Check the input, pin its ETag, add the active marker, then queue the task."""
         record = self.get(actor, task_id)
@@ -226,25 +171,6 @@ class TaskService:
             return lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
 
         return update_record(self.store, self.layout, task_id, change)
-
-    def _check_input(self, record: TaskRecord) -> ObjectMeta:
-        """The input exists and its header row passes the worker's own reading of it.
-
-        Only the header: rows are the worker's to judge (with line numbers, as a failed task).
-        """
-        try:
-            meta = self.store.head(record.input_object_path)
-        except NotFound as e:
-            raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
-        with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
-            head = _read_up_to(f, INSPECT_BYTES)
-        try:
-            read_start(head, whole=len(head) >= meta.size, rows=False)
-        except InvalidInput as e:  # the worker's words, saying whose they are
-            raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
-        return meta
-
-    # --- reading -----------------------------------------------------------
 
     def get(self, actor: Actor, task_id: str) -> TaskRecord:
         """Anyone may look at a task; acting on it is checked per action."""
@@ -367,25 +293,3 @@ class TaskService:
                 if total >= rows:
                     break
             return pd.concat(found).head(rows) if found else pd.DataFrame()
-
-
-def _read_up_to(f: BinaryIO, size: int) -> bytes:
-    """The first ``size`` bytes of ``f`` (fewer only at its end): a network body may return short reads."""
-    parts: list[bytes] = []
-    left = size
-    while left > 0 and (chunk := f.read(left)):
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
-
-
-def _chunks(stream: BinaryIO | bytes | Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
-    if isinstance(stream, bytes | bytearray):
-        yield bytes(stream)
-        return
-    read = getattr(stream, "read", None)
-    if read is None:
-        yield from stream  # an iterable of chunks
-        return
-    while chunk := read(size):
-        yield chunk

@@ -16,6 +16,7 @@ from s3task.errors import (
     InvalidTransition,
     NotFound,
     NotOwner,
+    S3TaskError,
     TaskNotFound,
     UnknownTaskType,
 )
@@ -496,3 +497,33 @@ def test_a_retry_racing_the_pollers_marker_removal_keeps_its_marker(local_store)
     markers.drop(local_store, layout, task_id)
     assert read_record(local_store, layout, task_id)[0].status == "queued"
     assert local_store.list_keys(layout.active_root) == [layout.active_key(task_id)]
+
+
+# --- the whole upload, as the page, the CLI and the API use it ------------------------------
+
+
+def test_submit_file_queues_a_good_file_and_leaves_nothing_half_made_for_a_bad_one(service: TaskService) -> None:
+    record = service.submit_file(ADA, "good", "copy", None, CSV)
+    assert record.status == "queued" and record.input_size_bytes == len(CSV)
+    with pytest.raises(InvalidInput, match="repeats column names"):
+        service.submit_file(ADA, "bad", "copy", None, b"a,a\n1,2\n")
+    statuses = {t.task_name: t.status for t in service.list(ADA).tasks}
+    assert statuses == {"good": "queued", "bad": "abandoned"}  # not a task left waiting for a file
+
+
+def test_finish_upload_checks_the_size_and_cancels_what_it_cannot_queue(service: TaskService) -> None:
+    task_id = service.create(ADA, "browser upload", "copy").record.task_id
+    service.upload_input(ADA, task_id, CSV)  # what the browser's PUT puts there
+    assert service.finish_upload(ADA, task_id, size=len(CSV)).status == "queued"
+
+    short = service.create(ADA, "cut short", "copy").record.task_id
+    service.upload_input(ADA, short, CSV[:10])
+    with pytest.raises(InvalidInput, match=f"holds 10 bytes of the file's {len(CSV)}"):
+        service.finish_upload(ADA, short, size=len(CSV))
+    assert service.get(ADA, short).status == "abandoned"
+    assert not exists(service.store, service.layout.active_key(short))
+
+    missing = service.create(ADA, "never arrived", "copy").record.task_id
+    with pytest.raises(S3TaskError):
+        service.finish_upload(ADA, missing, size=len(CSV))
+    assert service.get(ADA, missing).status == "abandoned"

@@ -152,3 +152,29 @@ def check_key(key: str) -> str:
     ):
         raise InvalidKey(f"invalid object key {key!r}")
     return key
+
+
+@runtime_checkable
+class MultipartStore(Protocol):
+    """A store a browser can upload to in parts, each part to its own presigned URL (S3).
+
+    A capability, not a requirement: ``isinstance(store, MultipartStore)`` says
+    whether a store has it (the local directory does not: browsers send it the
+    file in one piece, through the app).
+    """
+
+    def create_multipart(self, key: str, *, content_type: str) -> str:
+        """Start an upload of ``key``; returns its upload id."""
+        ...
+
+    def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int) -> str:
+        """A PUT URL for one part (numbers from 1)."""
+        ...
+
+    def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:
+        """Join the parts (number, ETag) into the object; returns its ETag."""
+        ...
+
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """Drop the upload and its parts; an upload already gone is not an error."""
+        ...

@@ -1,0 +1,190 @@
+"""The input side of :class:`s3task.tasks.TaskService`: putting a task's file in the store and queueing it.
+
+One place for every way a file arrives — streamed through the caller (the CLI,
+the page's own uploader), or sent by a browser straight to the store in one
+piece or in parts — and for what happens after: join the parts, check the
+size and the header, queue the task, or, when any of that fails, leave no
+half-made task behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from . import lifecycle
+from .csvio import INSPECT_BYTES, read_start
+from .errors import InvalidInput, InvalidTransition, NotFound, S3TaskError
+from .layout import CSV_TYPE, Layout
+from .record import TaskRecord
+from .store.base import MultipartStore, ObjectMeta, ObjectStore, PutMode
+
+if TYPE_CHECKING:
+    from .tasks import Actor, Created
+
+
+class InputFiles:
+    """Upload and submit operations; mixed into ``TaskService``, whose state and checks they use."""
+
+    store: ObjectStore
+    layout: Layout
+    url_seconds: int
+
+    if TYPE_CHECKING:  # provided by TaskService
+
+        def get(self, actor: Actor, task_id: str) -> TaskRecord: ...
+        def _require(self, actor: Actor, record: TaskRecord, action: str) -> None: ...
+        def create(self, actor: Actor, name: str, task_type: str, payload: dict[str, Any] | None = None) -> Created: ...
+        def submit(self, actor: Actor, task_id: str) -> TaskRecord: ...
+        def cancel(self, actor: Actor, task_id: str) -> TaskRecord: ...
+
+    # --- the whole operation, as the page, the CLI and the API call it -----------------------
+
+    def submit_file(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None,
+        stream: BinaryIO | bytes | Iterable[bytes],
+    ) -> TaskRecord:
+        """Create a task, store its input from ``stream`` and queue it; on failure, no task is left half-made."""
+        task_id = self.create(actor, name, task_type, payload).record.task_id
+        try:
+            self.upload_input(actor, task_id, stream)
+            return self.submit(actor, task_id)
+        except S3TaskError:
+            self.abandon_upload(actor, task_id)
+            raise
+
+    def finish_upload(
+        self,
+        actor: Actor,
+        task_id: str,
+        *,
+        size: int | None = None,
+        upload_id: str | None = None,
+        parts: Sequence[tuple[int, str]] = (),
+    ) -> TaskRecord:
+        """A browser says the file is in the store: join its parts, check its size, queue the task.
+
+        If any of that fails the parts are dropped and the task is cancelled (and the
+        error raised), so a failed upload never leaves a task waiting for a file.
+        """
+        try:
+            if upload_id:
+                meta = self.complete_multipart(actor, task_id, upload_id, list(parts))
+            else:
+                meta = self.store.head(self.layout.input_key(task_id))
+            if size is not None and meta.size != size:
+                raise InvalidInput(f"the store holds {meta.size:,} bytes of the file's {size:,}; upload it again")
+            return self.submit(actor, task_id)
+        except S3TaskError:
+            self.abandon_upload(actor, task_id, upload_id)
+            raise
+
+    def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
+        """Drop an upload that will not finish: its parts, and the task made for it (best effort)."""
+        if upload_id:
+            with contextlib.suppress(S3TaskError):
+                self.abort_multipart(actor, task_id, upload_id)
+        with contextlib.suppress(S3TaskError):
+            self.cancel(actor, task_id)
+
+    # --- the steps ------------------------------------------------------------------------------
+
+    def _uploadable(self, actor: Actor, task_id: str) -> TaskRecord:
+        """The task, if ``actor`` may put its input now: until it is submitted."""
+        record = self.get(actor, task_id)
+        self._require(actor, record, "upload to")
+        if record.status != lifecycle.Status.CREATED:
+            raise InvalidTransition(f"cannot replace the input: {lifecycle.describe(record)}")
+        return record
+
+    def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
+        """Store the input (streamed). Allowed until the task is submitted."""
+        record = self._uploadable(actor, task_id)
+        with self.store.open_write(record.input_object_path, PutMode.OVERWRITE, content_type=CSV_TYPE) as w:
+            for chunk in _chunks(stream):
+                w.write(chunk)
+        return self.store.head(record.input_object_path)
+
+    # --- the input in parts, straight from a browser (stores with presigned part URLs: S3) ---
+
+    @property
+    def supports_multipart(self) -> bool:
+        return isinstance(self.store, MultipartStore)
+
+    def _multipart_store(self) -> MultipartStore:
+        if not isinstance(self.store, MultipartStore):
+            raise InvalidInput(f"{self.store.description} takes uploads in one piece, not in parts")
+        return self.store
+
+    def create_multipart(self, actor: Actor, task_id: str) -> str:
+        """Start a multipart upload of the input; returns its upload id."""
+        key = self._uploadable(actor, task_id).input_object_path
+        return self._multipart_store().create_multipart(key, content_type=CSV_TYPE)
+
+    def presign_parts(
+        self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None
+    ) -> list[str]:
+        """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed)."""
+        key = self._uploadable(actor, task_id).input_object_path
+        store, seconds = self._multipart_store(), expires or self.url_seconds
+        return [store.presign_part(key, upload_id, n, expires=seconds) for n in numbers]
+
+    def complete_multipart(
+        self, actor: Actor, task_id: str, upload_id: str, parts: list[tuple[int, str]]
+    ) -> ObjectMeta:
+        """Join the uploaded parts (number, ETag) into the input. Only before submit, like any upload."""
+        key = self._uploadable(actor, task_id).input_object_path
+        self._multipart_store().complete_multipart(key, upload_id, parts)
+        return self.store.head(key)
+
+    def abort_multipart(self, actor: Actor, task_id: str, upload_id: str) -> None:
+        """Drop an unfinished upload's parts (in any state: a cancelled task's upload goes too)."""
+        record = self.get(actor, task_id)
+        self._require(actor, record, "upload to")
+        self._multipart_store().abort_multipart(record.input_object_path, upload_id)
+
+    def _check_input(self, record: TaskRecord) -> ObjectMeta:
+        """The input exists and its header row passes the worker's own reading of it.
+
+        Only the header: rows are the worker's to judge (with line numbers, as a failed task).
+        """
+        try:
+            meta = self.store.head(record.input_object_path)
+        except NotFound as e:
+            raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
+        with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
+            head = _read_up_to(f, INSPECT_BYTES)
+        try:
+            read_start(head, whole=len(head) >= meta.size, rows=False)
+        except InvalidInput as e:  # the worker's words, saying whose they are
+            raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
+        return meta
+
+    # --- reading -----------------------------------------------------------
+
+
+def _read_up_to(f: BinaryIO, size: int) -> bytes:
+    """The first ``size`` bytes of ``f`` (fewer only at its end): a network body may return short reads."""
+    parts: list[bytes] = []
+    left = size
+    while left > 0 and (chunk := f.read(left)):
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def _chunks(stream: BinaryIO | bytes | Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    if isinstance(stream, bytes | bytearray):
+        yield bytes(stream)
+        return
+    read = getattr(stream, "read", None)
+    if read is None:
+        yield from stream  # an iterable of chunks
+        return
+    while chunk := read(size):
+        yield chunk
