@@ -456,19 +456,18 @@ _register_slow_copy()
 def _install_from_env() -> None:
     """Wrap every store this process opens (worker or attempt child) when ``S3TASK_TEST_FAULTS`` is set.
 
-    The backends' class names are replaced by factories: ``open_store`` imports
-    them when called, so the worker's store and each child's store are wrapped,
-    however they were imported. The worker's start-up probe runs without faults:
-    it decides whether the store is safe at all, and is not what is tested here.
+    Through ``s3task.store.wrap_stores``: every store ``open_store`` gives this
+    process from now on comes wrapped, the worker's and each child's. The
+    worker's start-up probe runs without faults: it decides whether the store is
+    safe at all, and is not what is tested here.
     """
     raw = os.environ.get(ENV)
     if not raw:
         return
     config = json.loads(raw)
-    import s3task.store.local as local_mod
-    import s3task.store.s3 as s3_mod
+    import s3task.store as store_mod
 
-    if getattr(local_mod.LocalStore, "_faulty", False):
+    if any(getattr(w, "_faulty", False) for w in store_mod._WRAPPERS):
         return
     role = "child" if _in_child() else "worker"
     rates = config.get(f"{role}_rates", config.get("rates", {}))
@@ -476,17 +475,13 @@ def _install_from_env() -> None:
     log_path = os.environ.get(LOG_ENV)
     opened: list[FaultyStore] = []
 
-    def factory(cls: type) -> Any:
-        def make(*args: Any, **kwargs: Any) -> FaultyStore:
-            store = FaultyStore(cls(*args, **kwargs), seed=seed + len(opened), rates=rates, log_path=log_path)
-            opened.append(store)
-            return store
+    def wrap(inner: Any) -> FaultyStore:
+        store = FaultyStore(inner, seed=seed + len(opened), rates=rates, log_path=log_path)
+        opened.append(store)
+        return store
 
-        make._faulty = True  # type: ignore[attr-defined]
-        return make
-
-    local_mod.LocalStore = factory(local_mod.LocalStore)
-    s3_mod.S3Store = factory(s3_mod.S3Store)
+    wrap._faulty = True  # type: ignore[attr-defined]
+    store_mod.wrap_stores(wrap)
     loop = sys.modules.get("s3task.worker.loop")
     if loop is not None:  # the probe is the worker's start-up check, not part of the work under faults
         probe = loop.cas_probe

@@ -1,31 +1,79 @@
-"""Object stores: the protocol, the S3 and local-directory backends, and the CAS probe."""
+"""Object stores: the protocol, the backends (S3, a local directory), and the CAS probe.
+
+``open_store`` picks a backend by the URL's scheme from a registry, so a new
+backend is one module plus one :func:`register_backend` line; a plain path is
+the local directory. :func:`wrap_stores` lets a harness (fault injection,
+tracing) wrap every store a process opens, without touching the backends.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 from ..layout import DEFAULT_PREFIX, Layout
-from .base import GetResult, ObjectMeta, ObjectStore, PutMode
+from .base import GetResult, MultipartStore, ObjectMeta, ObjectStore, PutMode
 
 DEFAULT_LOCAL_STORE = "./s3task-data"
 
-__all__ = ["DEFAULT_LOCAL_STORE", "GetResult", "ObjectMeta", "ObjectStore", "PutMode", "open_store"]
+__all__ = [
+    "DEFAULT_LOCAL_STORE",
+    "GetResult",
+    "MultipartStore",
+    "ObjectMeta",
+    "ObjectStore",
+    "PutMode",
+    "open_store",
+    "register_backend",
+    "wrap_stores",
+]
+
+Opener = Callable[[str], tuple[ObjectStore, Layout]]
+Wrapper = Callable[[ObjectStore], ObjectStore]
+
+_BACKENDS: dict[str, Opener] = {}
+_WRAPPERS: list[Wrapper] = []
+
+
+def register_backend(scheme: str, opener: Opener) -> None:
+    """Open URLs ``<scheme>://…`` with ``opener`` (which gets the whole URL)."""
+    _BACKENDS[scheme] = opener
+
+
+def wrap_stores(wrapper: Wrapper) -> None:
+    """Pass every store opened from now on through ``wrapper`` (for test harnesses and tracing)."""
+    _WRAPPERS.append(wrapper)
 
 
 def open_store(url: str | None = None) -> tuple[ObjectStore, Layout]:
-    """A store and its layout from a URL: ``s3://bucket/prefix`` or a local path."""
+    """A store and its layout from a URL: ``s3://bucket/prefix``, ``file://path`` or a local path."""
     url = url or DEFAULT_LOCAL_STORE
-    if url.startswith("s3://"):
-        from .s3 import S3Store
+    scheme = url.split("://", 1)[0] if "://" in url else "file"
+    opener = _BACKENDS.get(scheme)
+    if opener is None:
+        known = ", ".join(f"{s}://" for s in sorted(_BACKENDS))
+        raise ValueError(f"unsupported store URL {url!r} (use {known} or a local path)")
+    store, layout = opener(url)
+    for wrapper in _WRAPPERS:
+        store = wrapper(store)
+    return store, layout
 
-        parsed = urlparse(url)
-        if not parsed.netloc:
-            raise ValueError(f"{url!r} names no bucket (expected s3://bucket/prefix)")
-        return S3Store(parsed.netloc), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
-    if "://" in url and not url.startswith("file://"):
-        raise ValueError(f"unsupported store URL {url!r} (use s3://bucket/prefix or a local path)")
+
+def _open_s3(url: str) -> tuple[ObjectStore, Layout]:
+    from .s3 import S3Store
+
+    parsed = urlparse(url)
+    if not parsed.netloc:
+        raise ValueError(f"{url!r} names no bucket (expected s3://bucket/prefix)")
+    return S3Store(parsed.netloc), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
+
+
+def _open_local(url: str) -> tuple[ObjectStore, Layout]:
     from .local import LocalStore
 
-    path = url.removeprefix("file://")
-    return LocalStore(os.path.expanduser(path)), Layout(DEFAULT_PREFIX)
+    return LocalStore(os.path.expanduser(url.removeprefix("file://"))), Layout(DEFAULT_PREFIX)
+
+
+register_backend("s3", _open_s3)
+register_backend("file", _open_local)
