@@ -26,7 +26,7 @@ from ..record import TaskRecord, read_record, update_record
 from ..store import open_store
 from ..store.base import ObjectStore
 from ..store.probe import cas_probe
-from .attempt import Attempt, Outcome, warm_up
+from .attempt import Attempt, warm_up
 from .presence import Presence
 
 log = logging.getLogger("s3task.worker")
@@ -48,7 +48,6 @@ class Worker:
         self._running: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
-        self.outcomes: list[tuple[str, Outcome]] = []
         self._store_proven = False
         #: Tasks that may be pending but whose marker could not be put back: tried again every poll.
         self._unmarked: set[str] = set()
@@ -296,17 +295,14 @@ class Worker:
 
         def body() -> None:
             try:
-                outcome = attempt.run()
-            except Exception as e:  # never let one task take the worker down
+                attempt.run()  # ends the attempt through the lifecycle, whatever happens inside
+            except Exception as e:  # not even a bug in run() may take the worker down
                 log.exception("attempt on %s crashed in the worker: %s", record.task_id, e)
-                outcome = Outcome("lost", str(e))
             finally:
                 self._slots.release()
                 with self._lock:
                     self._running.pop(record.task_id, None)
                 self._wake.set()
-            with self._lock:
-                self.outcomes.append((record.task_id, outcome))
 
         thread = threading.Thread(target=body, name=f"attempt-{record.task_id}", daemon=True)
         with self._lock:
