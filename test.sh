@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: ./test.sh [pytest args]
-# Installs what it needs: a virtualenv from requirements.txt, and (as root on a
+# ./test.sh --fast: the development loop (everything not marked slow; see TIERS in tests/conftest.py).
+# Installs what it needs: a virtualenv with the runtime and pyproject.toml's
+# `dev` dependency group (tests, lint, benchmark tools), and (as root on a
 # machine with apt) Debian's chromium for the browser tests plus curl and jq for
 # the API walkthrough test.
 set -euo pipefail
 cd "$(dirname "$0")"
-bash scripts/ensure-env.sh
+bash scripts/ensure-env.sh dev
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
@@ -13,5 +15,9 @@ command -v jq >/dev/null 2>&1 || missing+=(jq)
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian packages for the tests: ${missing[*]}" >&2
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
+fi
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  set -- -m "not slow and not browser" "$@"
 fi
 exec .venv/bin/python -m pytest "$@"

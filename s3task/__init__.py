@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
+# The one place the version is written: pyproject.toml reads it from here
+# (dynamic = ["version"]), and workers write it into their presence records.
 __version__ = "0.1.0"

@@ -1,7 +1,10 @@
+"""``python -m s3task``: the operator CLI (installed as the ``s3task`` command)."""
+
 from __future__ import annotations
 
 import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
