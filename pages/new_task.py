@@ -226,6 +226,7 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
             state[plan_key] = direct.plan_upload(service, actor, task_id, created.upload_url, chosen)
         else:
             with st.spinner("Uploading and queueing…"):
+                assert upload is not None  # Submit is enabled only with a file
                 task_id = service.submit_file(actor, name, task_type.name, payload, upload).task_id
     except S3TaskError as e:
         if task_id is not None:  # do not leave a half-made task in the list

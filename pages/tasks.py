@@ -81,7 +81,7 @@ def show(page: Page) -> None:
 # cost a GET) and asks for a full rerun when liveness flips, which re-decides
 # whether it should keep ticking.
 first = load()
-live = bool(first) and any(fmt.is_live(r) for r in first.tasks)
+live = first is not None and any(fmt.is_live(r) for r in first.tasks)
 state["tasks_fresh"] = first
 
 

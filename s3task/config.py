@@ -185,7 +185,7 @@ def _checked(f: Any, value: Any, shown: str) -> Any:
 
 
 def _field(cls: type, name: str) -> Any:
-    for f in fields(cls):  # type: ignore[arg-type]
+    for f in fields(cls):
         if f.name == name:
             return f
     raise SettingsError(f"unknown setting {name!r}")

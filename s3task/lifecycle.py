@@ -296,7 +296,7 @@ def _fail(
 
 
 def backoff_seconds(failed_attempts: int, base: float = BACKOFF_BASE_SECONDS) -> float:
-    return min(BACKOFF_MAX_SECONDS, base * 2 ** max(0, failed_attempts - 1))
+    return float(min(BACKOFF_MAX_SECONDS, base * 2 ** max(0, failed_attempts - 1)))
 
 
 def retry_due(record: TaskRecord, now: datetime) -> bool:

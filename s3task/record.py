@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from .errors import (
     AlreadyExists,
@@ -46,6 +46,10 @@ def new_write_id() -> str:
     return secrets.token_hex(8)
 
 
+@overload
+def to_iso(dt: datetime) -> str: ...
+@overload
+def to_iso(dt: None) -> None: ...
 def to_iso(dt: datetime | None) -> str | None:
     if dt is None:
         return None

@@ -7,6 +7,7 @@ Clients never decide a transition from their own copy or clock.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import re
@@ -208,7 +209,7 @@ class TaskService(InputFiles):
         next_cursor = page_ids[-1] if len(ids) > limit else None
         return Page(records, next_cursor, problems)
 
-    def _read_many(self, actor: Actor, ids: list[str]) -> tuple[list[TaskRecord], list[str]]:
+    def _read_many(self, actor: Actor, ids: builtins.list[str]) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
         def one(task_id: str) -> TaskRecord | str | None:
             try:
                 return self.get(actor, task_id)
@@ -251,12 +252,13 @@ class TaskService(InputFiles):
 
     # --- output ------------------------------------------------------------
 
-    def _completed(self, actor: Actor, task_id: str) -> TaskRecord:
+    def _completed(self, actor: Actor, task_id: str) -> tuple[TaskRecord, str]:
+        """The completed task and its output's key, if ``actor`` may read it."""
         record = self.get(actor, task_id)
         self._require(actor, record, "download the output of")
         if record.status != lifecycle.Status.COMPLETED or not record.output_object_path:
             raise InvalidTransition(f"there is no output yet: {lifecycle.describe(record)}")
-        return record
+        return record, record.output_object_path
 
     def output_filename(self, record: TaskRecord) -> str:
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", record.task_name).strip("-.")[:60] or "output"
@@ -264,8 +266,8 @@ class TaskService(InputFiles):
 
     def output_url(self, actor: Actor, task_id: str) -> str | None:
         """A short-lived download URL, or None if the store has none (stream with open_output)."""
-        record = self._completed(actor, task_id)
-        key, filename = record.output_object_path, self.output_filename(record)
+        record, key = self._completed(actor, task_id)
+        filename = self.output_filename(record)
         url = self.store.presign_get(key, expires=self.url_seconds, filename=filename)
         if url is None and self.url_signer is not None:
             url = self.url_signer.presign_get(key, expires=self.url_seconds, filename=filename)
@@ -273,8 +275,8 @@ class TaskService(InputFiles):
 
     @contextlib.contextmanager
     def open_output(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:
-        record = self._completed(actor, task_id)
-        with self.store.open_read(record.output_object_path) as f:
+        _, key = self._completed(actor, task_id)
+        with self.store.open_read(key) as f:
             yield f
 
     def read_output(self, actor: Actor, task_id: str, rows: int = 100, *, errors_only: bool = False) -> pd.DataFrame:

@@ -47,9 +47,14 @@ from s3task.store.s3 import S3Store
 MIB = 1024 * 1024
 
 
-@pytest.fixture(params=(*STORE_KINDS, "local-noxattr"))
+@pytest.fixture(params=(*STORE_KINDS, "local-noxattr", "memory"))
 def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Each test using this runs once per store kind: conftest's, and the local store without xattr functions."""
+    """Each test using this runs once per store kind: conftest's, the local store without xattr functions,
+    and s3task.testing's in-memory store (what plug-in authors test against)."""
+    if request.param == "memory":
+        from s3task.testing import MemoryStore
+
+        return MemoryStore()
     if request.param == "local-noxattr":
         # As on macOS (and the BSDs): Python's os module has these on Linux only.
         monkeypatch.delattr(os, "getxattr", raising=False)

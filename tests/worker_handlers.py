@@ -20,7 +20,7 @@ class Gated(TaskType):
     params = (Param("gate", required=True),)
 
     def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
-        while not os.path.exists(self.params["gate"]):
+        while not os.path.exists(self.values["gate"]):
             time.sleep(0.05)
         out = chunk.copy()
         out[ERROR_COLUMN] = ""

@@ -7,6 +7,7 @@ with :func:`get`, so pages never repeat identity or store setup.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 import streamlit as st
 
@@ -40,12 +41,12 @@ def put(context: Context) -> None:
 
 def get() -> Context:
     context = st.session_state.get(_KEY)
-    if context is None:
+    if not isinstance(context, Context):
         _start_over_through_app()
     return context
 
 
-def _start_over_through_app() -> None:
+def _start_over_through_app() -> NoReturn:
     """Go through app.py when a page file was started without it.
 
     Until some session has called ``st.navigation``, Streamlit treats a
@@ -60,3 +61,4 @@ def _start_over_through_app() -> None:
 
     requested = st.navigation(pages(), position="hidden")
     st.switch_page(requested, query_params=st.query_params.to_dict())
+    raise AssertionError("st.switch_page returns only by raising")  # pragma: no cover

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import Literal
 
 from s3task.record import TaskRecord, parse_iso
 from s3task.states import State
 
 #: Readable label and a colour (Streamlit badge colour names) per lifecycle state (``s3task.states.State``).
-STATUS_STYLE: dict[State, tuple[str, str]] = {
+#: The badge colours Streamlit has.
+BadgeColor = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray"]
+
+STATUS_STYLE: dict[State, tuple[str, BadgeColor]] = {
     State.CREATED: ("Waiting for upload", "gray"),
     State.QUEUED: ("Queued", "orange"),
     State.RUNNING: ("Running", "blue"),
@@ -30,7 +34,7 @@ def status_label(record: TaskRecord) -> str:
     return STATUS_STYLE[record.state][0]
 
 
-def status_color(record: TaskRecord) -> str:
+def status_color(record: TaskRecord) -> BadgeColor:
     return STATUS_STYLE[record.state][1]
 
 

@@ -50,7 +50,8 @@ def _workers(ctx: Context) -> None:
         )
         return
     now = ctx.service.store.now()
-    newest = max((parse_iso(w.get("last_seen")) for w in workers if w.get("last_seen")), default=None)
+    beats = [t for w in workers if (t := parse_iso(w.get("last_seen"))) is not None]
+    newest = max(beats, default=None)
     busy = sum(1 for w in workers if w.get("task_id"))
     count = f"{len(workers)} worker{'s' if len(workers) != 1 else ''} ready"
     detail = f"{busy} busy" if busy else "idle"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -57,7 +58,10 @@ COLUMNS: dict[str, object] = {
 def task_table(records: list[TaskRecord], now: datetime, *, key: str, show_owner: bool = True) -> str | None:
     """Show the tasks; return the id of the task whose Open button was clicked, if any."""
     frame = task_frame(records, now)
-    config = {**COLUMNS, "open": st.column_config.ButtonColumn("", type="tertiary", key=key, width="small")}
+    config: dict[str, Any] = {
+        **COLUMNS,
+        "open": st.column_config.ButtonColumn("", type="tertiary", key=key, width="small"),
+    }
     st.dataframe(
         frame,
         column_config=config,

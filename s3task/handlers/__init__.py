@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pandas as pd
 
@@ -30,13 +30,16 @@ from ..errors import InvalidInput, UnknownTaskType
 
 ERROR_COLUMN = "error"
 
+#: What a parameter holds; the app renders each as its own kind of input.
+ParamType = Literal["str", "int", "float", "bool", "choice"]
+
 
 @dataclass(frozen=True)
 class Param:
     """One declared parameter of a task type."""
 
     name: str
-    type: str = "str"  # "str" | "int" | "float" | "bool" | "choice"
+    type: ParamType = "str"
     default: Any = None
     help: str = ""
     choices: tuple[str, ...] = ()
@@ -80,9 +83,11 @@ class TaskType:
     error_column: ClassVar[str | None] = ERROR_COLUMN
 
     def __init__(self, params: Mapping[str, Any]) -> None:
-        self.params = dict(params)
+        #: The values of this task's parameters (``params`` declares them).
+        self.values: dict[str, Any] = dict(params)
 
-    def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
+    def process(self, chunk: pd.DataFrame) -> pd.DataFrame | None:
+        """The output rows for one chunk of input rows (None: nothing to write for this chunk)."""
         raise NotImplementedError
 
     def finish(self) -> pd.DataFrame | None:

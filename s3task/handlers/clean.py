@@ -57,14 +57,14 @@ class Clean(TaskType):
     def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
         if self._names is None:
             names = [str(c) for c in chunk.columns]
-            self._names = normalise_headers(names) if self.params["normalize_headers"] else names
+            self._names = normalise_headers(names) if self.values["normalize_headers"] else names
         out = chunk
-        if self.params["trim_spaces"]:
+        if self.values["trim_spaces"]:
             out = pd.DataFrame({i: chunk.iloc[:, i].str.strip() for i in range(chunk.shape[1])}, index=chunk.index)
         keep = np.ones(len(out), dtype=bool)
-        if self.params["drop_empty_rows"] and len(out):
+        if self.values["drop_empty_rows"] and len(out):
             keep &= ~(out == "").all(axis=1).to_numpy(dtype=bool)
-        if self.params["drop_duplicate_rows"] and keep.any():
+        if self.values["drop_duplicate_rows"] and keep.any():
             kept = np.flatnonzero(keep)
             hi, lo = row_hashes(out.iloc[kept])
             keep[kept] = self._seen.add(hi, lo)

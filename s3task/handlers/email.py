@@ -130,7 +130,7 @@ class EmailEnrichment(TaskType):
 
     def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
         if self._column is None:
-            self._column = find_email_column([str(c) for c in chunk.columns], self.params["email_column"] or "")
+            self._column = find_email_column([str(c) for c in chunk.columns], self.values["email_column"] or "")
         out = chunk.copy()
         for name, values in enrich(chunk[self._column]).items():
             out[name] = values
@@ -218,7 +218,7 @@ def _bools(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _series(arr: pa.ChunkedArray, index: pd.Index) -> pd.Series:
-    out = arr.to_pandas()
+    out: pd.Series = arr.to_pandas()
     out.index = index
     return out
 

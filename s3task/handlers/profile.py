@@ -139,7 +139,7 @@ class ColumnStats:
 def _ranking(values: pa.Array, counts: np.ndarray) -> np.ndarray:
     """Positions, most common first; ties in value order, so the output is the same every run."""
     table = pa.table({"value": values, "count": counts})
-    return pc.sort_indices(table, sort_keys=[("count", "descending"), ("value", "ascending")]).to_numpy()
+    return np.asarray(pc.sort_indices(table, sort_keys=[("count", "descending"), ("value", "ascending")]).to_numpy())
 
 
 def _text(values: pd.Series) -> pa.ChunkedArray:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import BinaryIO, ClassVar, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class PutMode:
     kind: str
     etag: str | None = None
 
+    OVERWRITE: ClassVar[PutMode]
+    CREATE: ClassVar[PutMode]
+
     def __post_init__(self) -> None:
         if self.kind not in ("overwrite", "create", "update"):
             raise ValueError(f"unknown put mode {self.kind!r}")
@@ -41,8 +44,8 @@ class PutMode:
         return cls("update", etag)
 
 
-PutMode.OVERWRITE = PutMode("overwrite")  # type: ignore[attr-defined]
-PutMode.CREATE = PutMode("create")  # type: ignore[attr-defined]
+PutMode.OVERWRITE = PutMode("overwrite")
+PutMode.CREATE = PutMode("create")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class ObjectWriter(Protocol):
     ``write`` takes any bytes-like object (the engine hands it views of
     Arrow's buffers) and must be done with it, or have copied it, when it returns.
     """
+
+    #: The written object's ETag, once the ``open_write`` block has closed without error.
+    etag: str
 
     def write(self, data: bytes | memoryview) -> int: ...
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from ..errors import BucketMissing, NotFound
 from ..record import MAX_RECORD_BYTES
-from .s3 import S3Store, _translated
+from .s3 import S3Store
+from .s3_errors import _translated
 
 CORS_ID = "s3task-browser-transfers"
 ABORT_ID = "s3task-abort-incomplete-uploads"
@@ -182,11 +183,11 @@ def cors_problems(rules: Sequence[dict[str, Any]], origins: Sequence[str]) -> li
     problems = []
     for origin in origins:
         # Like S3, any one rule that allows everything the browser does is enough.
-        found = [_rule_problems(r, origin) for r in rules if _allows_origin(r, origin)]
+        found: list[list[str]] = [_rule_problems(r, origin) for r in rules if _allows_origin(r, origin)]
         if not found:
             problems.append(f"no CORS rule allows the origin {origin}")
         elif all(found):
-            problems += min(found, key=len)
+            problems += sorted(found, key=len)[0]  # the rule closest to allowing it
     return problems
 
 

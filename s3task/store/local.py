@@ -89,12 +89,13 @@ class LocalStore:
     # --- metadata on the inode -------------------------------------------
 
     @staticmethod
-    def _read_attrs(fd: int) -> dict | None:
+    def _read_attrs(fd: int) -> dict[str, Any] | None:
         getxattr = _xattr_function("getxattr")
         if getxattr is None:
             return None
         try:
-            return json.loads(getxattr(fd, _XATTR))
+            attrs = json.loads(getxattr(fd, _XATTR))
+            return attrs if isinstance(attrs, dict) else None
         except (OSError, ValueError):
             return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+from collections.abc import Callable
 
 from ..errors import AlreadyExists, PreconditionFailed, S3TaskError, StoreError, UnsafeStore
 from .base import ObjectStore, PutMode
@@ -46,7 +47,7 @@ def cas_probe(store: ObjectStore, prefix: str) -> None:
                 store.delete(k)
 
 
-def _expect_refused(call, expected: type[StoreError], problem: str) -> None:
+def _expect_refused(call: Callable[[], object], expected: type[StoreError], problem: str) -> None:
     try:
         call()
     except expected:

@@ -23,7 +23,7 @@ from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConfl
 from ..layout import Layout
 from ..lifecycle import Lease
 from ..progress import Done, Failed, Message, Moved, Progress
-from ..record import TaskRecord, update_record
+from ..record import Change, TaskRecord, update_record
 from ..store.base import ObjectStore
 from . import child
 
@@ -195,10 +195,10 @@ class Attempt:
 
     # --- writes to the record ------------------------------------------------
 
-    def _write(self, change) -> TaskRecord:
+    def _write(self, change: Change) -> TaskRecord:
         return update_record(self.store, self.layout, self.task_id, change)
 
-    def _write_final(self, change) -> TaskRecord:
+    def _write_final(self, change: Change) -> TaskRecord:
         """Complete, fail or release: retried through store errors for as long as the lease may be ours.
 
         Giving up at the first 503 would throw away a finished attempt: the

@@ -115,6 +115,6 @@ def _run(job: Job, conn: Any) -> Progress:
 
 def _is_ours(store: Any, job: Job) -> bool:
     try:
-        return store.head(job.output_key).metadata.get(WRITE_ID_META) == job.write_id
+        return bool(store.head(job.output_key).metadata.get(WRITE_ID_META) == job.write_id)
     except S3TaskError:
         return False

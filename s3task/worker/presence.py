@@ -70,7 +70,7 @@ def live_workers(store: ObjectStore, layout: Layout, within_seconds: float = 180
         seen = parse_iso(data.get("last_seen")) if isinstance(data, dict) else None
         if seen is None or seen < cutoff or data.get("stopped"):
             return None
-        return data
+        return dict(data)
 
     if not keys:
         return []
