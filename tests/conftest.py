@@ -214,3 +214,81 @@ def layout() -> Layout:
 @pytest.fixture
 def service(store, layout) -> TaskService:
     return TaskService(store, layout)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Publish the figures the reliability tests gathered (tests/figures.py), after a green run only."""
+    if exitstatus == 0:
+        import figures
+
+        figures.publish_all()
+
+
+# --- tiers: what each module exercises, and which are too slow for the development loop -------
+
+#: Module -> tier. ``unit``: pure logic in this process; ``contract``: one contract run against every
+#: store (or the API's published document); ``system``: real processes, servers and stores together;
+#: ``browser``: a real Chromium. Every test module must be listed (checked at collection).
+TIERS = {
+    "test_ids": "unit",
+    "test_lifecycle": "unit",
+    "test_record": "unit",
+    "test_processing": "unit",
+    "test_handlers": "unit",
+    "test_settings": "unit",
+    "test_identity": "unit",
+    "test_store_registry": "unit",
+    "test_store_background": "unit",
+    "test_testing": "unit",
+    "test_store_contract": "contract",
+    "test_store_multipart": "contract",
+    "test_store_s3_urls": "contract",
+    "test_tasks": "contract",
+    "test_transfer": "contract",
+    "test_api_contract": "contract",
+    "test_stranding": "system",
+    "test_worker_embedded": "system",
+    "test_worker_badinput": "system",
+    "test_worker": "system",
+    "test_cli": "system",
+    "test_http_api": "system",
+    "test_app": "system",
+    "test_access": "system",
+    "test_faults": "system",
+    "test_crash_points": "system",
+    "test_soak": "system",
+    "test_hostile": "system",
+    "test_bench_quick": "system",
+    "test_browser": "browser",
+    "test_direct_transfer": "browser",
+}
+#: Modules left out of the development loop (``./test.sh --fast``); CI runs everything.
+SLOW = {
+    "test_worker",
+    "test_faults",
+    "test_crash_points",
+    "test_soak",
+    "test_hostile",
+    "test_bench_quick",
+    "test_browser",
+    "test_direct_transfer",
+    "test_access",
+    "test_http_api",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier in ("unit", "contract", "system"):
+        config.addinivalue_line("markers", f"{tier}: test tier (tests/conftest.py TIERS)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unlisted = sorted({item.module.__name__ for item in items if item.module.__name__ not in TIERS})
+    if unlisted:
+        raise pytest.UsageError(f"tests/conftest.py TIERS does not say which tier these are in: {unlisted}")
+    for item in items:
+        name = item.module.__name__
+        if TIERS[name] != "browser":  # browser modules mark their own browser tests
+            item.add_marker(getattr(pytest.mark, TIERS[name]))
+        if name in SLOW:
+            item.add_marker(pytest.mark.slow)

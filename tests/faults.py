@@ -429,7 +429,7 @@ def _register_slow_copy() -> None:  # and the memory hog
         params = (Param("pause", "float", default=0.5),)
 
         def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
-            time.sleep(self.params["pause"])
+            time.sleep(self.values["pause"])
             out = chunk.copy()
             out[ERROR_COLUMN] = ""
             return out

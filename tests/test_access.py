@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 import boto3
+import figures
 import pytest
 import requests
 from apps.http_server import serve
@@ -36,14 +37,15 @@ from streamlit.testing.v1 import AppTest
 from s3task import cli, lifecycle
 from s3task.config import Settings
 from s3task.errors import AccessDenied
-from s3task.http_api import TokenTable, create_app, hash_token
 from s3task.layout import Layout
 from s3task.record import read_record, update_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.store.s3 import _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
-from s3task.transfer import TransferDenied, UrlSigner
+from s3task.web.api import create_app
+from s3task.web.tokens import TokenTable, hash_token
+from s3task.web.transfer import TransferDenied, UrlSigner
 from ui.identity import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -395,7 +397,7 @@ def test_nothing_logs_credentials_or_url_signatures(moto_http_bucket, tmp_path: 
     assert read_record(service.store, service.layout, bad)[0].status == "failed"
 
 
-def test_zz_publish_figures() -> None:
-    if not _figures.get("log_lines_checked"):
-        pytest.skip("the log test did not run")
-    save_figures("access", dict(_figures))
+@figures.at_end
+def _publish() -> None:
+    if _figures.get("log_lines_checked"):  # the log test ran
+        save_figures("access", dict(_figures))

@@ -48,7 +48,7 @@ from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
-from s3task.transfer import TransferDenied, UrlSigner, local_secret, signer_for
+from s3task.web.transfer import TransferDenied, UrlSigner, local_secret, signer_for
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # ui/ lives next to app.py
@@ -696,13 +696,6 @@ def test_cancelling_an_upload_abandons_its_task(new_task_page) -> None:
     browser_reports(at, failed={"id": task_id, "kind": "http", "status": 403, "message": "AccessDenied"})
     assert "The upload failed (AccessDenied)" in said(at.error)
     assert service.get(LOCAL, task_id).status == "abandoned" and not at.warning
-
-
-def test_zz_publish_figures() -> None:
-    if not _figures:
-        pytest.skip("the browser tests did not run")
-    save_figures()
-    print(json.dumps(_figures))
 
 
 def test_settings_know_the_app_origin() -> None:

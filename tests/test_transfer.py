@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from s3task.layout import Layout
 from s3task.store.local import META_DIR, LocalStore
 from s3task.tasks import Actor, TaskService
-from s3task.transfer import KEY_FILE, Grant, TransferDenied, UrlSigner, local_secret, signer_for, transfer_mount
+from s3task.web.transfer import KEY_FILE, Grant, TransferDenied, UrlSigner, local_secret, signer_for, transfer_mount
 
 ALICE = Actor("alice")
 SECRET = b"k" * 32

@@ -29,7 +29,7 @@ from s3task.config import Settings
 from s3task.errors import S3TaskError
 from s3task.store import open_store
 from s3task.tasks import TaskService
-from s3task.transfer import signer_for
+from s3task.web.transfer import signer_for
 
 log = logging.getLogger("s3task.app")
 
@@ -39,7 +39,7 @@ def routes() -> list[BaseRoute]:
 
     Without routes the pages still start, and say what is wrong with the settings.
     """
-    from s3task import http_api
+    from s3task.web import api as http_api
 
     try:
         settings = Settings.load()

@@ -1,0 +1,275 @@
+"""The HTTP control API under ``/api/``: everything the app does, for scripts and other services.
+
+Mount :func:`routes` into the Streamlit app (``st.App(..., routes=routes(settings))``)
+or run it on its own::
+
+    uvicorn s3task.http_api:app --factory --host 127.0.0.1 --port 8000
+
+Each route is thin: it authenticates the caller (a bearer token, :mod:`s3task.web.tokens`),
+checks the request against its model, calls :class:`s3task.tasks.TaskService` and
+answers with a body built through its model (:mod:`s3task.web.models`). The routes
+and the OpenAPI document come from one list, :data:`s3task.web.openapi.OPERATIONS`.
+The service owns every state transition; responses carry its ``retryable`` /
+``cancellable`` verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from .. import handlers
+from ..config import Settings
+from ..errors import S3TaskError
+from ..record import TaskRecord
+from ..store import open_store
+from ..tasks import MAX_LIST, Actor, TaskService
+from .errors import HttpError, json_mount, route_error, s3task_error
+from .models import (
+    Created,
+    NewTask,
+    OneTask,
+    OutputLink,
+    Task,
+    TaskPage,
+    TaskQuery,
+    TaskTypeInfo,
+    TaskTypes,
+    Upload,
+    task_of,
+)
+from .openapi import OPERATIONS, openapi_document
+from .tokens import TOKENS_FILE_ENV, TokenTable
+from .transfer import UrlSigner, signer_for, transfer_mount
+
+MAX_JSON_BYTES = 64 * 1024
+M = TypeVar("M", bound=BaseModel)
+
+#: What a request that does not fit its model is told, by the first field at fault.
+_NAME_AND_TYPE = 'give the task a "name" and a "type" (see GET /api/task-types)'
+NEW_TASK_MESSAGES = {"name": _NAME_AND_TYPE, "type": _NAME_AND_TYPE, "parameters": '"parameters" must be a JSON object'}
+QUERY_MESSAGES = {
+    "limit": f"limit must be a whole number between 1 and {MAX_LIST}",
+    "cursor": "that page cursor is not valid; start again from the first page",
+    "mine": "mine must be true or false",
+}
+
+
+class Api:
+    def __init__(self, service: TaskService, tokens: TokenTable) -> None:
+        self.service = service
+        self.tokens = tokens
+
+    def routes(self) -> list[Route]:
+        """One route per operation of the document."""
+        return [Route(op.path, getattr(self, op.handler), methods=[op.method]) for op in OPERATIONS]
+
+    # --- identity ---
+
+    def actor(self, request: Request) -> Actor:
+        """The caller, from ``Authorization: Bearer <token>`` only."""
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            hint = "" if self.tokens.configured else f" (none are configured yet: set {TOKENS_FILE_ENV})"
+            raise _unauthorized(f"send an API token as 'Authorization: Bearer <token>'{hint}")
+        actor = self.tokens.actor_for(token.strip())
+        if actor is None:
+            raise _unauthorized("that API token is not known")
+        return actor
+
+    # --- views ---
+
+    def task(self, actor: Actor, record: TaskRecord) -> Task:
+        retryable, cancellable = self.service.can_retry(actor, record), self.service.can_cancel(actor, record)
+        return task_of(record, retryable=retryable, cancellable=cancellable)
+
+    def _one(self, actor: Actor, record: TaskRecord) -> Response:
+        return reply(OneTask(task=self.task(actor, record)))
+
+    # --- endpoints: each calls the TaskService and nothing else ---
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def task_types(self, request: Request) -> Response:
+        self.actor(request)
+        types = [
+            TaskTypeInfo(name=t.name, title=t.title, description=t.description, params=list(t.params))
+            for t in handlers.all_types()
+        ]
+        return reply(TaskTypes(task_types=types))
+
+    async def create_task(self, request: Request) -> Response:
+        actor = self.actor(request)
+        body = checked(NewTask, await _json_object(request), NEW_TASK_MESSAGES)
+        created = await run_in_threadpool(self.service.create, actor, body.name, body.type, body.parameters or {})
+        upload = None
+        if created.upload_url:
+            upload = Upload(
+                url=absolute_url(request, created.upload_url),
+                method="PUT",
+                headers={"Content-Type": created.upload_content_type},
+                expires_in=self.service.url_seconds,
+            )
+        location = f"{request.url.path.rstrip('/')}/{created.record.task_id}"
+        body_out = Created(task=self.task(actor, created.record), upload=upload)
+        return reply(body_out, 201, headers={"Location": location})
+
+    async def list_tasks(self, request: Request) -> Response:
+        actor = self.actor(request)
+        query = checked(TaskQuery, dict(request.query_params), QUERY_MESSAGES)
+        page = await run_in_threadpool(
+            self.service.list, actor, limit=query.limit, cursor=query.cursor, mine=query.mine
+        )
+        tasks = [self.task(actor, r) for r in page.tasks]
+        return reply(TaskPage(tasks=tasks, next_cursor=page.next_cursor, problems=page.problems))
+
+    async def get_task(self, request: Request) -> Response:
+        actor = self.actor(request)
+        return self._one(actor, await run_in_threadpool(self.service.get, actor, request.path_params["task_id"]))
+
+    async def submit_task(self, request: Request) -> Response:
+        actor = self.actor(request)
+        return self._one(actor, await run_in_threadpool(self.service.submit, actor, request.path_params["task_id"]))
+
+    async def retry_task(self, request: Request) -> Response:
+        actor = self.actor(request)
+        return self._one(actor, await run_in_threadpool(self.service.retry, actor, request.path_params["task_id"]))
+
+    async def cancel_task(self, request: Request) -> Response:
+        actor = self.actor(request)
+        return self._one(actor, await run_in_threadpool(self.service.cancel, actor, request.path_params["task_id"]))
+
+    async def task_output(self, request: Request) -> Response:
+        actor = self.actor(request)
+        task_id = request.path_params["task_id"]
+        url = await run_in_threadpool(self.service.output_url, actor, task_id)
+        if url is None:
+            raise HttpError(503, "no_download_url", "this store cannot make download links")
+        record = await run_in_threadpool(self.service.get, actor, task_id)
+        link = OutputLink(
+            url=absolute_url(request, url),
+            expires_in=self.service.url_seconds,
+            filename=self.service.output_filename(record),
+        )
+        return reply(link, headers={"Cache-Control": "no-store"})
+
+
+def reply(body: BaseModel, status: int = 200, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """A response whose body is exactly what its model says."""
+    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=dict(headers or {}))
+
+
+def checked(model: type[M], data: Mapping[str, Any], messages: Mapping[str, str]) -> M:
+    """``data`` as ``model``, or a 400 ``invalid_input`` naming the first field at fault (in declaration order)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        problems = e.errors()
+        unknown = sorted(str(p["loc"][0]) for p in problems if p["type"] == "extra_forbidden")
+        if unknown:
+            message = f"unknown field(s) {', '.join(unknown)}; expected {', '.join(model.model_fields)}"
+            raise HttpError(400, "invalid_input", message) from None
+        at_fault = {p["loc"][0] for p in problems if p["loc"]}
+        name = next((n for n in model.model_fields if n in at_fault), None)
+        message = messages.get(name or "") or problems[0]["msg"]
+        raise HttpError(400, "invalid_input", message) from None
+
+
+def _unauthorized(message: str) -> HttpError:
+    return HttpError(401, "unauthorized", message, {"WWW-Authenticate": 'Bearer realm="s3task"'})
+
+
+def absolute_url(request: Request, url: str) -> str:
+    """Host-relative transfer URLs (the local store's) made absolute against this server's own address."""
+    if not url.startswith("/"):
+        return url
+    root = request.scope.get("app_root_path", "")
+    return f"{request.url.scheme}://{request.url.netloc}{root}{url}"
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_JSON_BYTES:
+        raise _too_large()
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_JSON_BYTES:
+            raise _too_large()
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError as e:
+        raise HttpError(400, "invalid_json", f"the request body is not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise HttpError(400, "invalid_json", "the request body must be a JSON object")
+    return data
+
+
+def _too_large() -> HttpError:
+    return HttpError(413, "payload_too_large", f"the request body is larger than {MAX_JSON_BYTES // 1024} KB")
+
+
+# --- assembly ------------------------------------------------------------------------
+
+
+def routes(
+    settings: Settings, *, service: TaskService | None = None, tokens: TokenTable | None = None
+) -> list[BaseRoute]:
+    """The API under ``/api`` and, for stores without presigned URLs, the ``/transfer`` routes.
+
+    Pass ``service`` to share the app's TaskService (it should have been made with
+    ``url_signer=signer_for(store)`` on the local store).
+    """
+    for module in settings.handlers:  # task types the workers run must be creatable here too
+        handlers.load_module(module)
+    if service is None:
+        store, layout = open_store(settings.store)
+        service = TaskService(
+            store,
+            layout,
+            max_attempts=settings.max_attempts,
+            url_seconds=settings.url_seconds,
+            url_signer=signer_for(store),
+        )
+    api = Api(service, tokens if tokens is not None else TokenTable.from_env())
+    errors = {S3TaskError: s3task_error, HTTPException: route_error}
+    mounted: list[BaseRoute] = [json_mount("/api", api.routes(), errors)]
+    signer = service.url_signer or signer_for(service.store)
+    if signer is not None:
+        assert isinstance(signer, UrlSigner), "the /transfer routes check what s3task.web.transfer signed"
+        max_bytes = settings.max_upload_mb * 1024 * 1024
+        mounted.append(transfer_mount(service.store, service.layout, signer, max_bytes=max_bytes))
+    return mounted
+
+
+def create_app(settings: Settings | None = None, **kwargs: Any) -> Starlette:
+    """A standalone ASGI app serving only the API (and transfer routes)."""
+    return Starlette(routes=routes(settings or Settings.load(), **kwargs))
+
+
+def app() -> Starlette:
+    """Factory for ``uvicorn s3task.http_api:app --factory``: settings from ``S3TASK_*``.
+
+    A bad setting is one line on stderr and exit status 2, as for ``python -m s3task.http_api serve``.
+    """
+    try:
+        settings = Settings.load()
+    except ValueError as e:  # a SettingsError: it names the setting
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return create_app(settings)
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join((str(e) or type(e).__name__).split())

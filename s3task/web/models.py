@@ -1,0 +1,203 @@
+"""Every body the API takes or gives, declared once (pydantic models).
+
+The handlers build each response through these models and check each request
+against them, and the OpenAPI document (:mod:`s3task.web.openapi`) is generated
+from them, so the document cannot leave out a field the API returns.
+
+The task a response carries (:class:`Task`) is derived from the record itself,
+:class:`s3task.record.TaskRecord`: its fields, types and the status values come
+from the dataclass, less the workers' own fields (:data:`HIDDEN`), plus what
+the server works out for the caller. A field added to the record appears in
+responses and in the document with no edit here. The task id's pattern is the
+one :mod:`s3task.ids` checks ids with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+
+from ..handlers import Param
+from ..ids import _ID_RE, ID_LENGTH
+from ..record import TaskRecord
+from ..tasks import MAX_LIST, MAX_NAME
+
+#: Record fields that are the workers' own and never leave the server.
+HIDDEN = frozenset({"lease_token", "write_id"})
+#: Tasks in a page when the caller does not say.
+DEFAULT_LIMIT = 50
+
+TASK_ID_PATTERN = f"^{_ID_RE.pattern}$"
+TaskId = Annotated[
+    str,
+    Field(
+        pattern=TASK_ID_PATTERN,
+        min_length=ID_LENGTH,
+        max_length=ID_LENGTH,
+        description="A task id: 26 characters (Crockford base32); newer tasks sort first.",
+    ),
+]
+
+
+class _Response(BaseModel):
+    """A response body: every field is always there, and nothing else is."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class _Request(BaseModel):
+    """A request body: only the declared fields, each of exactly its JSON type."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# --- the task ------------------------------------------------------------------------------
+
+
+def _record_fields() -> dict[str, Any]:
+    """The record's fields as the API shows them (all of them always present), with their types."""
+    hints = typing.get_type_hints(TaskRecord)
+    sharper: dict[str, Any] = {"task_id": TaskId}
+    return {
+        f.name: (sharper.get(f.name, hints[f.name]), ...)
+        for f in dataclasses.fields(TaskRecord)
+        if f.name not in HIDDEN and f.name != "extra"
+    }
+
+
+_RecordView = create_model(
+    "_RecordView",
+    __config__=ConfigDict(extra="allow", json_schema_serialization_defaults_required=True),
+    __module__=__name__,
+    **_record_fields(),
+)
+
+
+class Task(_RecordView):  # type: ignore[misc, valid-type]
+    """A task: its record (`status.json`) without the workers' own fields (lease token, write id),
+    plus what the server works out for the caller. A record written by a newer s3task may carry more
+    fields; they are passed on as they are."""
+
+    progress: float = Field(ge=0, le=1, description="0 to 1: the share of the input processed (1 once completed).")
+    terminal: bool = Field(description="It will not change by itself any more (completed, abandoned, failed for good).")
+    retryable: bool = Field(description="The caller may retry it now.")
+    cancellable: bool = Field(description="The caller may cancel it now.")
+
+
+def task_of(record: TaskRecord, *, retryable: bool, cancellable: bool) -> Task:
+    """The task as the API shows it to a caller who may (or may not) retry or cancel it."""
+    data = record.to_dict()
+    for name in HIDDEN:
+        data.pop(name, None)
+    computed = {"progress": record.progress, "terminal": record.is_terminal}
+    task: Task = Task.model_validate({**data, **computed, "retryable": retryable, "cancellable": cancellable})
+    return task
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+class NewTask(_Request):
+    """What `POST /api/tasks` takes."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "June import", "type": "copy", "parameters": {}}]}
+    )
+
+    name: str = Field(
+        description=f"What to call the task (in listings, and the output's file name): 1 to {MAX_NAME} characters, "
+        "not all spaces."
+    )
+    type: str = Field(description="The name of a task type (GET /api/task-types).")
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="The task type's parameters by name (GET /api/task-types); none if left out."
+    )
+
+
+def _whole(value: Any) -> Any:
+    """A whole number as a query string spells it (as Python's `int` reads it)."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError("not a whole number") from None
+    return value
+
+
+def _flag(value: Any) -> Any:
+    """true or false, spelled as for the settings: 1/0, true/false, yes/no, on/off, in any case."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("not true or false")
+    return value
+
+
+class TaskQuery(BaseModel):
+    """The query of `GET /api/tasks`; other names are ignored. A parameter left out takes its default,
+    an empty one (`?cursor=`) is refused like any other value that is not valid."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    limit: Annotated[int, BeforeValidator(_whole)] = Field(
+        default=DEFAULT_LIMIT, ge=1, le=MAX_LIST, description="Tasks in this page at most."
+    )
+    cursor: TaskId | None = Field(default=None, description="The next_cursor of the previous page.")
+    mine: Annotated[bool, BeforeValidator(_flag)] = Field(default=False, description="Only the caller's own tasks.")
+
+
+# --- responses --------------------------------------------------------------------------------
+
+
+class ErrorBody(_Response):
+    """Every error: a stable `code` to branch on and a `message` that says what to do next."""
+
+    code: str
+    message: str
+
+
+class Upload(_Response):
+    """Where to send the input: `PUT` the CSV file to `url` with exactly these `headers`."""
+
+    url: str
+    method: Literal["PUT"]
+    headers: dict[str, str]
+    expires_in: int = Field(description="Seconds the URL works for.")
+
+
+class Created(_Response):
+    task: Task
+    upload: Upload | None = Field(description="None when the store cannot take uploads from clients.")
+
+
+class OneTask(_Response):
+    task: Task
+
+
+class TaskPage(_Response):
+    tasks: list[Task] = Field(description="Newest first.")
+    next_cursor: TaskId | None = Field(description="Pass as cursor for the next page; null on the last page.")
+    problems: list[str] = Field(description="Tasks whose record could not be read, with the reason.")
+
+
+class OutputLink(_Response):
+    url: str = Field(description="GET this for the output file.")
+    expires_in: int = Field(description="Seconds the URL works for.")
+    filename: str = Field(description="A name to save the file as.")
+
+
+class TaskTypeInfo(_Response):
+    name: str
+    title: str
+    description: str
+    params: list[Param]
+
+
+class TaskTypes(_Response):
+    task_types: list[TaskTypeInfo]

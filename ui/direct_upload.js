@@ -1,0 +1,244 @@
+// The direct uploader's browser side (ui/direct.py loads this file into its st.components.v2 component).
+// An ES module: Streamlit calls the default export with the component each time it renders.
+const REG = (globalThis.__s3taskUploads ??= { files: new Map(), jobs: new Map() });
+
+function mb(bytes) {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  return `${(bytes / 1024 ** 3).toFixed(2)} GB`;
+}
+
+function duration(seconds) {
+  if (!isFinite(seconds)) return "";
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function newId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function toBase64(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+// One PUT with progress; resolves with the response's ETag, rejects with {kind, status, message}.
+function put(url, body, headers, onProgress, job) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    job.xhrs.add(xhr);
+    xhr.open("PUT", url);
+    for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (e) => onProgress(e.loaded);
+    xhr.onload = () => {
+      job.xhrs.delete(xhr);
+      if (xhr.status >= 200 && xhr.status < 300) {
+        resolve(xhr.getResponseHeader("ETag"));
+        return;
+      }
+      const text = (xhr.responseText || "").slice(0, 300);
+      const code = (text.match(/<Code>([^<]+)<\/Code>/) || [])[1] || "";
+      let message = code || text || `HTTP ${xhr.status}`;
+      try { message = JSON.parse(text).message || message; } catch (_) {}
+      reject({ kind: "http", status: xhr.status, message });
+    };
+    xhr.onerror = () => {
+      job.xhrs.delete(xhr);
+      const message = "the store did not answer, or its CORS rule does not let this app in";
+      reject({ kind: "network", status: 0, message });
+    };
+    xhr.onabort = () => {
+      job.xhrs.delete(xhr);
+      reject({ kind: "aborted", status: 0, message: "the upload was stopped" });
+    };
+    xhr.send(body);
+  });
+}
+
+function wait(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
+
+async function uploadParts(job, file, plan) {
+  const loaded = new Array(plan.parts.length).fill(0);
+  const etags = new Array(plan.parts.length);
+  let next = 0;
+  let sent = 0;
+  const one = async (index) => {
+    const start = index * plan.part_size;
+    const blob = file.slice(start, Math.min(file.size, start + plan.part_size));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const etag = await put(plan.parts[index], blob, {}, (n) => {
+          loaded[index] = n;
+          job.progress(loaded.reduce((a, b) => a + b, 0));
+        }, job);
+        if (!etag) {
+          throw { kind: "http", status: 0, fatal: true,
+                  message: "the store hides each part's ETag from the browser (its CORS rule must expose ETag)" };
+        }
+        etags[index] = etag;
+        sent += 1;
+        return;
+      } catch (err) {
+        loaded[index] = 0;
+        const retriable = !err.fatal && (err.kind === "network" || err.status >= 500 || err.status === 408);
+        // A store that never answered a single part is unreachable (CORS, private endpoint): say so at once.
+        const unreachable = err.kind === "network" && sent === 0 && loaded.every((n) => n === 0);
+        if (job.stopped || !retriable || attempt >= 4 || (unreachable && attempt >= 2)) throw err;
+        await wait(500 * 2 ** (attempt - 1));
+      }
+    }
+  };
+  const lanes = Array.from({ length: Math.min(plan.parallel, plan.parts.length) }, async () => {
+    while (next < plan.parts.length && !job.stopped) await one(next++);
+  });
+  await Promise.all(lanes);
+  return etags.map((etag, i) => [i + 1, etag]);
+}
+
+function startJob(plan, file) {
+  const job = {
+    id: plan.id, plan, file, xhrs: new Set(), state: "running", loaded: 0, started: performance.now(),
+    rate: 0, smoothed: 0, lastAt: performance.now(), lastLoaded: 0, peak: 0,
+    outcome: null, reportedTo: null, view: null, report: null, stopped: false,
+  };
+  job.progress = (bytes) => {
+    // Speed: the average so far, then a moving average over quarter seconds.
+    const now = performance.now();
+    const dt = (now - job.lastAt) / 1000;
+    if (dt >= 0.25) {
+      const instant = (bytes - job.lastLoaded) / dt;
+      job.smoothed = job.smoothed ? 0.7 * job.smoothed + 0.3 * instant : instant;
+      job.lastAt = now;
+      job.lastLoaded = bytes;
+    }
+    const elapsed = (now - job.started) / 1000;
+    job.rate = job.smoothed || (elapsed > 0.05 && bytes > 0 ? bytes / elapsed : 0);
+    job.loaded = Math.min(bytes, plan.size);
+    job.peak = Math.max(job.peak, job.loaded);
+    render(job);
+  };
+  job.stop = () => {
+    job.stopped = true;
+    for (const xhr of job.xhrs) xhr.abort();
+  };
+  REG.jobs.set(plan.id, job);
+  const run = plan.parts
+    ? uploadParts(job, file, plan).then((parts) => ({ parts }))
+    : put(plan.url, file, { "Content-Type": plan.content_type }, job.progress, job).then((etag) => ({ etag }));
+  run.then(
+    (result) => finish(job, { event: "uploaded", value: { id: job.id, file: plan.file, size: file.size, ...result } }),
+    (err) => {
+      job.stop();
+      // Only a store that never took a byte is unreachable; a connection lost midway is just a failure.
+      const broke = err.kind === "network" && job.peak > 0;
+      const why = broke ? { kind: "interrupted", message: "the connection to the task store broke off" } : {};
+      finish(job, { event: "failed", value: { id: job.id, file: plan.file, ...err, ...why } });
+    },
+  );
+  return job;
+}
+
+function finish(job, outcome) {
+  if (job.state !== "running") return;
+  job.state = outcome.event === "uploaded" ? "done" : "failed";
+  if (job.state === "done") job.loaded = job.plan.size;
+  job.outcome = outcome;
+  render(job);
+  tell(job);
+}
+
+function tell(job) {
+  if (!job.outcome || !job.report || job.reportedTo === job.view?.root) return;
+  job.reportedTo = job.view.root;
+  job.report(job.outcome.event, job.outcome.value);
+}
+
+function render(job) {
+  const v = job.view;
+  if (!v) return;
+  v.bar.hidden = false;
+  v.progress.max = job.plan.size || 1;
+  v.progress.value = job.loaded;
+  v.stats.classList.toggle("error", job.state === "failed");
+  if (job.state === "done") {
+    v.stats.textContent = `Uploaded ${mb(job.plan.size)} in ${duration((performance.now() - job.started) / 1000)}`;
+  } else if (job.state === "failed") {
+    v.stats.textContent = `Upload stopped: ${job.outcome.value.message}`;
+  } else {
+    const pct = job.plan.size ? Math.floor((100 * job.loaded) / job.plan.size) : 0;
+    let text = `Uploading: ${pct}% · ${mb(job.loaded)} of ${mb(job.plan.size)}`;
+    if (job.rate > 0) text += ` · ${mb(job.rate)}/s · about ${duration((job.plan.size - job.loaded) / job.rate)} left`;
+    v.stats.textContent = text;
+  }
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue, setTriggerValue } = component;
+  const root = parentElement.querySelector(".s3u");
+  if (!root) return;
+  const view = {
+    root,
+    drop: root.querySelector(".drop"),
+    input: root.querySelector("input"),
+    chosen: root.querySelector(".chosen"),
+    bar: root.querySelector(".bar"),
+    progress: root.querySelector("progress"),
+    stats: root.querySelector(".stats"),
+  };
+  const plan = data?.upload || null;
+  const probe = data?.probe || 65536;
+
+  // Uploads this page no longer asks for (cancelled, or a new form) stop here.
+  for (const job of REG.jobs.values()) {
+    if (job.owner === data?.owner && job.state === "running" && job.id !== plan?.id) job.stop();
+  }
+
+  const choose = async (file) => {
+    if (!file) return;
+    const id = newId();
+    REG.files.set(id, file);
+    view.chosen.textContent = `${file.name} (${mb(file.size)})`;
+    const head = await file.slice(0, probe).arrayBuffer();
+    setStateValue("file", { id, name: file.name, size: file.size, type: file.type, head: toBase64(head) });
+  };
+  const busy = !!plan;
+  view.drop.classList.toggle("busy", busy);
+  view.input.disabled = busy;
+  view.input.onchange = () => choose(view.input.files[0]);
+  view.drop.ondragover = (e) => { e.preventDefault(); if (!busy) view.drop.classList.add("over"); };
+  view.drop.ondragleave = () => view.drop.classList.remove("over");
+  view.drop.ondrop = (e) => {
+    e.preventDefault();
+    view.drop.classList.remove("over");
+    if (!busy) choose(e.dataTransfer.files[0]);
+  };
+  const current = data?.file;
+  if (current && REG.files.has(current.id)) view.chosen.textContent = `${current.name} (${mb(current.size)})`;
+  else if (!current) view.chosen.textContent = "";
+
+  if (!plan) {
+    view.bar.hidden = true;
+    return;
+  }
+  let job = REG.jobs.get(plan.id);
+  if (!job) {
+    const file = REG.files.get(plan.file);
+    if (!file) {
+      setTriggerValue("failed", { id: plan.id, file: plan.file, kind: "lost",
+                                  message: "the browser no longer has the file; choose it again" });
+      return;
+    }
+    job = startJob(plan, file);
+    job.owner = data?.owner;
+  }
+  job.view = view;
+  job.report = setTriggerValue;
+  render(job);
+  tell(job);
+}
