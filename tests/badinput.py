@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from support import csv_bytes
+
 FIVE_MB = 5 * 1024 * 1024
 
 
@@ -25,17 +27,6 @@ class Case:
     rows: list[list[str]] | None = None
     #: A small block size forces block boundaries into the interesting places.
     block_size: int | None = None
-
-
-def csv_bytes(rows: list[list[str]], eol: str = "\n", quote_all: bool = False) -> bytes:
-    """RFC 4180 text: a cell is quoted when it holds a comma, a quote, CR or LF (or always, with quote_all)."""
-
-    def cell(value: str) -> str:
-        if quote_all or any(c in value for c in ',"\r\n'):
-            return '"' + value.replace('"', '""') + '"'
-        return value
-
-    return "".join(",".join(map(cell, row)) + eol for row in rows).encode("utf-8")
 
 
 def numbered(n: int, start: int = 1) -> list[list[str]]:

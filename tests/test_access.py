@@ -57,10 +57,7 @@ _figures: dict[str, int] = {"refusals_checked": 0}
 
 
 def submitted(service: TaskService, actor: Actor = ALICE, name: str = "alice's task") -> str:
-    task_id = service.create(actor, name, "copy").record.task_id
-    service.upload_input(actor, task_id, CSV)
-    service.submit(actor, task_id)
-    return task_id
+    return service.submit_file(actor, name, "copy", None, CSV).task_id
 
 
 def finish_as_worker(service: TaskService, task_id: str, *, fail: bool = False) -> None:

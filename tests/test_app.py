@@ -137,11 +137,7 @@ def task_page(at: AppTest, task_id: str) -> AppTest:
 
 
 def submitted(service: TaskService, user: str, name: str, data: bytes = CSV) -> str:
-    actor = Actor(user)
-    task_id = service.create(actor, name, "copy").record.task_id
-    service.upload_input(actor, task_id, data)
-    service.submit(actor, task_id)
-    return task_id
+    return service.submit_file(Actor(user), name, "copy", None, data).task_id
 
 
 def run_as_worker(service: TaskService, task_id: str, output: bytes | None = None, error: str | None = None) -> None:

@@ -27,6 +27,7 @@ import boto3
 import pytest
 import requests
 from conftest import CHROMIUM, free_port, wait_for
+from support import csv_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -40,12 +41,6 @@ pytestmark = [
         "or run ./test.sh as root, which installs it",
     ),
 ]
-
-
-def csv_bytes(rows: list[list[str]]) -> bytes:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
-    return out.getvalue().encode()
 
 
 def base_env(**extra: str) -> dict[str, str]:

@@ -26,6 +26,7 @@ import figures
 import pytest
 from conftest import wait_for
 from faults import KINDS, Expect, FaultyStore, check_audit, check_invariants, save_figures
+from support import csv_rows
 
 from s3task.config import Settings
 from s3task.errors import AlreadyExists, Conflict, InvalidTransition, PreconditionFailed, S3TaskError, StoreUnavailable
@@ -48,10 +49,6 @@ RUNS: dict[str, dict[str, float]] = {
 }
 TASKS = 9  # of which every third has a ragged input that must fail for good
 _totals: dict[str, Any] = {"faults": Counter(), "tasks": 0, "runs": 0, "audited_writes": 0, "lost": 0, "duplicated": 0}
-
-
-def csv_rows(n: int) -> bytes:
-    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
 
 
 def retrying(call: Callable[[], Any], what: str, tries: int = 60) -> Any:

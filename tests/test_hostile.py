@@ -35,6 +35,7 @@ from apps.http_server import serve
 from conftest import wait_for
 from crashhook import CrashStore
 from faults import save_figures
+from support import csv_rows
 
 from s3task import cli
 from s3task.config import Settings
@@ -68,10 +69,6 @@ BAD_IDS = [
     " 7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
 ]
 _figures: dict[str, object] = {}
-
-
-def csv_rows(n: int) -> bytes:
-    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
 
 
 @contextlib.contextmanager

@@ -9,13 +9,14 @@ import re
 
 import pandas as pd
 import pytest
+from support import csv_bytes
 
 from s3task import csvio, handlers
 from s3task.errors import InvalidInput
 from s3task.handlers import ERROR_COLUMN, TaskType
 from s3task.processing import run
 from s3task.progress import Progress
-from tests.badinput import HEADER, Case, corpus, csv_bytes, numbered
+from tests.badinput import HEADER, Case, corpus, numbered
 
 NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 

@@ -38,6 +38,7 @@ from faults import (
     read_fault_log,
     save_figures,
 )
+from support import csv_rows
 
 from s3task.errors import InvalidTransition, S3TaskError, StoreError, TooManyConflicts
 from s3task.layout import Layout
@@ -52,10 +53,6 @@ SEED = 20261129
 WORKERS = 3
 RATES = {"error500": 0.01, "error503": 0.01, "timeout": 0.01, "slow": 0.03, "conflict": 0.1, "lost": 0.02}
 CHILD_RATES = {"error503": 0.01, "slow": 0.02, "lost": 0.03}
-
-
-def csv_rows(n: int) -> bytes:
-    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
 
 
 class Chaos:

@@ -16,6 +16,7 @@ import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
 from s3proxy import proxy_server
+from support import csv_rows
 
 from s3task import lifecycle
 from s3task.layout import Layout
@@ -84,10 +85,6 @@ def s3(moto_http_bucket, tmp_path: Path) -> Iterator[Env]:
         if p.poll() is None:
             p.kill()
         p.wait(10)
-
-
-def csv_rows(n: int) -> bytes:
-    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
 
 
 def done(e: Env, task_id: str, status: str = "completed"):

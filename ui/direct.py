@@ -38,10 +38,11 @@ from typing import Any
 
 import streamlit as st
 
+from s3task.csvio import INSPECT_BYTES
 from s3task.tasks import Actor, TaskService
 
 #: How much of the chosen file the browser sends for the preview.
-PROBE_BYTES = 64 * 1024
+PROBE_BYTES = INSPECT_BYTES  # how much of the file the browser sends for the preview
 #: Files above this go to S3 as a multipart upload (parts in parallel, retried one by one).
 MULTIPART_THRESHOLD = 16 * 2**20
 PART_SIZE = 8 * 2**20
