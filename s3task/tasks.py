@@ -10,8 +10,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import logging
 import re
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,16 +27,32 @@ from .errors import (
     InvalidInput,
     InvalidTaskId,
     InvalidTransition,
+    NotFound,
     RecordError,
+    S3TaskError,
     TaskNotFound,
 )
 from .ids import new_task_id, validate_task_id
 from .layout import CSV_TYPE, Layout
-from .record import SCHEMA_VERSION, TaskRecord, create_record, new_write_id, read_record, to_iso, update_record
+from .record import (
+    SCHEMA_VERSION,
+    TaskRecord,
+    create_record,
+    new_write_id,
+    parse_iso,
+    read_record,
+    to_iso,
+    update_record,
+)
+from .states import State
 from .store.base import ObjectStore, PutMode
 from .uploads import InputFiles
 
+log = logging.getLogger("s3task.tasks")
+
 MAX_LIST = 200
+#: Seconds a pending task may sit untouched before a reader checks that workers can still find it.
+MARKER_CHECK_AFTER = 60.0
 MAX_NAME = 200
 MAX_PAYLOAD_BYTES = 64 * 1024
 _READERS = 16
@@ -95,6 +113,8 @@ class TaskService(InputFiles):
         # Completed and abandoned records never change again: cache them.
         self._finished: dict[str, TaskRecord] = {}
         self._lock = threading.Lock()
+        #: When each pending task's marker was last checked (monotonic seconds).
+        self._marker_checked: dict[str, float] = {}
 
     # --- access ------------------------------------------------------------
 
@@ -183,7 +203,36 @@ class TaskService(InputFiles):
         if record.status in (lifecycle.Status.COMPLETED, lifecycle.Status.ABANDONED):
             with self._lock:
                 self._finished[task_id] = record
+        elif record.state in (State.QUEUED, State.FAILED):
+            self._check_marker(record)
         return record
+
+    def _check_marker(self, record: TaskRecord) -> None:
+        """A pending task nobody has touched for a while gets its ``active/`` marker back if it lost it.
+
+        Markers are written before a task becomes pending, and put back when a
+        worker's drop races a retry; only a worker that dies between its delete
+        and that check leaves a pending task unmarked, invisible to every poll.
+        Whoever looks at such a task (its page, ``show``, the API) heals it: one
+        HEAD per task and minute, only for tasks that look stuck.
+        """
+        updated = parse_iso(record.updated_at)
+        if updated is None or (self.store.now() - updated).total_seconds() < MARKER_CHECK_AFTER:
+            return
+        with self._lock:
+            last = self._marker_checked.get(record.task_id, -MARKER_CHECK_AFTER)
+            if time.monotonic() - last < MARKER_CHECK_AFTER:
+                return
+            self._marker_checked[record.task_id] = time.monotonic()
+        key = self.layout.active_key(record.task_id)
+        try:
+            self.store.head(key)
+        except NotFound:
+            log.warning("task %s is %s but had no active/ marker; putting it back", record.task_id, record.status)
+            with contextlib.suppress(S3TaskError):
+                markers.add_again(self.store, self.layout, record.task_id)
+        except S3TaskError:
+            pass  # a look at a task never fails for this; the next look tries again
 
     def list(self, actor: Actor, *, limit: int = 50, cursor: str | None = None, mine: bool = False) -> Page:
         """Newest first, ``limit`` at a time; pass ``next_cursor`` back for the next page."""

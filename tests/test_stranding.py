@@ -190,3 +190,24 @@ def test_a_marker_that_cannot_be_put_back_is_reported_and_restored_by_the_next_p
     worker.poll_once()
     assert layout.active_key(task_id) in store.list_keys(layout.active_root)
     assert read_record(store, layout, task_id)[0].status == "queued"
+
+
+def test_a_pending_task_that_lost_its_marker_is_healed_when_someone_looks_at_it(env) -> None:
+    """The one window left: a worker dies between dropping a marker and putting it back for a
+    task a person just retried. Whoever looks at the task (page, CLI, API) puts it back."""
+    from datetime import timedelta
+
+    from s3task.tasks import MARKER_CHECK_AFTER
+
+    store, layout, service = env
+    task_id = submit(service, "stuck")
+    store.delete(layout.active_key(task_id))  # the dead worker's delete
+    assert service.get(ALICE, task_id).status == "queued"
+    assert layout.active_key(task_id) not in store.list_keys(layout.active_root)  # fresh: not checked yet
+    old = store.now() - timedelta(seconds=MARKER_CHECK_AFTER + 1)
+    update_record(store, layout, task_id, lambda r, t: r.replace(updated_at=old.strftime("%Y-%m-%dT%H:%M:%S.000Z")))
+    assert service.get(ALICE, task_id).status == "queued"
+    assert layout.active_key(task_id) in store.list_keys(layout.active_root)
+    store.delete(layout.active_key(task_id))
+    service.get(ALICE, task_id)  # checked at most once a minute per task: no HEAD storm from a refreshing page
+    assert layout.active_key(task_id) not in store.list_keys(layout.active_root)
