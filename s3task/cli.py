@@ -40,7 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as", dest="user", help="act as this user (default: $S3TASK_USER or $USER)")
     p.add_argument("--handlers", action="append", metavar="MODULE", help=HANDLERS_HELP)
     sub = p.add_subparsers(dest="command", required=True)
+    _add_task_commands(sub)
+    _add_store_commands(sub)
+    return p
 
+
+def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands on tasks: submit, list, show, cancel, retry, download."""
     s = sub.add_parser("submit", help="create a task from a CSV file and queue it")
     s.add_argument("path")
     s.add_argument("--name", required=True)
@@ -69,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="file to write (default: a name from the task)")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
+
+def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands on the store itself: repair, doctor, init."""
     sub.add_parser("repair", help="recreate missing active markers and drop stale ones (scans all tasks)")
     s = sub.add_parser(
         "doctor", help="check the store enforces conditional writes, we may use it, and browsers may too"
@@ -94,7 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete task inputs and outputs N days after they were written (0 removes that rule; "
         "records stay, so the task history does)",
     )
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """The S3 backend (boto3): any endpoint boto3 can reach.
 
 ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` and the normal credential
-chain work unchanged. S3's quirks are normalised here and nowhere else:
+chain work unchanged. S3's quirks are normalised in this backend (the errors in
+:mod:`.s3_errors`) and nowhere else:
 
 - 412 on a create → ``AlreadyExists``; on an update or conditional read →
   ``PreconditionFailed``;
@@ -16,17 +17,10 @@ chain work unchanged. S3's quirks are normalised here and nowhere else:
 Record reads and writes use a client with short timeouts, so one slow call
 cannot outlive a lease; streaming data uses a second, patient client.
 
-Presigned URLs go to a browser, which cannot follow S3's region redirects (a
-CORS preflight does not follow a 307). With a custom endpoint (MinIO, moto)
-they are signed by the record client, path-style, as botocore does for any
-custom endpoint. On AWS itself (no endpoint configured) they are signed by a
-third client in the bucket's own region with virtual-hosted addressing:
-``https://<bucket>.s3.<region>.amazonaws.com/<key>``, the only form that works
-from the moment a bucket exists in every region, opt-in ones included —
-botocore's default, ``<bucket>.s3.amazonaws.com``, is answered with a 307
-outside us-east-1 for a while after the bucket is created and does not work
-at all in opt-in regions (ap-east-1, me-south-1…). The bucket's region is
-asked once, at the first URL (:func:`find_bucket_region`).
+Presigned URLs go to a browser, so on AWS itself they are signed by a third
+client in the bucket's own region (:mod:`.s3_urls` says why and how); with a
+custom endpoint (MinIO, moto) by the record client. Objects are written by
+:mod:`.s3_writer`.
 """
 
 from __future__ import annotations
@@ -38,27 +32,20 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import boto3
 from botocore.config import Config
-from botocore.configprovider import ConfiguredEndpointProvider
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError
 
 from .. import clock
-from ..errors import (
-    AccessDeniedByStore,
-    AlreadyExists,
-    BucketMissing,
-    Conflict,
-    NotFound,
-    PreconditionFailed,
-    StoreError,
-    StoreUnavailable,
-)
-from .background import Background
+from ..errors import Conflict, NotFound, StoreError, StoreUnavailable
 from .base import GetResult, ObjectMeta, PutMode, check_key
+from .s3_errors import _translated
+from .s3_urls import _URL_CONFIG, configured_endpoint, find_bucket_region
+from .s3_writer import _MultipartWriter
 
+#: Size of the parts of a multipart upload; :meth:`S3Store.open_write` hands it to the writer.
 PART_SIZE = 8 * 1024 * 1024
 MAX_PARTS = 10_000
 _CREATE_RESENDS = 5
@@ -87,16 +74,6 @@ _DATA_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 5},
     signature_version="s3v4",
     max_pool_connections=MAX_POOL_CONNECTIONS,
-)
-#: The client that signs URLs on AWS itself (see the module docstring); it sends no requests.
-#: "virtual" gives ``<bucket>.s3.<region>.amazonaws.com`` (botocore's default, "auto", gives the
-#: global ``<bucket>.s3.amazonaws.com`` for presigned URLs whatever the region); "regional" makes
-#: us-east-1 no exception (``<bucket>.s3.us-east-1.amazonaws.com``). A bucket name with dots gets
-#: the regional path-style URL instead (``s3.<region>.amazonaws.com/<bucket>/…``), whose TLS
-#: certificate matches.
-_URL_CONFIG = Config(
-    signature_version="s3v4",
-    s3={"addressing_style": "virtual", "us_east_1_regional_endpoint": "regional"},
 )
 
 
@@ -176,7 +153,7 @@ class S3Store:
             resp = self.data_client.get_object(Bucket=self.bucket, Key=check_key(key), **kwargs)
         body = resp["Body"]
         try:
-            yield _Reader(body, key)
+            yield cast(BinaryIO, _Reader(body, key))  # read(n) is all callers use
         finally:
             body.close()
 
@@ -186,8 +163,10 @@ class S3Store:
     def list_prefixes(self, prefix: str, *, start_after: str | None = None, limit: int | None = None) -> list[str]:
         return [c["Prefix"] for c in self._list(prefix, start_after, limit, delimiter="/")]
 
-    def _list(self, prefix: str, start_after: str | None, limit: int | None, delimiter: str | None) -> list[dict]:
-        out: list[dict] = []
+    def _list(
+        self, prefix: str, start_after: str | None, limit: int | None, delimiter: str | None
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
         if delimiter:
             kwargs["Delimiter"] = delimiter
@@ -232,7 +211,7 @@ class S3Store:
         for _ in range(_CREATE_RESENDS):
             try:
                 with _translated(key, mode.kind):
-                    return call(**kwargs)["ETag"]
+                    return str(call(**kwargs)["ETag"])
             except Conflict:
                 # A 409 on a create means "another conditional write was in
                 # flight": nothing of ours landed and If-None-Match still
@@ -252,7 +231,7 @@ class S3Store:
         content_type: str | None = None,
         metadata: dict[str, str] | None = None,
     ) -> Iterator[_MultipartWriter]:
-        writer = _MultipartWriter(self, check_key(key), mode, content_type, metadata)
+        writer = _MultipartWriter(self, check_key(key), mode, content_type, metadata, PART_SIZE)
         try:
             yield writer
             writer.finish()  # inside: a failed last part must abort the upload too
@@ -286,6 +265,7 @@ class S3Store:
             return self._url_client
 
     def _url_client_for(self, region: str) -> Any:
+        assert self._url_session is not None  # only called on AWS, where URLs get a client of their own
         try:
             return self._url_session.client("s3", region_name=region, config=_URL_CONFIG)
         except BotoCoreError as e:
@@ -296,11 +276,11 @@ class S3Store:
         if filename:
             safe = "".join(ch for ch in filename if ch.isalnum() or ch in " ._-") or "download"
             params["ResponseContentDisposition"] = f'attachment; filename="{safe}"'
-        return self._signer().generate_presigned_url("get_object", Params=params, ExpiresIn=expires)
+        return str(self._signer().generate_presigned_url("get_object", Params=params, ExpiresIn=expires))
 
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
         params = {"Bucket": self.bucket, "Key": check_key(key), "ContentType": content_type}
-        return self._signer().generate_presigned_url("put_object", Params=params, ExpiresIn=expires)
+        return str(self._signer().generate_presigned_url("put_object", Params=params, ExpiresIn=expires))
 
     # --- multipart uploads by someone else (a browser), through presigned part URLs ---
 
@@ -308,13 +288,13 @@ class S3Store:
         """Start a multipart upload of ``key``; the type is fixed here, parts carry none. Returns its id."""
         with _translated(key, "write"):
             resp = self.client.create_multipart_upload(Bucket=self.bucket, Key=check_key(key), ContentType=content_type)
-        return resp["UploadId"]
+        return str(resp["UploadId"])
 
     def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int) -> str:
         if not 1 <= part_number <= MAX_PARTS:
             raise ValueError(f"part numbers run from 1 to {MAX_PARTS}")
         params = {"Bucket": self.bucket, "Key": check_key(key), "UploadId": upload_id, "PartNumber": part_number}
-        return self._signer().generate_presigned_url("upload_part", Params=params, ExpiresIn=expires)
+        return str(self._signer().generate_presigned_url("upload_part", Params=params, ExpiresIn=expires))
 
     def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:
         """Join the parts (number, ETag) into the object; returns its ETag. Unconditional: an overwrite."""
@@ -323,7 +303,7 @@ class S3Store:
             resp = self.data_client.complete_multipart_upload(
                 Bucket=self.bucket, Key=check_key(key), UploadId=upload_id, MultipartUpload=listing
             )
-        return resp["ETag"]
+        return str(resp["ETag"])
 
     def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop the upload and its parts; an upload that is already gone is not an error."""
@@ -344,7 +324,7 @@ class _Reader:
 
     def read(self, n: int = -1) -> bytes:
         with _translated(self._key, "get"):
-            return self._body.read(None if n is None or n < 0 else n)
+            return bytes(self._body.read(None if n is None or n < 0 else n))
 
     def readable(self) -> bool:
         return True
@@ -354,136 +334,7 @@ class _Reader:
         self._body.close()
 
 
-class _MultipartWriter:
-    """Buffers one part; small objects become one PUT, large ones a multipart upload.
-
-    Parts are uploaded by a thread of their own (:mod:`.background`), one
-    part waiting at most behind the one in flight, so the caller goes on
-    producing the next part meanwhile. The upload is completed with the put
-    mode's condition (If-None-Match on a create), so a second writer of the
-    same output cannot replace the first.
-    """
-
-    def __init__(self, store: S3Store, key: str, mode: PutMode, content_type: str | None, metadata: dict | None):
-        self.store, self.key, self.mode = store, key, mode
-        self.content_type, self.metadata = content_type, metadata
-        self._buf = bytearray()
-        self._upload_id: str | None = None
-        self._parts: list[dict] = []
-        self._sender: Background | None = None
-        self.etag = ""
-        self.size = 0
-
-    def write(self, data: bytes | memoryview) -> int:
-        size = memoryview(data).nbytes
-        self._buf += data  # a copy: the caller may reuse its buffer once this returns
-        self.size += size
-        while len(self._buf) >= PART_SIZE:
-            with memoryview(self._buf) as view:
-                part = bytes(view[:PART_SIZE])
-            del self._buf[:PART_SIZE]
-            if self._sender is None:
-                self._sender = Background(self._send_part, depth=1, name="s3task-upload")
-            self._sender.write(part)
-        return size
-
-    def _send_part(self, data: bytes) -> None:
-        c = self.store.data_client
-        if self._upload_id is None:
-            kwargs: dict[str, Any] = {"Bucket": self.store.bucket, "Key": self.key}
-            if self.content_type:
-                kwargs["ContentType"] = self.content_type
-            if self.metadata:
-                kwargs["Metadata"] = self.metadata
-            with _translated(self.key, "write"):
-                self._upload_id = c.create_multipart_upload(**kwargs)["UploadId"]
-        number = len(self._parts) + 1
-        with _translated(self.key, "write"):
-            resp = c.upload_part(
-                Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=data
-            )
-        self._parts.append({"PartNumber": number, "ETag": resp["ETag"]})
-
-    def finish(self) -> None:
-        if self._sender is None:  # never filled a part: one PUT
-            self.etag = self.store.put(
-                self.key, bytes(self._buf), self.mode, content_type=self.content_type, metadata=self.metadata
-            )
-            return
-        if self._buf:
-            self._sender.write(bytes(self._buf))
-            self._buf.clear()
-        self._sender.close()  # every part uploaded, or the first upload error raised here (open_write aborts)
-        self._sender = None
-        kwargs = {
-            "Bucket": self.store.bucket,
-            "Key": self.key,
-            "UploadId": self._upload_id,
-            "MultipartUpload": {"Parts": self._parts},
-        }
-        try:
-            self.etag = self.store._conditional(
-                self.key, self.mode, self.store.data_client.complete_multipart_upload, kwargs
-            )
-        except StoreError:
-            self.abort()
-            raise
-
-    def abort(self) -> None:
-        if self._sender is not None:
-            sender, self._sender = self._sender, None
-            sender.abort()  # waits for the part in flight; drops the rest
-        if self._upload_id is None:
-            return
-        with contextlib.suppress(Exception):
-            self.store.data_client.abort_multipart_upload(
-                Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id
-            )
-        self._upload_id = None
-
-
-def configured_endpoint(session: Any) -> str | None:
-    """The S3 endpoint URL configured outside the code, or None: then boto3 talks to AWS itself.
-
-    ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``, or ``endpoint_url`` in the profile or its
-    ``services`` section, unless ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` is set — looked up by
-    the same botocore provider that ``Session.create_client`` uses, so the answer is the one the
-    clients were built with.
-    """
-    core = session._session  # the botocore session behind boto3's
-    if core.get_config_variable("ignore_configured_endpoint_urls"):
-        return None
-    provider = ConfiguredEndpointProvider(
-        full_config=core.full_config, scoped_config=core.get_scoped_config(), client_name="s3"
-    )
-    return provider.provide()
-
-
-def find_bucket_region(client: Any, bucket: str) -> str | None:
-    """The region ``bucket`` is in, as S3 reports it; None if it does not say (no such bucket, no answer).
-
-    HeadBucket's ``x-amz-bucket-region`` header comes on a 200, on the 301 of a request sent to the
-    wrong region, and on a 403 — credentials without a plain ``s3:ListBucket`` on the bucket, like
-    the app's and the worker's roles (theirs is limited to the prefix), still learn the region.
-    GetBucketLocation (``s3:GetBucketLocation``) is the fallback.
-    """
-    try:
-        headers = client.head_bucket(Bucket=bucket)["ResponseMetadata"].get("HTTPHeaders", {})
-    except ClientError as e:
-        headers = e.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-    except BotoCoreError:
-        return None
-    if region := headers.get("x-amz-bucket-region"):
-        return region
-    try:
-        location = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
-    except (ClientError, BotoCoreError):
-        return None
-    # us-east-1 has no location constraint; "EU" is what eu-west-1 buckets of long ago report.
-    return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, location)
-
-
-def _meta(key: str, resp: dict) -> ObjectMeta:
+def _meta(key: str, resp: dict[str, Any]) -> ObjectMeta:
     lm = resp.get("LastModified")
     return ObjectMeta(
         key=key,
@@ -493,40 +344,3 @@ def _meta(key: str, resp: dict) -> ObjectMeta:
         metadata=dict(resp.get("Metadata") or {}),
         content_type=resp.get("ContentType"),
     )
-
-
-@contextlib.contextmanager
-def _translated(key: str, op: str) -> Iterator[None]:
-    """Map botocore errors to s3task's, keeping the original as ``__cause__``.
-
-    ``op`` is how the call was meant: ``create`` / ``update`` / ``overwrite``
-    / ``get`` / ``head`` / ``list`` / ``delete`` / ``write``.
-    """
-    try:
-        yield
-    except ClientError as e:
-        raise _from_client_error(e, key, op) from e
-    except BotoCoreError as e:
-        raise StoreUnavailable(f"the store did not answer for {key}: {e}") from e
-
-
-def _from_client_error(e: ClientError, key: str, op: str) -> StoreError:
-    code = str(e.response.get("Error", {}).get("Code", ""))
-    status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-    if status == 412 or code == "PreconditionFailed":
-        if op == "create":
-            return AlreadyExists(f"{key} already exists")
-        return PreconditionFailed(f"{key} changed since it was read")
-    if status == 409 and code == "ConditionalRequestConflict":
-        return Conflict(f"{key}: a concurrent conditional write is in progress")
-    if code == "NoSuchBucket":
-        return BucketMissing(f"the bucket does not exist ({e})")
-    if status == 404 or code in ("NoSuchKey", "NotFound", "404"):
-        if op == "update":
-            return PreconditionFailed(f"{key} no longer exists")
-        return NotFound(f"{key} not found")
-    if status == 403 or code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-        return AccessDeniedByStore(f"the store refused access to {key} ({code})")
-    if status >= 500 or code in ("SlowDown", "RequestTimeout", "ServiceUnavailable", "InternalError"):
-        return StoreUnavailable(f"the store failed on {key} ({code or status})")
-    return StoreError(f"store error on {key}: {code or status} {e}")

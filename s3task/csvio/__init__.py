@@ -1,0 +1,270 @@
+"""Streaming CSV in and out, with Arrow doing the heavy lifting.
+
+Reading: :class:`CsvReader` pulls the input from a plain ``read(n)`` stream and
+cuts it into *blocks of whole rows* itself, then parses each block with
+Arrow's multithreaded parser (every column as string). Cutting the blocks
+ourselves, instead of handing the stream to ``pyarrow.csv.open_csv``, buys:
+
+- exact progress: a block ends on a row boundary, so the bytes consumed by the
+  rows parsed so far are known to the byte (``open_csv`` reads tens of blocks
+  ahead of the rows it has returned, and says nothing about where they end);
+- exact line numbers in error messages: each block knows the file line it
+  starts on, and a block Arrow refuses is re-read by Python's ``csv`` module to
+  find the line and say what is wrong with it;
+- rows bigger than the block size (a 5 MB cell) just make that one block
+  bigger, up to :data:`MAX_ROW_BYTES`;
+- bounded memory: no read-ahead beyond the one block being parsed.
+
+A row boundary is a line end outside quotes. The fast path counts quote
+characters (numpy) and checks that every quote sits where RFC 4180 puts one
+(opening a field, closing it, or doubled inside it); only then is quote parity
+the same as Arrow's own reading. Otherwise (stray quotes such as ``27" wide``)
+a slower exact scan that follows Arrow's quoting rules decides.
+
+Writing: :class:`CsvWriter` turns handler output into RFC 4180 CSV (UTF-8,
+CRLF, header once) with ``pyarrow.csv.CSVWriter``, after casting every column
+to text and neutralising spreadsheet formulas (see :func:`neutralise`).
+
+The package: this module is the streaming reader (:class:`CsvReader`, :func:`read_start`) and
+the names the rest of s3task imports; :mod:`.common` holds the limits and shared constants,
+:mod:`.boundary` finds row boundaries, :mod:`.parsing` parses a block with Arrow and explains
+what it refuses, :mod:`.writing` is the writer. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
+in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds its rows.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+from collections.abc import Iterator
+from typing import Protocol
+
+import pyarrow as pa
+
+from ..errors import InvalidInput
+from .boundary import _in_quotes, count_byte, find_boundary, open_quote_at_end, scan_exact
+from .common import (
+    ARROW_BLOCK_SIZE,
+    BOM,
+    DEFAULT_BLOCK_SIZE,
+    MAX_COLUMNS,
+    MAX_ROW_BYTES,
+    QUOTE,
+    SAVE_AS_UTF8,
+    TEXT,
+    line_label,
+)
+from .parsing import Block, BlockParser, _not_text, diagnose, parse_header
+from .writing import CsvWriter, Written, neutralise, to_text_table
+
+__all__ = [
+    "ARROW_BLOCK_SIZE",
+    "BOM",
+    "DEFAULT_BLOCK_SIZE",
+    "INSPECT_BYTES",
+    "MAX_COLUMNS",
+    "MAX_ROW_BYTES",
+    "QUOTE",
+    "SAVE_AS_UTF8",
+    "TEXT",
+    "Block",
+    "BlockParser",
+    "CsvReader",
+    "CsvWriter",
+    "Readable",
+    "Written",
+    "count_byte",
+    "diagnose",
+    "find_boundary",
+    "line_label",
+    "neutralise",
+    "open_quote_at_end",
+    "parse_header",
+    "read_start",
+    "scan_exact",
+    "to_text_table",
+]
+
+
+class Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+class CsvReader:
+    """Reads a CSV stream as a header plus a sequence of Arrow tables of string columns.
+
+    ``bytes_consumed`` is the number of input bytes covered by the header and
+    the tables returned so far; at the end it equals the input size.
+    """
+
+    def __init__(self, source: Readable, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be positive")
+        self._source = source
+        self._block_size = block_size
+        self._eof = False
+        self.bytes_consumed = 0
+        self.names: list[str] = []
+        self._pending = b""
+        self._next_line = 1
+        self._eol = b"\n"
+        self._read_header()
+
+    # The stream may return short reads (a network body does): fill the request.
+    def _read(self, n: int) -> bytes:
+        if self._eof:
+            return b""
+        parts: list[bytes] = []
+        size = 0
+        while size < n:
+            data = self._source.read(n - size)
+            if not data:
+                self._eof = True
+                break
+            parts.append(bytes(data))
+            size += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _read_header(self) -> None:
+        buf = self._read(self._block_size)
+        if buf.startswith(BOM):
+            buf = buf[len(BOM) :]
+            self.bytes_consumed = len(BOM)
+        # Blank lines before the header are skipped (Arrow skips blank lines too).
+        while True:
+            stripped = buf.lstrip(b"\r\n")
+            self._next_line += buf.count(b"\n", 0, len(buf) - len(stripped))
+            self.bytes_consumed += len(buf) - len(stripped)
+            buf = stripped
+            if buf or self._eof:
+                break
+            buf = self._read(self._block_size)
+        if not buf:
+            raise InvalidInput("the file is empty")
+        if b"\n" not in buf and b"\r" in buf:
+            self._eol = b"\r"  # old Mac line ends
+        while True:
+            end, open_quote = scan_exact(buf, self._eol, stop_at_first=True)
+            if end >= 0 or self._eof:
+                break
+            if len(buf) > MAX_ROW_BYTES:
+                raise _too_big(self._next_line, open_quote >= 0)
+            buf += self._read(min(max(self._block_size, len(buf)), MAX_ROW_BYTES + 1 - len(buf)))
+            if b"\n" in buf:
+                self._eol = b"\n"
+        if end < 0:
+            if open_quote >= 0:
+                raise _unterminated(self._next_line + buf.count(self._eol, 0, open_quote))
+            end = len(buf) - 1
+        header = buf[: end + 1]
+        self.names = parse_header(header, self._next_line)
+        self._next_line += header.count(self._eol)
+        self.bytes_consumed += len(header)
+        self._pending = buf[end + 1 :]
+
+    def blocks(self) -> Iterator[Block]:
+        """Yield the body as blocks of whole rows; raise InvalidInput on an unterminated quote."""
+        offset = self.bytes_consumed
+        line = self._next_line
+        pending = self._pending
+        self._pending = b""
+        while True:
+            # Never hold more than one row over the limit: enough to tell it is too long.
+            buf = pending + self._read(min(self._next_read(len(pending)), MAX_ROW_BYTES + 1 - len(pending)))
+            if self._eof:
+                end = self._final_end(buf, line)
+            else:
+                end = find_boundary(buf, self._eol)
+                if end < 0:
+                    if len(buf) > MAX_ROW_BYTES:
+                        raise _too_big(line, _in_quotes(buf, self._eol))
+                    pending = buf
+                    continue
+            if end >= 0:
+                offset += end + 1
+                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol)
+                line += count_byte(buf, self._eol, end + 1)
+            pending = buf[end + 1 :]
+            if self._eof and not pending:
+                return
+
+    def _next_read(self, pending: int) -> int:
+        """Top a small partial row up to one block; when a row does not fit, double."""
+        return self._block_size - pending if pending < self._block_size // 2 else max(pending, self._block_size)
+
+    def _final_end(self, buf: bytes, line: int) -> int:
+        """The whole rest is the last block, unless a quote is left open."""
+        if b'"' in buf:
+            open_quote = open_quote_at_end(buf, self._eol)
+            if open_quote >= 0:
+                raise _unterminated(line + buf.count(self._eol, 0, open_quote))
+        return len(buf) - 1
+
+    def tables(self) -> Iterator[tuple[pa.Table, int]]:
+        """Yield each block parsed by Arrow (all columns text), with the input offset where it ends.
+
+        The block's bytes are let go as soon as Arrow has parsed them.
+        """
+        parse = BlockParser(self.names)
+        for block in self.blocks():
+            table = parse(block)
+            end = block.end
+            del block
+            yield table, end
+
+    def empty_table(self) -> pa.Table:
+        return pa.table({name: pa.array([], TEXT) for name in self.names})
+
+
+#: How much of the start of a file is read to check it before it is queued (the New task page's
+#: preview, the browser's upload component and ``submit``): enough for the header and some rows.
+INSPECT_BYTES = 64 * 1024
+
+
+def read_start(data: bytes, *, whole: bool, rows: bool = True) -> tuple[list[str], pa.Table] | None:
+    """The header and the complete rows in the first bytes of a file, read and checked as the worker does.
+
+    ``data`` is the start of the file (``whole``: all of it). The New task page's preview (and,
+    with ``rows=False``, the header alone, :meth:`s3task.tasks.TaskService.submit`) call this, so
+    they refuse what the worker would refuse in these bytes, with its words (:class:`InvalidInput`),
+    and nothing else. A part of a file is cut after its last complete row first: a row cut short
+    by the end of ``data`` is no fault. Without ``rows`` the table is empty.
+
+    Returns None when ``data`` is a part that ends inside the header row (a header longer than
+    ``data``): only what such a part already shows (not UTF-8, binary) is refused then.
+    """
+    if not whole:
+        skip = len(BOM) if data.startswith(BOM) else 0
+        eol = b"\r" if b"\n" not in data and b"\r" in data else b"\n"  # as CsvReader decides
+        end = find_boundary(data[skip:], eol)
+        if end < 0 or not data[skip : skip + end + 1].strip(b"\r\n"):
+            _check_part_of_header(data[skip:])
+            return None
+        data = data[: skip + end + 1]
+    reader = CsvReader(io.BytesIO(data), block_size=max(len(data), 1))
+    tables = [table for table, _end in reader.tables()] if rows else []
+    return reader.names, pa.concat_tables(tables) if tables else reader.empty_table()
+
+
+def _check_part_of_header(part: bytes) -> None:
+    """parse_header's text checks on the first part of a header row (whose last character may be cut)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(part, final=False)
+    except UnicodeDecodeError as e:
+        raise _not_text(part, 1 + part.count(b"\n", 0, e.start)) from e
+    if b"\x00" in part:
+        raise _not_text(part, 1 + part.count(b"\n", 0, part.index(b"\x00")))
+
+
+def _unterminated(line: int) -> InvalidInput:
+    return InvalidInput(f'{line_label(line)}: unterminated quote — a value starts with " but never ends with one')
+
+
+def _too_big(line: int, in_quotes: bool) -> InvalidInput:
+    limit = f"{MAX_ROW_BYTES >> 20} MB"
+    if in_quotes:
+        return InvalidInput(
+            f"{line_label(line)}: a quoted value runs on for more than {limit} — "
+            'probably an unterminated quote (a value that starts with " but never ends with one)'
+        )
+    return InvalidInput(f"{line_label(line)}: a single row is longer than {limit}; is this a CSV file?")

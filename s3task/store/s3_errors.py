@@ -1,0 +1,56 @@
+"""botocore's errors as s3task's, for the S3 backend (:mod:`.s3` lists the mapping)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import (
+    AccessDeniedByStore,
+    AlreadyExists,
+    BucketMissing,
+    Conflict,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    StoreUnavailable,
+)
+
+
+@contextlib.contextmanager
+def _translated(key: str, op: str) -> Iterator[None]:
+    """Map botocore errors to s3task's, keeping the original as ``__cause__``.
+
+    ``op`` is how the call was meant: ``create`` / ``update`` / ``overwrite``
+    / ``get`` / ``head`` / ``list`` / ``delete`` / ``write``.
+    """
+    try:
+        yield
+    except ClientError as e:
+        raise _from_client_error(e, key, op) from e
+    except BotoCoreError as e:
+        raise StoreUnavailable(f"the store did not answer for {key}: {e}") from e
+
+
+def _from_client_error(e: ClientError, key: str, op: str) -> StoreError:
+    code = str(e.response.get("Error", {}).get("Code", ""))
+    status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    if status == 412 or code == "PreconditionFailed":
+        if op == "create":
+            return AlreadyExists(f"{key} already exists")
+        return PreconditionFailed(f"{key} changed since it was read")
+    if status == 409 and code == "ConditionalRequestConflict":
+        return Conflict(f"{key}: a concurrent conditional write is in progress")
+    if code == "NoSuchBucket":
+        return BucketMissing(f"the bucket does not exist ({e})")
+    if status == 404 or code in ("NoSuchKey", "NotFound", "404"):
+        if op == "update":
+            return PreconditionFailed(f"{key} no longer exists")
+        return NotFound(f"{key} not found")
+    if status == 403 or code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+        return AccessDeniedByStore(f"the store refused access to {key} ({code})")
+    if status >= 500 or code in ("SlowDown", "RequestTimeout", "ServiceUnavailable", "InternalError"):
+        return StoreUnavailable(f"the store failed on {key} ({code or status})")
+    return StoreError(f"store error on {key}: {code or status} {e}")

@@ -1,0 +1,111 @@
+"""The S3 backend's writer: one PUT for a small object, a multipart upload for a large one."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+from .background import Background
+from .base import PutMode
+from .s3_errors import _translated
+
+if TYPE_CHECKING:
+    from .s3 import S3Store
+
+
+class _MultipartWriter:
+    """Buffers one part; small objects become one PUT, large ones a multipart upload.
+
+    Parts are uploaded by a thread of their own (:mod:`.background`), one
+    part waiting at most behind the one in flight, so the caller goes on
+    producing the next part meanwhile. The upload is completed with the put
+    mode's condition (If-None-Match on a create), so a second writer of the
+    same output cannot replace the first.
+    """
+
+    def __init__(
+        self,
+        store: S3Store,
+        key: str,
+        mode: PutMode,
+        content_type: str | None,
+        metadata: dict[str, str] | None,
+        part_size: int,
+    ):
+        self.store, self.key, self.mode = store, key, mode
+        self.content_type, self.metadata = content_type, metadata
+        self.part_size = part_size
+        self._buf = bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self._sender: Background | None = None
+        self.etag = ""
+        self.size = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        size = memoryview(data).nbytes
+        self._buf += data  # a copy: the caller may reuse its buffer once this returns
+        self.size += size
+        while len(self._buf) >= self.part_size:
+            with memoryview(self._buf) as view:
+                part = bytes(view[: self.part_size])
+            del self._buf[: self.part_size]
+            if self._sender is None:
+                self._sender = Background(self._send_part, depth=1, name="s3task-upload")
+            self._sender.write(part)
+        return size
+
+    def _send_part(self, data: bytes) -> None:
+        c = self.store.data_client
+        if self._upload_id is None:
+            kwargs: dict[str, Any] = {"Bucket": self.store.bucket, "Key": self.key}
+            if self.content_type:
+                kwargs["ContentType"] = self.content_type
+            if self.metadata:
+                kwargs["Metadata"] = self.metadata
+            with _translated(self.key, "write"):
+                self._upload_id = c.create_multipart_upload(**kwargs)["UploadId"]
+        number = len(self._parts) + 1
+        with _translated(self.key, "write"):
+            resp = c.upload_part(
+                Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=data
+            )
+        self._parts.append({"PartNumber": number, "ETag": resp["ETag"]})
+
+    def finish(self) -> None:
+        if self._sender is None:  # never filled a part: one PUT
+            self.etag = self.store.put(
+                self.key, bytes(self._buf), self.mode, content_type=self.content_type, metadata=self.metadata
+            )
+            return
+        if self._buf:
+            self._sender.write(bytes(self._buf))
+            self._buf.clear()
+        self._sender.close()  # every part uploaded, or the first upload error raised here (open_write aborts)
+        self._sender = None
+        kwargs = {
+            "Bucket": self.store.bucket,
+            "Key": self.key,
+            "UploadId": self._upload_id,
+            "MultipartUpload": {"Parts": self._parts},
+        }
+        try:
+            self.etag = self.store._conditional(
+                self.key, self.mode, self.store.data_client.complete_multipart_upload, kwargs
+            )
+        except StoreError:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        if self._sender is not None:
+            sender, self._sender = self._sender, None
+            sender.abort()  # waits for the part in flight; drops the rest
+        if self._upload_id is None:
+            return
+        with contextlib.suppress(Exception):
+            self.store.data_client.abort_multipart_upload(
+                Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id
+            )
+        self._upload_id = None
