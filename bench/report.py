@@ -16,7 +16,7 @@ PLOT = "bench/throughput-memory.png"
 #: The code behind a stage of the attempt (see bench/profile.py), and what would make it cheaper.
 ADVICE = {
     "store write (output bytes → store)": (
-        "`csvio._SinkFile.write` hands a view of each encoded Arrow buffer (no copy) to the local store's "
+        "`csvio.writing._SinkFile.write` hands a view of each encoded Arrow buffer (no copy) to the local store's "
         "`_StagedFile.write`, which hashes it for the ETag (SHA-1 once the object passes 8 MiB, as the "
         "multipart-style ETag; 2.5× cheaper than MD5 here) and writes it to the staged file, asking the kernel "
         "every 8 MB to start writing to disk (`sync_file_range`) so that the fsync sealing the object is short. "

@@ -615,7 +615,7 @@ BUGS = (
     "test_hostile.py::test_a_killed_worker_leaves_no_attempt_process_behind).",
     "A 1.3 MB CSV of 100,000 columns took 1.4 GB and 24 s in the attempt (memory grows with columns whatever "
     "the file size). Headers of more than 16,384 columns are refused with a message naming the count "
-    "(s3task/csvio.py; test_hostile.py, 100,000 columns).",
+    "(s3task/csvio; test_hostile.py, 100,000 columns).",
     "A person's retry (marker, then queued record) racing a poller's drop of the same task's marker (delete, "
     "then re-read) left the task queued with no marker when the re-read fell between the retry's two writes: "
     "never polled again. The retry now re-adds the marker after its write (s3task/tasks.py, s3task/markers.py; "
@@ -623,7 +623,7 @@ BUGS = (
     "test_a_retry_whose_marker_is_dropped_before_its_record_is_written_keeps_its_marker).",
     "Finding that a 200 MB line is over the 64 MB row limit held a 128 MB buffer and its parts (486 MB peak); "
     "under a 400 MB cap the attempt was killed for memory before it could say what was wrong. Reads now stop "
-    "one byte past the limit: 327 MB (s3task/csvio.py; test_hostile.py, a single 200 MB line).",
+    "one byte past the limit: 327 MB (s3task/csvio; test_hostile.py, a single 200 MB line).",
 )
 
 SECTIONS = (
