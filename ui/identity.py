@@ -30,7 +30,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from s3task.errors import AccessDenied
 from s3task.tasks import Actor
@@ -53,11 +53,15 @@ _NO_SUBJECT = (
 )
 
 
+#: How the user was identified (OIDC login, a trusted proxy header, development mode) or not at all.
+Mode = Literal["oidc", "header", "dev", "none"]
+
+
 @dataclass(frozen=True)
 class Identity:
     """The resolved user, or why there is none (``problem``) or that a login is needed."""
 
-    mode: str  # "oidc" | "header" | "dev" | "none"
+    mode: Mode
     actor: Actor | None = None
     problem: str | None = None
     login_needed: bool = False
@@ -183,7 +187,7 @@ def _first(user: Mapping[str, Any], keys: Iterable[str]) -> str | None:
     return None
 
 
-def _named(mode: str, name: str | None, operators: set[str], missing: str) -> Identity:
+def _named(mode: Mode, name: str | None, operators: set[str], missing: str) -> Identity:
     if name is None:
         return Identity(mode, problem=missing[0].upper() + missing[1:])
     try:

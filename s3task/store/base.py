@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import BinaryIO, ClassVar, Protocol, runtime_checkable
+from typing import BinaryIO, ClassVar, Literal, Protocol, runtime_checkable
+
+PutKind = Literal["overwrite", "create", "update"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class PutMode:
     still ``etag`` (If-Match).
     """
 
-    kind: str
+    kind: PutKind
     etag: str | None = None
 
     OVERWRITE: ClassVar[PutMode]

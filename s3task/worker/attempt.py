@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .. import handlers, lifecycle, markers
 from ..config import Settings
@@ -50,7 +50,7 @@ def warm_up() -> None:
 
 @dataclass
 class Outcome:
-    kind: str  # "completed" | "failed" | "released" | "lost"
+    kind: Literal["completed", "failed", "released", "lost"]
     detail: str = ""
 
 
