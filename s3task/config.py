@@ -27,8 +27,18 @@ MAX_URL_SECONDS = 7 * 24 * 3600
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
+
+
+def _whole_url_or_path(value: str) -> bool:
+    if not _SCHEME.match(value):
+        return True
+    return _URL.fullmatch(value) is not None
 
 
 class SettingsError(ValueError):
@@ -82,7 +92,9 @@ FLAG = Rule("1/0, true/false, yes/no or on/off", lambda value: isinstance(value,
 TEXT = Rule("any text")
 STORE = Rule(
     "s3://bucket/prefix or a local directory",
-    lambda value: isinstance(value, str) and value.strip() != "" and (not value.startswith("s3://") or len(value) > 5),
+    # Something that starts like a URL ("s3:/bucket", "file://") must be a whole one: a typo must
+    # not quietly become a local directory named "s3:".
+    lambda value: isinstance(value, str) and value.strip() != "" and _whole_url_or_path(value),
 )
 WORKER_ID = matching(WORKER_ID_PATTERN, "1-128 letters, digits or . _ : @ - (no spaces or slashes)")
 MODULES = each(matching(_MODULE, ""), "comma-separated Python module names (my_company.tasks)")
@@ -95,7 +107,7 @@ class Settings:
     store: str = setting(DEFAULT_LOCAL_STORE, rule=STORE)
     #: Users who may act on every task.
     operators: tuple[str, ...] = setting((), rule=USERS)
-    poll_interval: float = setting(3.0, rule=number(0, 3600, unit="of seconds", above=True))
+    poll_interval: float = setting(3.0, rule=number(0.01, 3600, unit="of seconds"))
     #: Renewed every third of it; below a second a renewal could not finish in time.
     lease_seconds: float = setting(60.0, rule=number(1, 86400, unit="of seconds"))
     #: How long past lease expiry (by the store's clock) before a task counts as abandoned by its worker.
@@ -167,18 +179,20 @@ def parse(kind: Any, raw: str) -> Any:
         return True if low in _TRUE else False if low in _FALSE else raw
     if kind.startswith("tuple"):
         return _split(raw)
-    for make in {"float": (int, float), "int": (int,)}.get(kind, ()):
-        try:
-            return make(raw)
-        except ValueError:
-            continue
+    if kind in ("float", "int") and _NUMBER.fullmatch(raw):  # ASCII digits only: no "１", "1_0"
+        if kind == "int" or _INTEGER.fullmatch(raw):
+            return int(raw) if _INTEGER.fullmatch(raw) else raw
+        return float(raw)  # "1e400" is inf, which no rule allows
     return raw
 
 
 def _checked(f: Any, value: Any, shown: str) -> Any:
     rule: Rule = f.metadata["rule"]
     if isinstance(value, int) and not isinstance(value, bool) and str(f.type) == "float":
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            value = float("inf")  # refused below, like any number out of range
     if not rule.check(value):
         raise SettingsError(f"{shown} is not allowed: use {rule.allowed}")
     return value

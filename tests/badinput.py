@@ -55,6 +55,10 @@ def corpus() -> list[Case]:
         Case("empty", b"", error="the file is empty"),
         Case("blank lines only", b"\n\r\n\n", error="the file is empty"),
         Case("header only", b"id,name,amount\n", rows=[HEADER]),
+        # Excel for Mac's "CSV (Macintosh)": CR between rows, LF inside a quoted cell. Refused, never read
+        # as a header swallowing the rows after it (which dropped them without a word).
+        Case("mac line ends, LF in a cell", b'name,notes\ra,"line1\nline2"\rb,x\r', error="mixes line endings"),
+        Case("CR rows, then LF rows", b"a,b\r1,2\r3,4\n5,6\n", error="mixes line endings"),
         Case("header only, no line end", b"id,name,amount", rows=[HEADER]),
         Case("ordinary", csv_bytes([HEADER, *numbered(50)]), rows=[HEADER, *numbered(50)]),
         Case("no final line end", csv_bytes([HEADER, *numbered(3)])[:-1], rows=[HEADER, *numbered(3)]),

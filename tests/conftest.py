@@ -262,8 +262,12 @@ TIERS = {
     "test_browser": "browser",
     "test_direct_transfer": "browser",
 }
-#: Modules left out of the development loop (``./test.sh --fast``); CI runs everything.
+#: Modules left out of the development loop (``./test.sh --fast``), as are the S3 (moto) runs of the
+#: store contract; CI runs everything.
 SLOW = {
+    "test_app",
+    "test_cli",
+    "test_worker_badinput",
     "test_worker",
     "test_faults",
     "test_crash_points",
@@ -290,5 +294,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = item.module.__name__
         if TIERS[name] != "browser":  # browser modules mark their own browser tests
             item.add_marker(getattr(pytest.mark, TIERS[name]))
-        if name in SLOW:
+        callspec = getattr(item, "callspec", None)
+        over_s3 = callspec is not None and callspec.params.get("store") in ("moto", "moto_http")
+        if name in SLOW or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)

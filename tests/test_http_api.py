@@ -352,6 +352,8 @@ def test_bad_input_is_400_with_a_stable_code(local_api: Api_) -> None:
         ("POST", "/api/tasks", {"json": {"name": "x", "type": "copy", "prams": {}}}, "invalid_input"),
         ("POST", "/api/tasks", {"json": ["name"]}, "invalid_json"),
         ("POST", "/api/tasks", {"data": b"{not json"}, "invalid_json"),
+        ("POST", "/api/tasks", {"data": b"[" * 5000 + b"]" * 5000}, "invalid_json"),  # nested too deeply
+        ("POST", "/api/tasks", {"data": b'{"name": "\\ud800", "type": "copy"}'}, "invalid_json"),  # a lone surrogate
         ("GET", "/api/tasks?limit=0", {}, "invalid_input"),
         ("GET", "/api/tasks?limit=ten", {}, "invalid_input"),
         ("GET", "/api/tasks?limit=201", {}, "invalid_input"),
@@ -572,7 +574,11 @@ def test_tokens_file_in_json_or_toml_and_reloaded_when_it_changes(tmp_path: Path
 
     path.write_text("{broken")
     os.utime(path, ns=(2, 2))
-    assert table.actor_for("t3") == Actor("carol")  # a bad edit keeps the last good table
+    assert table.actor_for("t3") is None  # a broken file accepts no token (fails closed)
+    path.write_text(json.dumps({hash_token("t3"): {"user": "carol", "role": "user"}}))
+    assert table.actor_for("t3") == Actor("carol")  # fixed: read again
+    path.unlink()
+    assert table.actor_for("t3") is None  # deleting the file revokes every token
 
 
 @pytest.mark.parametrize(
@@ -731,3 +737,29 @@ def test_streamlit_run_serves_the_ui_and_the_api_in_one_process(tmp_path: Path) 
         # Streamlit's own 404 (or its page) never answers under /api. Its PathSecurityMiddleware, which runs
         # before any route, does answer a NUL byte in the path (a plain-text 400), so that case is left out.
         assert_every_answer_is_json(base, "walk-token", [r for r in ODD_REQUESTS if "%00" not in r[1]])
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("S3TASK_CONCURRENCY", "0"), ("S3TASK_API_TOKENS_FILE", "/nonexistent/tokens.json")],
+)
+def test_inside_the_app_a_broken_configuration_answers_json_not_the_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    """The app's /api and /transfer say why they cannot work (503 not_configured) instead of
+    falling through to Streamlit's HTML page with a 200."""
+    import sys
+
+    from starlette.applications import Starlette
+
+    sys.path.insert(0, str(ROOT))
+    from ui import server
+
+    monkeypatch.setenv("S3TASK_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv(variable, value)
+    with serve(Starlette(routes=server.routes())) as base:
+        for method, path in [("GET", "/api/tasks"), ("GET", "/api/"), ("POST", "/api/tasks"), ("PUT", "/transfer/x")]:
+            resp = requests.request(method, base + path, timeout=10)
+            assert resp.status_code == 503, (path, resp.text)
+            body = resp.json()
+            assert body["code"] == "not_configured" and variable in body["message"], body

@@ -17,14 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: For every setting: values that must be refused, and values that must be accepted (as loaded).
 TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {
-    "store": (["s3://"], [("s3://bucket/prefix", "s3://bucket/prefix"), ("/srv/tasks", "/srv/tasks")]),
+    "store": (["s3://", "s3:/bucket", "file://", "S3:bucket"],
+              [("s3://bucket/prefix", "s3://bucket/prefix"), ("/srv/tasks", "/srv/tasks"), ("file:///srv/t", "file:///srv/t"),
+               ("./data", "./data")]),
     "operators": (["ann,\x07bob"], [("ann@x.org, bob@x.org", ("ann@x.org", "bob@x.org"))]),
-    "poll_interval": (["0", "-1", "abc", "3601"], [("0.5", 0.5), ("3", 3.0)]),
-    "lease_seconds": (["-5", "0", "0.5", "1e9", "sixty"], [("1", 1.0), ("60", 60.0)]),
+    "poll_interval": (["0", "-1", "abc", "3601", "9" * 400, "1e-320", "nan", "inf"], [("0.5", 0.5), ("3", 3.0)]),
+    "lease_seconds": (["-5", "0", "0.5", "1e9", "sixty", "1" + "0" * 320], [("1", 1.0), ("60", 60.0), ("1e2", 100.0)]),
     "lease_grace_seconds": (["-1", "x"], [("0", 0.0), ("10", 10.0)]),
     "max_attempts": (["0", "1.5", "101"], [("1", 1), ("5", 5)]),
     "retry_backoff_seconds": (["-0.1", "601"], [("0", 0.0), ("30", 30.0)]),
-    "concurrency": (["0", "-1", "2.5", "many", "65"], [("1", 1), ("8", 8)]),
+    "concurrency": (["0", "-1", "2.5", "many", "65", "\uff11", "1_0", "2.0"], [("1", 1), ("8", 8), ("+2", 2)]),
     "stall_timeout": (["0", "-3"], [("30", 30.0)]),
     "max_child_memory_mb": (["0", "63", "lots"], [("64", 64), ("4096", 4096)]),
     "worker_id": (["etl worker", "a/b", "x" * 129, "tab\there"],

@@ -111,7 +111,7 @@ def test_an_unexpected_error_in_a_heartbeat_fails_the_attempt(
         # First heartbeat after lease/3 = 1 s; an expiry would need lease + grace = 13 s and say so.
         failed = wait_for(lambda: (r := record(env, task_id)).status == "failed" and r, timeout=WITHIN)
         assert failed.last_error == "the worker hit an unexpected error: KeyError: 'a bug in the heartbeat'"
-        assert not w.task_ids()
+        wait_for(lambda: not w.task_ids(), timeout=WITHIN, what="the attempt thread gone")
     finally:
         w.stop(timeout=20)
         thread.join(20)
@@ -211,3 +211,42 @@ def test_a_pending_task_that_lost_its_marker_is_healed_when_someone_looks_at_it(
     store.delete(layout.active_key(task_id))
     service.get(ALICE, task_id)  # checked at most once a minute per task: no HEAD storm from a refreshing page
     assert layout.active_key(task_id) not in store.list_keys(layout.active_root)
+
+
+def test_an_error_while_claiming_gives_the_slot_back(env, worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OSError (disk full, EIO) in a claim used to keep the worker's only slot: it polled on, claiming nothing."""
+    real = Worker._claim
+    calls = []
+
+    def claim(self, record, etag):
+        calls.append(record.task_id)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real(self, record, etag)
+
+    monkeypatch.setattr(Worker, "_claim", claim)
+    task_id = submit(env[2], "after a bad claim")
+    wait_for(lambda: record(env, task_id).status == "completed", timeout=WITHIN, what="the task claimed again")
+    assert len(calls) >= 2
+
+
+class PresenceFails(LocalStore):
+    def put(self, key, body, mode, **kwargs):
+        if "/workers/" in key:
+            raise IsADirectoryError(21, "Is a directory", key)
+        return super().put(key, body, mode, **kwargs)
+
+
+def test_a_presence_write_that_fails_with_an_os_error_stops_nothing(tmp_path: Path) -> None:
+    store, layout = PresenceFails(tmp_path / "s"), Layout()
+    service = TaskService(store, layout)
+    w = Worker(Settings(store=str(tmp_path / "s"), worker_id="w4", **SETTINGS), store=store, layout=layout)
+    thread = threading.Thread(target=w.run_forever, daemon=True)
+    thread.start()
+    try:
+        task_id = submit(service, "worker with a broken presence file")
+        wait_for(lambda: read_record(store, layout, task_id)[0].status == "completed", timeout=WITHIN)
+        assert thread.is_alive()
+    finally:
+        w.stop(timeout=20)
+        thread.join(20)

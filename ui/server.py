@@ -35,9 +35,11 @@ log = logging.getLogger("s3task.app")
 
 
 def routes() -> list[BaseRoute]:
-    """``/api`` and (local store) ``/transfer``, or none if the settings or the store are unusable.
+    """``/api`` and (local store) ``/transfer``; if the settings or the store are unusable, routes that say so.
 
-    Without routes the pages still start, and say what is wrong with the settings.
+    The pages still start and say what is wrong; a script calling ``/api`` or a
+    browser sending a file to ``/transfer`` gets the same reason as JSON (503
+    ``not_configured``), never the pages' HTML.
     """
     from s3task.web import api as http_api
 
@@ -46,8 +48,23 @@ def routes() -> list[BaseRoute]:
         service = service_for(settings)
         return http_api.routes(settings, service=service)
     except (S3TaskError, ValueError, OSError) as e:
-        log.warning("serving the pages only, without /api and /transfer: %s", e)
-        return []
+        log.error("serving the pages without a working /api and /transfer: %s", e)
+        return _unavailable(" ".join(str(e).split()))
+
+
+def _unavailable(reason: str) -> list[BaseRoute]:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from s3task.web.errors import error_response, json_mount
+
+    async def refuse(request: Request) -> Response:
+        return error_response(503, "not_configured", f"s3task is not configured correctly: {reason}")
+
+    methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+    catch_all = [Route("/", refuse, methods=methods), Route("/{rest:path}", refuse, methods=methods)]
+    return [json_mount("/api", catch_all), json_mount("/transfer", list(catch_all))]
 
 
 _services: dict[tuple[str, int, int], TaskService] = {}

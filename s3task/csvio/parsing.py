@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -74,7 +75,15 @@ def parse_header(header: bytes, line: int) -> list[str]:
         raise _not_text(header, line + header.count(b"\n", 0, e.start)) from e
     if "\x00" in text:
         raise _not_text(header, line)
-    names = next(csv.reader(io.StringIO(text, newline="")), [])
+    records = csv.reader(io.StringIO(text, newline=""))
+    names = next(records, [])
+    if _more_records(records):
+        # The line end was taken from the file's first LF, and the "header line" up to it
+        # holds several CR-ended rows: reading on would silently drop them.
+        raise InvalidInput(
+            f"{line_label(line)}: the header row runs into the next rows — the file mixes line endings "
+            "(CR and LF, as Excel for Mac's 'CSV (Macintosh)' does); save it again as 'CSV UTF-8'"
+        )
     if not names:
         raise InvalidInput(f"{line_label(line)}: the header row is empty")
     if len(names) > MAX_COLUMNS:
@@ -92,6 +101,13 @@ def parse_header(header: bytes, line: int) -> list[str]:
         )
         raise InvalidInput(f"the header row repeats column names: {described} — give every column a different name")
     return names
+
+
+def _more_records(records: Iterator[list[str]]) -> bool:
+    try:
+        return any(any(cell for cell in row) or row for row in records)
+    except csv.Error:  # e.g. a quote opened on the same "line": more text than one record either way
+        return True
 
 
 def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:

@@ -130,8 +130,8 @@ def load_module(module: str) -> None:
     """Import a module that registers more task types."""
     try:
         importlib.import_module(module)
-    except ImportError as e:
-        raise UnknownTaskType(f"cannot import handler module {module!r}: {e}") from e
+    except Exception as e:  # not only ImportError: a module that fails while it runs says so in one line
+        raise UnknownTaskType(f"cannot import handler module {module!r}: {type(e).__name__}: {e}") from e
 
 
 def _load_builtins() -> None:

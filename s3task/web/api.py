@@ -211,8 +211,14 @@ async def _json_object(request: Request) -> dict[str, Any]:
         data = json.loads(body or b"{}")
     except ValueError as e:
         raise HttpError(400, "invalid_json", f"the request body is not valid JSON ({e})") from e
+    except RecursionError as e:  # thousands of nested arrays
+        raise HttpError(400, "invalid_json", "the request body is nested too deeply") from e
     if not isinstance(data, dict):
         raise HttpError(400, "invalid_json", "the request body must be a JSON object")
+    try:  # a lone surrogate ("\\ud800") is valid JSON but no text: refuse it here, not in the store
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise HttpError(400, "invalid_json", "the request body holds text that is not valid Unicode") from e
     return data
 
 

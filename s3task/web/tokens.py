@@ -22,6 +22,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..config import SettingsError
 from ..errors import AccessDenied
 from ..tasks import Actor
 
@@ -76,7 +77,12 @@ class TokenTable:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenTable:
         path = (os.environ if environ is None else environ).get(TOKENS_FILE_ENV)
-        return cls(path=path) if path else cls()
+        if not path:
+            return cls()
+        try:
+            return cls(path=path)
+        except (OSError, ValueError) as e:  # name the setting: the file is only what it points at
+            raise SettingsError(f"{TOKENS_FILE_ENV}={path!r} cannot be used: {e}") from e
 
     @property
     def configured(self) -> bool:
@@ -96,8 +102,13 @@ class TokenTable:
             if (st.st_mtime_ns, st.st_size) != self._stamp:
                 with self._lock:
                     self._entries = self._load()
-        except (OSError, ValueError) as e:  # keep serving with the last good table
-            log.error("cannot reload API tokens from %s: %s", self.path, e)
+        except (OSError, ValueError) as e:
+            # Fail closed: a deleted or broken file accepts no token. Keeping the last good table
+            # would keep alive the very tokens an edit (or the deletion) meant to revoke.
+            with self._lock:
+                if self._entries or self._stamp is not None:
+                    log.error("cannot read API tokens from %s, so no token is accepted: %s", self.path, e)
+                self._entries, self._stamp = {}, None
         return self._entries
 
     def actor_for(self, token: str) -> Actor | None:

@@ -82,7 +82,7 @@ class Worker:
                 log.warning("poll failed: %s", e)
             except Exception:  # a bug must not stop the loop: tasks in hand still need their heartbeats
                 log.exception("poll failed unexpectedly")
-            self.presence.beat(self.task_ids())
+            self.presence.beat(self.task_ids())  # never raises
             self._wake.wait(self.settings.poll_interval)
             self._wake.clear()
         self._drain()
@@ -191,6 +191,8 @@ class Worker:
             log.debug("%s changed while tidying: %s", task_id, e)
         except S3TaskError as e:
             log.warning("could not tidy %s: %s", task_id, e, extra={"task_id": task_id})
+        except Exception:  # e.g. an OSError from a local disk: one task's trouble must not stop the poll
+            log.exception("could not tidy %s", task_id, extra={"task_id": task_id})
 
     def _delete_marker(self, task_id: str) -> None:
         try:
@@ -210,8 +212,9 @@ class Worker:
         for task_id in pending:
             try:
                 markers.restore(self.store, self.layout, task_id)
-            except S3TaskError:
-                continue  # logged by restore; next poll tries again
+            except Exception:  # logged by restore (or below); the next poll tries again
+                log.debug("marker of %s not restored yet", task_id, exc_info=True)
+                continue
             with self._lock:
                 self._unmarked.discard(task_id)
 
@@ -225,7 +228,11 @@ class Worker:
                 break
             pick = random.randrange(min(SPREAD, len(candidates)))
             record, etag = candidates.pop(pick)
-            claimed = self._claim(record, etag)
+            try:
+                claimed = self._claim(record, etag)
+            except Exception:  # e.g. an OSError from a local disk: give the slot back, try the others
+                log.exception("could not claim %s", record.task_id, extra={"task_id": record.task_id})
+                claimed = None
             if claimed is None:
                 self._slots.release()
                 continue

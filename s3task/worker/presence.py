@@ -53,7 +53,7 @@ class Presence:
                 content_type="application/json",
             )
             self._last = time.monotonic()
-        except S3TaskError as e:  # presence is best effort; the work matters more
+        except (S3TaskError, OSError, ValueError) as e:  # best effort: the work matters more
             log.warning("could not write presence: %s", e)
 
 
