@@ -65,7 +65,7 @@ if tops != {"s3task"}:
 info = dist_info[0] if dist_info else "?"
 entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode() if dist_info else ""
 for script in ("s3task = s3task.cli:main", "s3task-worker = s3task.worker.cli:main",
-               "s3task-api = s3task.http_api:main"):
+               "s3task-api = s3task.web.cli:main"):
     if script not in entry_points:
         problems.append(f"console script missing: {script}")
 
