@@ -6,10 +6,12 @@ product carries no test hook). It wraps every store the process opens, in the
 worker and in each attempt's child, and:
 
 - ``S3TASK_TEST_CRASH_TRACE=<file>`` appends one JSON line per store call:
-  ``{"point": "claim:put-update:status#1", "role": "worker", ...}``;
+  ``{"point": "claim:put-update:status#1", "role": "worker", "t": <time.monotonic()>, ...}``;
 - ``S3TASK_TEST_CRASH_AT=<point>`` kills the process with SIGKILL right after
   that call returns (or raises) — once: ``S3TASK_TEST_CRASH_ONCE=<file>`` is
   created first, and a process that finds it already there does not crash.
+  The order is: that file, then the call's trace line (``"crash": true``), then
+  the SIGKILL; so a test that has seen the file may not see the line yet.
 
 A point names the call by what the process was doing (the s3task function on
 the stack: claim, heartbeat, finish, fail, release, tidy, poll, presence,
@@ -26,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -174,7 +177,9 @@ def _on_call_from_env() -> Callable[[str, str], None]:
     def on_call(point: str, key: str) -> None:
         crash = point == target and _first_time(once)
         if trace:
-            line = json.dumps({"point": point, "key": key, "role": role, "pid": os.getpid(), "crash": crash})
+            line = json.dumps(
+                {"point": point, "key": key, "role": role, "pid": os.getpid(), "crash": crash, "t": time.monotonic()}
+            )
             fd = os.open(trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, (line + "\n").encode())
@@ -197,24 +202,20 @@ def _first_time(path: str) -> bool:
 
 
 def _install() -> None:
+    """Wrap every store this process opens from now on (``s3task.store.wrap_stores``)."""
     if not (os.environ.get("S3TASK_TEST_CRASH_TRACE") or os.environ.get("S3TASK_TEST_CRASH_AT")):
         return
-    import s3task.store.local as local_mod
-    import s3task.store.s3 as s3_mod
+    import s3task.store as store_mod
 
-    if getattr(local_mod.LocalStore, "_crashhook", False):
+    if any(getattr(w, "_crashhook", False) for w in store_mod._WRAPPERS):
         return
     on_call = _on_call_from_env()
 
-    def factory(cls: type) -> Any:
-        def make(*args: Any, **kwargs: Any) -> CrashStore:
-            return CrashStore(cls(*args, **kwargs), on_call)
+    def wrap(inner: Any) -> CrashStore:
+        return CrashStore(inner, on_call)
 
-        make._crashhook = True  # type: ignore[attr-defined]
-        return make
-
-    local_mod.LocalStore = factory(local_mod.LocalStore)
-    s3_mod.S3Store = factory(s3_mod.S3Store)
+    wrap._crashhook = True  # type: ignore[attr-defined]
+    store_mod.wrap_stores(wrap)
 
 
 _install()

@@ -13,6 +13,12 @@ Client side (create → upload → submit, cancel, operator retry): the acting
 process is the caller of TaskService; it is "killed" by an exception nothing
 in s3task catches, raised right after call N, and then the person does what
 they would do on the page: look at their task and carry on.
+
+Time: every deadline here is derived (see ``Clock``) from the settings the
+workers run with (lease, grace, poll interval, backoff, attempts) and from how
+long a worker process takes to start on this machine: measured once at the
+start, and again by every run's own worker. A busy machine gets longer
+deadlines, not failures. Worker runs go two per CPU at a time, at most four.
 """
 
 from __future__ import annotations
@@ -24,17 +30,20 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import figures
 import pytest
 import worker_handlers  # noqa: F401  (registers the gated task type in this process too)
 from conftest import wait_for
 from crashhook import CrashStore
 from faults import Expect, check_invariants, save_figures
+from support import csv_rows
 
 from s3task import lifecycle
 from s3task.config import Settings
@@ -48,14 +57,80 @@ from s3task.worker.loop import Worker
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = Actor("alice")
-LEASE = 2.0
 ROWS = 5
-PARALLEL = 4
 _covered: dict[str, list[str]] = {}
+#: Every wait in here has a deadline derived from the settings and the machine's measured speed (see
+#: Clock); pytest-timeout's flat 300 s per test is only the backstop, so it is set well above those.
+pytestmark = pytest.mark.timeout(1200)
 
 
-def csv_rows(n: int) -> bytes:
-    return ("id,name\n" + "".join(f"{i},name {i}\n" for i in range(n))).encode()
+# --- time: the settings every worker here runs with, and the deadlines derived from them ----------
+
+LEASE = 2.0  # lease length (renewed every third of it)
+GRACE = 0.5  # how long past expiry before a lease counts as lost
+BACKOFF = 0.1  # first automatic retry delay (doubles each time)
+MAX_ATTEMPTS = 3  # failed attempts before a task fails for good
+POLL = 0.1  # the crashing worker's poll interval
+RESCUER_POLL = 0.05  # the restarted worker's, and the client tests' worker's
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+#: Worker runs at once. A run is a worker process with its fork server and attempt processes, then
+#: a restarted worker in this process; about half of it is CPU (interpreters and imports), the rest
+#: timers (the lease running out, polls), so two runs per CPU keep the CPUs busy; at most 4, since
+#: every restarted worker and every wait shares this process's GIL.
+PARALLEL = max(1, min(4, 2 * _cpus()))
+#: How much slower than a lone one a worker starts with PARALLEL of them on the CPUs.
+CONTENTION = max(1.0, PARALLEL / _cpus())
+#: Headroom over the machine time a run needs. A run, from start to end, takes about twice a
+#: measured start-up (times the slowdown) on a steadily loaded machine; this leaves some five
+#: times that for load that rises while it runs (other jobs starting beside it).
+SLACK = 10
+
+
+def task_seconds(poll: float = POLL) -> float:
+    """The longest a task can take to reach its end on these settings once a worker polls it.
+
+    That is, even if every attempt is lost with its worker: for each attempt a poll to claim it,
+    the lease running out (lease + grace) and a poll to see that, the backoff, and a poll to queue
+    it again.
+    """
+    return sum(3 * poll + LEASE + GRACE + lifecycle.backoff_seconds(n, BACKOFF) for n in range(1, MAX_ATTEMPTS + 1))
+
+
+@dataclass
+class Clock:
+    """The deadline of every wait in this module: the settings' own times plus machine time.
+
+    Machine time (interpreters starting, pandas and pyarrow imported in each worker and its fork
+    server, the store probe: CPU-bound, seconds on a busy 2-core machine) is no setting: the
+    ``clock`` fixture measures a worker process, and every run checks the machine's speed again
+    by how long its own worker takes to make its first store call (``seen``).
+    """
+
+    #: a lone worker process: start, poll an empty store once, exit (measured)
+    startup: float
+    #: the same process: start to its first store call (measured)
+    first_call: float
+    #: how much slower than at the measurement the machine has been since: at least by the runs'
+    #: own contention; it only grows
+    slowdown: float = CONTENTION
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def deadline(self) -> float:
+        return task_seconds() + SLACK * self.slowdown * self.startup
+
+    def seen(self, first_call: float) -> None:
+        """A worker took ``first_call`` seconds from its start to its first store call."""
+        with self._lock:
+            self.slowdown = max(self.slowdown, first_call / self.first_call)
 
 
 # --- scenarios: a task in some state, and what it must end as ---------------------------------
@@ -72,6 +147,9 @@ class Scenario:
     #: the reference run stops the worker (SIGTERM) after its first heartbeat, and so do the
     #: crash runs at points of the release phase
     sigterm: bool = False
+    #: crash points are taken from the reference run only up to the first call of this phase:
+    #: calls of ``phases`` after it come from a race, not from the flow the scenario is about
+    until: str | None = None
 
 
 def submitted(service: TaskService, data: bytes, task_type: str = "copy", params: dict | None = None) -> str:
@@ -111,7 +189,25 @@ def setup_expired(service: TaskService, tmp: Path) -> str:
     return task_id
 
 
+def failed_for_good(service: TaskService) -> str:
+    """A task failed for good by a worker that died before it dropped the task's marker."""
+    task_id = submitted(service, csv_rows(ROWS))
+    lease = ghost_claim(service, task_id, 60)
+    update_record(
+        service.store,
+        service.layout,
+        task_id,
+        lambda r, now: lifecycle.fail(r, now, lease=lease, error=BROKE, permanent=True),
+    )
+    return task_id
+
+
+def setup_stale_marker(service: TaskService, tmp: Path) -> str:
+    return failed_for_good(service)
+
+
 RAGGED = "line 3: expected 2 fields, found 3"
+BROKE = "broke"
 SCENARIOS = {
     s.name: s
     for s in (
@@ -120,8 +216,14 @@ SCENARIOS = {
             "heartbeat-release", ("heartbeat", "release"), setup_gated, Expect(rows=ROWS), gated=True, sigterm=True
         ),
         Scenario("fail", ("fail",), setup_ragged, Expect(error=RAGGED)),
-        # the expiry (tidy → failed), then the automatic retry of that failure (tidy → queued)
-        Scenario("expiry-and-retry", ("tidy",), setup_expired, Expect(rows=ROWS)),
+        # the expiry (tidy → failed), then the automatic retry of that failure (tidy → queued); a
+        # poll may also find the task completed before its attempt has dropped the marker and drop
+        # it itself (tidy:delete:active), but only in a run whose threads happen to meet there (a
+        # busy machine makes that likelier): a point a crash run could wait for in vain, so tidy
+        # calls after the claim are not taken; stale-marker covers that drop on every run
+        Scenario("expiry-and-retry", ("tidy",), setup_expired, Expect(rows=ROWS), until="claim"),
+        # a task failed for good whose worker died before dropping its marker: the poll drops it
+        Scenario("stale-marker", ("tidy",), setup_stale_marker, Expect(error=BROKE)),
     )
 }
 
@@ -142,12 +244,34 @@ class Run:
         return self.tmp / "trace.jsonl"
 
     def points(self) -> list[dict[str, Any]]:
+        """The calls traced so far (a line still being written, with no newline yet, is left for later)."""
         if not self.trace.exists():
             return []
-        return [json.loads(line) for line in self.trace.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in self.trace.read_text().split("\n")[:-1] if line.strip()]
+
+    def called(self, prefix: str) -> bool:
+        return any(p["point"].startswith(prefix) for p in self.points())
+
+    def called_crash(self) -> bool:
+        return any(p["crash"] for p in self.points())
 
     def record(self):
         return read_record(self.store, self.layout, self.task_id)[0]
+
+    def wait_started(self, proc: subprocess.Popen, started: float, clock: Clock) -> None:
+        """Wait for the worker's first store call, and tell the clock how long that took."""
+        wait_run(self, self.points, clock.deadline, "the worker's first store call", proc)
+        clock.seen(self.points()[0]["t"] - started)
+
+    def settled(self) -> bool:
+        """At its end: terminal, and its ``active/`` marker gone."""
+        marked = {self.layout.task_id_of(k) for k in self.store.list_keys(self.layout.active_root)}
+        return terminal(self) and self.task_id not in marked
+
+    def log(self) -> str:
+        path = self.tmp / "worker.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return f"--- {path} (end) ---\n{text[-3000:]}"
 
 
 def new_run(tmp: Path, scenario: Scenario) -> Run:
@@ -157,45 +281,93 @@ def new_run(tmp: Path, scenario: Scenario) -> Run:
     return Run(tmp, store, layout, service, scenario.setup(service, tmp))
 
 
-def start_worker(run: Run, crash_at: str | None) -> subprocess.Popen:
+def worker_process(tmp: Path, crash_at: str | None, *more: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a worker process with the hook, on the store in ``tmp``."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_LEASE_GRACE_SECONDS": "0.5",
-        "S3TASK_RETRY_BACKOFF_SECONDS": "0.1",
-        "S3TASK_TEST_CRASH_TRACE": str(run.trace),
+        "S3TASK_LEASE_GRACE_SECONDS": str(GRACE),
+        "S3TASK_RETRY_BACKOFF_SECONDS": str(BACKOFF),
+        "S3TASK_TEST_CRASH_TRACE": str(tmp / "trace.jsonl"),
         "S3TASK_TEST_CRASH_AT": crash_at or "",
-        "S3TASK_TEST_CRASH_ONCE": str(run.tmp / "crashed"),
+        "S3TASK_TEST_CRASH_ONCE": str(tmp / "crashed"),
     }
     cmd = [
-        sys.executable, str(ROOT / "worker.py"), "--store", str(run.tmp / "store"), "--poll-interval", "0.1",
-        "--lease-seconds", str(LEASE), "--handlers", "worker_handlers", "--handlers", "crashhook",
-        "--worker-id", "victim",
+        sys.executable, str(ROOT / "worker.py"), "--store", str(tmp / "store"), "--poll-interval", str(POLL),
+        "--lease-seconds", str(LEASE), "--max-attempts", str(MAX_ATTEMPTS), "--handlers", "worker_handlers",
+        "--handlers", "crashhook", "--worker-id", "victim", *more,
     ]  # fmt: skip
+    return cmd, env
+
+
+def start_worker(run: Run, crash_at: str | None) -> subprocess.Popen:
+    cmd, env = worker_process(run.tmp, crash_at)
     log = open(run.tmp / "worker.log", "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-@contextlib.contextmanager
-def rescuer(run: Run) -> Iterator[Worker]:
-    """The restarted worker: a fresh one (in this process) with none of the dead one's state."""
-    settings = Settings(
-        store=str(run.tmp / "store"),
-        worker_id="rescuer",
-        handlers=("worker_handlers",),
-        poll_interval=0.05,
+@pytest.fixture(scope="module")
+def clock(tmp_path_factory: pytest.TempPathFactory) -> Clock:
+    """Measure, right now, how long one worker process takes to start, poll an empty store once and exit.
+
+    A measurement, not a wait for a condition: the process ends by itself (``--once``); a hang
+    would be caught by the suite's per-test timeout.
+    """
+    tmp = tmp_path_factory.mktemp("startup")
+    cmd, env = worker_process(tmp, None, "--once")
+    started = time.monotonic()
+    with open(tmp / "worker.log", "wb") as log:
+        code = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    elapsed = time.monotonic() - started
+    assert code == 0, (tmp / "worker.log").read_text(errors="replace")
+    first = json.loads((tmp / "trace.jsonl").read_text().splitlines()[0])
+    return Clock(startup=elapsed, first_call=first["t"] - started)
+
+
+def wait_run(
+    run: Run, condition: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None
+) -> None:
+    """``wait_for``, failing with the worker's log; with ``proc``, that worker exiting fails the wait at once."""
+
+    def check() -> object:
+        if condition():
+            return True
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the worker exited ({proc.returncode}) before: {what}")
+        return False
+
+    try:
+        wait_for(check, timeout=timeout, what=what)
+    except AssertionError as e:
+        raise AssertionError(f"{run.tmp}: {e}\n{run.log()}") from None
+
+
+def worker_settings(store: Path, worker_id: str, **more: Any) -> Settings:
+    """An in-process worker with the settings the deadlines are derived from."""
+    return Settings(
+        store=str(store),
+        worker_id=worker_id,
+        poll_interval=RESCUER_POLL,
         lease_seconds=LEASE,
-        lease_grace_seconds=0.5,
-        retry_backoff_seconds=0.1,
+        lease_grace_seconds=GRACE,
+        retry_backoff_seconds=BACKOFF,
+        max_attempts=MAX_ATTEMPTS,
+        **more,
     )
+
+
+@contextlib.contextmanager
+def rescuer(run: Run, clock: Clock) -> Iterator[Worker]:
+    """The restarted worker: a fresh one (in this process) with none of the dead one's state."""
+    settings = worker_settings(run.tmp / "store", "rescuer", handlers=("worker_handlers",))
     worker = Worker(settings, store=LocalStore(run.tmp / "store"), layout=run.layout)
     thread = threading.Thread(target=worker.run_forever, daemon=True)
     thread.start()
     try:
         yield worker
     finally:
-        worker.stop(timeout=20)
-        thread.join(20)
+        worker.stop(timeout=clock.deadline)
+        thread.join(clock.deadline)
 
 
 def terminal(run: Run) -> bool:
@@ -205,41 +377,45 @@ def terminal(run: Run) -> bool:
         return False
 
 
-def finish(proc: subprocess.Popen) -> None:
+def finish(proc: subprocess.Popen, clock: Clock) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(20)
+            proc.wait(clock.deadline)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(10)
+            proc.wait(clock.deadline)
 
 
-def reference(tmp: Path, scenario: Scenario) -> list[str]:
+def reference(tmp: Path, scenario: Scenario, clock: Clock) -> list[str]:
     """Run the scenario once without a crash; return its crash points in call order."""
     run = new_run(tmp, scenario)
+    started = time.monotonic()
     proc = start_worker(run, None)
     try:
+        run.wait_started(proc, started, clock)
         if scenario.gated:
-            wait_for(lambda: any(p["point"].startswith("heartbeat:put") for p in run.points()), timeout=60)
+            wait_run(run, lambda: run.called("heartbeat:put"), clock.deadline, "the first heartbeat", proc)
         if scenario.sigterm:
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(30) == 0
+            assert proc.wait(clock.deadline) == 0, run.log()
         if scenario.gated:
             (run.tmp / "gate").touch()
-        if proc.poll() is not None:
-            with rescuer(run):
-                wait_for(lambda: terminal(run), timeout=60, what="finished after the release")
+        if scenario.sigterm:
+            with rescuer(run, clock):
+                wait_run(run, run.settled, clock.deadline, "finished after the release")
         else:
-            wait_for(lambda: terminal(run), timeout=60, what=f"{scenario.name} reference run finished")
+            wait_run(run, run.settled, clock.deadline, f"{scenario.name} reference run finished", proc)
     finally:
-        finish(proc)
+        finish(proc, clock)
     verdict = check_invariants(run.store, run.layout, {run.task_id: scenario.expect})
     assert verdict.ok, verdict
     points: list[str] = []
     for p in run.points():
         phase = p["point"].split(":", 1)[0]
         occurrence = int(p["point"].rsplit("#", 1)[1])
+        if phase == scenario.until:
+            break
         if phase not in scenario.phases or p["point"] in points:
             continue
         if phase in ("poll", "presence", "heartbeat") and occurrence > 1:
@@ -248,48 +424,58 @@ def reference(tmp: Path, scenario: Scenario) -> list[str]:
     return points
 
 
-def crash_at(tmp: Path, scenario: Scenario, point: str) -> str:
+def crash_at(tmp: Path, scenario: Scenario, point: str, clock: Clock) -> str:
     """Kill a worker right after ``point``, restart, and check; returns how the worker died."""
     run = new_run(tmp, scenario)
+    started = time.monotonic()
     proc = start_worker(run, point)
     try:
+        run.wait_started(proc, started, clock)
         if point.startswith("release:"):
-            wait_for(lambda: run.record().status == "running", timeout=60, what="claimed")
-            wait_for(lambda: any(p["point"].startswith("heartbeat:put") for p in run.points()), timeout=30)
+            wait_run(run, lambda: run.record().status == "running", clock.deadline, "claimed", proc)
+            wait_run(run, lambda: run.called("heartbeat:put"), clock.deadline, "the first heartbeat", proc)
             proc.send_signal(signal.SIGTERM)
-        wait_for(lambda: (run.tmp / "crashed").exists() or proc.poll() is not None, timeout=60, what=point)
-        assert (run.tmp / "crashed").exists(), f"{scenario.name}: the worker never made the call {point}"
+        # the hook creates the "crashed" file, then traces the call, then kills: wait for the trace
+        wait_run(run, lambda: run.called_crash() or proc.poll() is not None, clock.deadline, point)
+        assert (run.tmp / "crashed").exists(), f"{scenario.name}: the worker never made the call {point}\n{run.log()}"
         crashed = [p for p in run.points() if p["crash"]]
         assert [p["point"] for p in crashed] == [point]
         if scenario.gated:
             (run.tmp / "gate").touch()
         if crashed[0]["role"] == "worker":
-            assert proc.wait(30) == -signal.SIGKILL
-            with rescuer(run):
-                wait_for(lambda: terminal(run), timeout=60, what=f"recovered after a crash at {point}")
+            assert proc.wait(clock.deadline) == -signal.SIGKILL
+            with rescuer(run, clock):
+                wait_run(run, lambda: terminal(run), clock.deadline, f"recovered after a crash at {point}")
         else:  # the attempt's child died: its worker carries on
-            wait_for(lambda: terminal(run), timeout=60, what=f"recovered after a child crash at {point}")
+            wait_run(run, lambda: terminal(run), clock.deadline, f"recovered after a child crash at {point}", proc)
     finally:
-        finish(proc)
+        finish(proc, clock)
     verdict = check_invariants(run.store, run.layout, {run.task_id: scenario.expect})
     assert verdict.ok, (point, verdict, run.record().history)
     assert verdict.lost == verdict.duplicated == []
     return crashed[0]["role"]
 
 
-def test_worker_crash_points(tmp_path: Path) -> None:
-    """Every scenario's reference run, then every crash point, a few worker processes at a time."""
+def test_worker_crash_points(tmp_path: Path, clock: Clock) -> None:
+    """Every scenario's reference run, then every crash point, a few worker processes at a time.
+
+    A scenario's crash points are queued as soon as its reference run is done.
+    """
+    points: dict[str, list[str]] = {}
+    runs: dict[tuple[str, str], Future[str]] = {}
     with ThreadPoolExecutor(PARALLEL) as pool:
-        found = {n: pool.submit(reference, tmp_path / n / "reference", s) for n, s in SCENARIOS.items()}
-        points = {n: f.result() for n, f in found.items()}
-        for name, scenario in SCENARIOS.items():
-            assert points[name], f"{name}: no store call of phases {scenario.phases} was traced"
-        runs = {
-            (n, p): pool.submit(crash_at, tmp_path / n / f"crash-{i}", SCENARIOS[n], p)
-            for n in SCENARIOS
-            for i, p in enumerate(points[n])
-        }
-        roles = {key: f.result() for key, f in runs.items()}
+        try:
+            found = {pool.submit(reference, tmp_path / n / "reference", s, clock): n for n, s in SCENARIOS.items()}
+            for future in as_completed(found):
+                name = found[future]
+                points[name] = future.result()
+                assert points[name], f"{name}: no store call of phases {SCENARIOS[name].phases} was traced"
+                for i, p in enumerate(points[name]):
+                    runs[name, p] = pool.submit(crash_at, tmp_path / name / f"crash-{i}", SCENARIOS[name], p, clock)
+            roles = {key: f.result() for key, f in runs.items()}
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # the first failure is enough: do not start the rest
+            raise
     for name in SCENARIOS:
         _covered[f"worker/{name}"] = [f"{p} ({roles[name, p]})" for p in points[name]]
     core = {"claim:put-update:status#1", "finish:put-update:status#1", "heartbeat:put-update:status#1"}
@@ -332,9 +518,9 @@ def crashing(store: LocalStore, target: str) -> CrashStore:
     return CrashStore(store, maybe_die)
 
 
-def work_off(store: LocalStore, layout: Layout) -> None:
+def work_off(store: LocalStore, layout: Layout, clock: Clock) -> None:
     """A worker (in-process) runs until every active task is finished."""
-    settings = Settings(store=str(store.root), worker_id="w", poll_interval=0.05, retry_backoff_seconds=0.1)
+    settings = worker_settings(store.root, "w")
     worker = Worker(settings, store=store, layout=layout)
     thread = threading.Thread(target=worker.run_forever, daemon=True)
     thread.start()
@@ -351,10 +537,10 @@ def work_off(store: LocalStore, layout: Layout) -> None:
                         return False
             return True
 
-        wait_for(settled, timeout=60, what="the worker finished the queue")
+        wait_for(settled, timeout=clock.deadline, what="the worker finished the queue")
     finally:
-        worker.stop(timeout=20)
-        thread.join(20)
+        worker.stop(timeout=clock.deadline)
+        thread.join(clock.deadline)
 
 
 def new_task_flow(service: TaskService, _context: Any) -> None:
@@ -397,14 +583,7 @@ def recover_cancel(service: TaskService, task_id: str) -> dict[str, Expect]:
 
 
 def prepare_failed_for_good(service: TaskService) -> str:
-    task_id = submitted(service, csv_rows(ROWS))
-    lease = ghost_claim(service, task_id, 60)
-    update_record(
-        service.store,
-        service.layout,
-        task_id,
-        lambda r, now: lifecycle.fail(r, now, lease=lease, error="broke", permanent=True),
-    )
+    task_id = failed_for_good(service)
     service.store.delete(service.layout.active_key(task_id))  # as the failing worker does
     return task_id
 
@@ -427,7 +606,7 @@ CLIENT_FLOWS = {
 
 
 @pytest.mark.parametrize("name", list(CLIENT_FLOWS))
-def test_client_crash_points(name: str) -> None:
+def test_client_crash_points(name: str, clock: Clock) -> None:
     prepare, flow, recover = CLIENT_FLOWS[name]
     points = client_points(flow, prepare)
     assert len(points) >= 3, points
@@ -437,7 +616,7 @@ def test_client_crash_points(name: str) -> None:
             with pytest.raises(Crash):
                 flow(TaskService(crashing(store, point), layout), context)
             expected = recover(TaskService(store, layout), context)
-            work_off(store, layout)
+            work_off(store, layout, clock)
             verdict = check_invariants(store, layout, expected)
             assert verdict.ok, (point, verdict)
             if name == "create-upload-submit":
@@ -446,10 +625,11 @@ def test_client_crash_points(name: str) -> None:
     _covered[f"client/{name}"] = points
 
 
-def test_zz_publish_figures() -> None:
+@figures.at_end
+def _publish() -> None:
     expected = {f"worker/{n}" for n in SCENARIOS} | {f"client/{n}" for n in CLIENT_FLOWS}
     if set(_covered) != expected:
-        pytest.skip("only part of the crash points ran; figures are published from a full run")
+        return  # only part of the crash points ran; figures are published from a full run
     save_figures(
         "crash_points",
         {
