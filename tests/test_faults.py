@@ -15,6 +15,7 @@ processes.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections import Counter
@@ -78,6 +79,21 @@ def submit_one(service: TaskService, name: str, data: bytes) -> str:
     return task_id
 
 
+class WorkerLog(logging.Handler):
+    """What the workers said: every message, and those at ERROR or above (a crash in the worker is one)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.messages.append(message)
+        if record.levelno >= logging.ERROR:
+            self.errors.append(message)
+
+
 def settings_for(root: Path, name: str) -> Settings:
     return Settings(
         store=str(root),
@@ -105,6 +121,8 @@ def run_lifecycle(tmp_path: Path, kind: str, rates: dict[str, float], seed: int)
         else:
             task_id = submit_one(service, f"task {i}", csv_rows(10 * i + 1))
             expected[task_id] = Expect(rows=10 * i + 1)
+    seen = WorkerLog()
+    logging.getLogger("s3task.worker").addHandler(seen)
     workers = [Worker(settings_for(root, f"{kind}-{n}"), store=store, layout=layout) for n in range(3)]
     store.enabled = False  # the start-up probe is not part of the work under faults
     for w in workers:
@@ -127,6 +145,7 @@ def run_lifecycle(tmp_path: Path, kind: str, rates: dict[str, float], seed: int)
             w.stop(timeout=20)
         for t in threads:
             t.join(20)
+    logging.getLogger("s3task.worker").removeHandler(seen)
     store.enabled = False
     # A create whose answer was lost must not leave a second, never-submitted task behind.
     in_store = {layout.task_id_of(p) for p in inner.list_prefixes(layout.root)} - {None}
@@ -145,9 +164,9 @@ def run_lifecycle(tmp_path: Path, kind: str, rates: dict[str, float], seed: int)
         for h in read_record(inner, layout, t)[0].history
         if "stopped sending heartbeats" in (h.get("note") or "")
     ]
-    outcomes = [(w.settings.worker_id, t, o) for w in workers for t, o in w.outcomes if o.kind == "lost"]
-    assert expiries == [], f"live workers abandoned leases they held: {expiries}; {outcomes}"
-    crashed = [o for w in workers for _, o in w.outcomes if o.kind == "lost" and "crashed" in o.detail]
+    lost = [m for m in seen.messages if "lost" in m or "giving up" in m or "could not" in m]
+    assert expiries == [], f"live workers abandoned leases they held: {expiries}; {lost}"
+    crashed = [m for m in seen.errors if "crashed in the worker" in m or "unexpected error" in m]
     assert not crashed, crashed
     _totals["faults"].update(store.counts)
     _totals["tasks"] += len(expected)

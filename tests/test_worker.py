@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -37,6 +38,8 @@ class Env:
     url: str
     env: dict[str, str]
     tmp: Path
+    #: a worker process's measured start-up on this machine (``startup``), added to every wait
+    start: float
     procs: list[subprocess.Popen] = field(default_factory=list)
 
     def worker(self, *extra: str, env: dict[str, str] | None = None, name: str = "w") -> subprocess.Popen:
@@ -64,8 +67,22 @@ class Env:
         return [k for k in self.store.list_keys(self.layout.task_prefix(task_id)) if "output-attempt-" in k]
 
 
+@pytest.fixture(scope="module")
+def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """Seconds a worker process takes here to start, probe a store and stop (measured, with headroom).
+
+    Machine time is no setting: on a busy 2-core machine a worker's interpreter, its pandas and
+    pyarrow imports (twice: the worker and its fork server) and the store probe take from one to
+    twenty seconds. Every wait below is the settings' own time plus this.
+    """
+    started = time.monotonic()
+    store = tmp_path_factory.mktemp("startup") / "store"
+    subprocess.run([sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--once"], check=True, timeout=300)
+    return 5 * (time.monotonic() - started)
+
+
 @pytest.fixture
-def s3(moto_http_bucket, tmp_path: Path) -> Iterator[Env]:
+def s3(moto_http_bucket, tmp_path: Path, startup: float) -> Iterator[Env]:
     endpoint, bucket = moto_http_bucket
     env = {
         **os.environ,
@@ -79,7 +96,7 @@ def s3(moto_http_bucket, tmp_path: Path) -> Iterator[Env]:
     }
     store = S3Store(bucket, client=boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
     layout = Layout("batch-tasks")
-    e = Env(store, layout, TaskService(store, layout), f"s3://{bucket}/batch-tasks", env, tmp_path)
+    e = Env(store, layout, TaskService(store, layout), f"s3://{bucket}/batch-tasks", env, tmp_path, startup)
     yield e
     for p in e.procs:
         if p.poll() is None:
@@ -103,7 +120,7 @@ def test_five_workers_complete_forty_tasks_exactly_once(s3: Env) -> None:
     ids = [s3.submit(f"t{i}", csv_rows(i + 1)) for i in range(40)]
     workers = [s3.worker(name=f"race{i}") for i in range(5)]
     for task_id in ids:
-        wait_for(lambda t=task_id: done(s3, t), timeout=120, what=f"{task_id} completed")
+        wait_for(lambda t=task_id: done(s3, t), timeout=120 + s3.start, what=f"{task_id} completed")
     for n, task_id in enumerate(ids):
         record = s3.record(task_id)
         assert record.attempt_id == 1, (task_id, record.history)
@@ -116,19 +133,19 @@ def test_five_workers_complete_forty_tasks_exactly_once(s3: Env) -> None:
     for w in workers:
         w.send_signal(signal.SIGTERM)
     for w in workers:
-        assert w.wait(20) == 0, logs(w)
+        assert w.wait(20 + s3.start) == 0, logs(w)
 
 
 def test_sigkill_mid_task_is_recovered_by_another_worker_on_attempt_two(s3: Env) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("held", csv_rows(5), "test_gated", {"gate": str(gate)})
     first = s3.worker(name="victim")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
     first.kill()
-    first.wait(10)
+    first.wait(10 + s3.start)
     gate.touch()
     second = s3.worker(name="rescuer")
-    record = wait_for(lambda: done(s3, task_id), timeout=60, what="completed by the rescuer")
+    record = wait_for(lambda: done(s3, task_id), timeout=60 + s3.start, what="completed by the rescuer")
     assert record.attempt_id == 2
     assert record.failed_attempts == 1
     assert "victim" in (record.history[-3].get("note") or "") or any(
@@ -138,22 +155,22 @@ def test_sigkill_mid_task_is_recovered_by_another_worker_on_attempt_two(s3: Env)
     # The killed attempt never completed its output; nothing overwrote attempt 2's.
     assert s3.outputs(task_id) == [s3.layout.output_key(task_id, 2)]
     second.terminate()
-    assert second.wait(20) == 0
+    assert second.wait(20 + s3.start) == 0
 
 
 def test_sigterm_releases_the_task_without_charging_an_attempt(s3: Env) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
     w = s3.worker(name="polite")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
     w.send_signal(signal.SIGTERM)
-    assert w.wait(20) == 0, logs(w)
+    assert w.wait(20 + s3.start) == 0, logs(w)
     record = s3.record(task_id)
     assert record.status == "queued"
     assert record.failed_attempts == 0 and record.release_count == 1
     assert s3.store.list_keys(s3.layout.active_root) == [s3.layout.active_key(task_id)]
     gate.touch()
-    s3.worker("--once", name="finisher").wait(60)
+    s3.worker("--once", name="finisher").wait(60 + s3.start)
     record = s3.record(task_id)
     assert record.status == "completed" and record.attempt_id == 2 and record.failed_attempts == 0
 
@@ -163,53 +180,53 @@ def test_second_signal_exits_at_once(s3: Env) -> None:
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
     with proxy_server(s3.env["AWS_ENDPOINT_URL_S3"], slow_status_puts=True) as (proxy, slow):
         w = s3.worker(env={"AWS_ENDPOINT_URL_S3": proxy}, name="impatient")
-        wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+        wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
         slow.set()  # from now on the store takes ages to accept a record write
         w.send_signal(signal.SIGINT)
-        wait_for(lambda: "releasing tasks" in logs(w), timeout=10, what="first signal seen")
+        wait_for(lambda: "releasing tasks" in logs(w), timeout=10 + s3.start, what="first signal seen")
         w.send_signal(signal.SIGINT)
-        assert w.wait(5) == 128 + signal.SIGINT
+        assert w.wait(5 + s3.start) == 128 + signal.SIGINT
     assert s3.record(task_id).status == "running"  # it left without writing; the lease will expire
 
 
 def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: Env) -> None:
     task_id = s3.submit("hangs", csv_rows(3), "test_hang")
     w = s3.worker("--stall-timeout", "2", "--max-attempts", "2", name="stall")
-    record = wait_for(lambda: done(s3, task_id, "failed") if s3.record(task_id).final else None, timeout=60)
+    record = wait_for(lambda: done(s3, task_id, "failed") if s3.record(task_id).final else None, timeout=60 + s3.start)
     assert record.failed_attempts == 2 and record.attempt_id == 2
     assert "stalled" in record.last_error
     assert s3.store.list_keys(s3.layout.active_root) == []
     w.terminate()
-    w.wait(20)
+    w.wait(20 + s3.start)
 
 
 def test_deterministic_failure_stops_after_max_attempts(s3: Env) -> None:
     task_id = s3.submit("fails", csv_rows(3), "test_boom")
     ok_id = s3.submit("fine", csv_rows(4))
     w = s3.worker("--max-attempts", "3", name="boom")
-    record = wait_for(lambda: s3.record(task_id) if s3.record(task_id).final else None, timeout=60)
+    record = wait_for(lambda: s3.record(task_id) if s3.record(task_id).final else None, timeout=60 + s3.start)
     assert record.status == "failed" and record.failed_attempts == 3 and record.attempt_id == 3
     assert "deliberate failure" in record.last_error
-    assert wait_for(lambda: done(s3, ok_id), timeout=30).row_count == 4
+    assert wait_for(lambda: done(s3, ok_id), timeout=30 + s3.start).row_count == 4
     assert s3.store.list_keys(s3.layout.active_root) == []
     w.terminate()
-    w.wait(20)
+    w.wait(20 + s3.start)
 
 
 def test_cancel_during_processing_stops_the_attempt_and_stays_abandoned(s3: Env) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("cancel me", csv_rows(3), "test_gated", {"gate": str(gate)})
     w = s3.worker(name="cancelled")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
     s3.service.cancel(ALICE, task_id)
     # Within about one heartbeat (lease/3) the worker notices and lets go.
-    wait_for(lambda: "lost lease" in logs(w), timeout=LEASE + 2, what="worker noticed the cancel")
+    wait_for(lambda: "lost lease" in logs(w), timeout=LEASE + 2 + s3.start, what="worker noticed the cancel")
     gate.touch()
     record = s3.record(task_id)
     assert record.status == "abandoned"
     assert s3.outputs(task_id) == []
     w.terminate()
-    assert w.wait(20) == 0
+    assert w.wait(20 + s3.start) == 0
 
 
 def test_late_heartbeat_never_resurrects_an_expired_task(s3: Env) -> None:
@@ -235,10 +252,10 @@ def test_skewed_clocks_neither_steal_nor_keep_leases(s3: Env) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
     honest = s3.worker(name="honest")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30, what="claimed")
+    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
     # A worker whose clock runs ten minutes fast sees the same live lease.
     fast = s3.worker(name="fast", env={"S3TASK_CLOCK_SKEW_SECONDS": "600"})
-    wait_for(lambda: "polling" in logs(fast), timeout=30)
+    wait_for(lambda: "polling" in logs(fast), timeout=30 + s3.start)
     leases_seen = set()
     deadline = 3 * LEASE
     wait_for(
@@ -251,28 +268,28 @@ def test_skewed_clocks_neither_steal_nor_keep_leases(s3: Env) -> None:
     # A worker whose clock runs ten minutes slow gets a normal-length lease, so when it
     # dies the task is recovered promptly rather than ten minutes late.
     honest.kill()
-    honest.wait(10)
+    honest.wait(10 + s3.start)
     slow_id = s3.submit("slow clock", csv_rows(3), "test_gated", {"gate": str(gate) + "-slow"})
     fast.terminate()
-    fast.wait(20)
+    fast.wait(20 + s3.start)
     slow = s3.worker(name="slowclock", env={"S3TASK_CLOCK_SKEW_SECONDS": "-600"})
-    wait_for(lambda: done(s3, slow_id, "running"), timeout=30)
+    wait_for(lambda: done(s3, slow_id, "running"), timeout=30 + s3.start)
     slow.kill()
-    slow.wait(10)
+    slow.wait(10 + s3.start)
     gate.touch()
     (s3.tmp / "gate-slow").touch()
     rescuer = s3.worker(name="rescuer")
-    wait_for(lambda: done(s3, task_id), timeout=30, what="first task recovered")
-    wait_for(lambda: done(s3, slow_id), timeout=30, what="slow-clock task recovered")
+    wait_for(lambda: done(s3, task_id), timeout=30 + s3.start, what="first task recovered")
+    wait_for(lambda: done(s3, slow_id), timeout=30 + s3.start, what="slow-clock task recovered")
     assert s3.record(slow_id).attempt_id == 2
     rescuer.terminate()
-    rescuer.wait(20)
+    rescuer.wait(20 + s3.start)
 
 
 def test_worker_refuses_a_store_that_ignores_conditions(s3: Env) -> None:
     with proxy_server(s3.env["AWS_ENDPOINT_URL_S3"], forget=True) as (proxy, _):
         w = s3.worker("--once", env={"AWS_ENDPOINT_URL_S3": proxy}, name="unsafe")
-        assert w.wait(60) == 1
+        assert w.wait(60 + s3.start) == 1
     text = logs(w)
     assert "refusing to start" in text and "does not enforce conditional writes" in text, text
     assert "Traceback" not in text
@@ -283,7 +300,7 @@ def test_worker_says_so_when_the_store_is_unreachable(tmp_path: Path) -> None:
         [sys.executable, str(ROOT / "worker.py"), "--store", "s3://no-such-bucket/x", "--once"],
         env={**os.environ, "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "x",
              "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: refusing to start")
