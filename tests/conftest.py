@@ -265,6 +265,7 @@ TIERS = {
 #: Modules left out of the development loop (``./test.sh --fast``), as are the S3 (moto) runs of the
 #: store contract; CI runs everything.
 SLOW = {
+    "test_api_contract",
     "test_app",
     "test_cli",
     "test_worker_badinput",
