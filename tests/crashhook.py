@@ -49,7 +49,7 @@ PHASES = (
     ("cas_probe", "probe"),
     ("_burst", "probe"),
     ("TaskService.create", "create"),
-    ("TaskService.upload_input", "upload"),
+    ("InputFiles.upload_input", "upload"),  # TaskService's input side (s3task/uploads.py)
     ("TaskService.submit", "submit"),
     ("TaskService.cancel", "cancel"),
     ("TaskService.retry", "retry"),
