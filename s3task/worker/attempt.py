@@ -44,8 +44,11 @@ def _noop() -> None:
 def warm_up() -> None:
     """Start the fork server now, so the first claim does not wait seconds for imports with its lease ticking."""
     proc = _MP.Process(target=_noop, name="s3task-warm-up")
-    proc.start()
-    proc.join(120)
+    try:
+        proc.start()
+        proc.join(120)
+    except (OSError, EOFError) as e:  # the fork server went away (the host is shutting down): attempts say so
+        log.warning("could not warm up the task processes' fork server: %r", e)
 
 
 @dataclass
