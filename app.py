@@ -13,6 +13,7 @@ shutdown.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NoReturn
 
 # Streamlit runs this file as __main__. The worker's task processes (multiprocessing
@@ -27,6 +28,8 @@ if __name__ == "__main__":
     from ui import context, identity, nav, services, sidebar
     from ui import format as fmt
     from ui.appsettings import AppSettings
+
+    FAVICON = Path(__file__).resolve().parent / "ui" / "favicon.png"
 
 
 def _stop_with(title: str, message: str) -> NoReturn:
@@ -51,7 +54,9 @@ def _sign_in() -> NoReturn:
 
 
 def main() -> None:
-    st.set_page_config(page_title="s3task", page_icon=":material/table_view:", layout="wide")
+    # A file, not a ":material/…:" icon: Streamlit fetches those favicons from fonts.gstatic.com, and the app
+    # must work on a network with no internet (tests/test_browser.py checks no request leaves 127.0.0.1).
+    st.set_page_config(page_title="s3task", page_icon=str(FAVICON), layout="wide")
     try:
         settings = Settings.load()
         app_settings = AppSettings.load()
@@ -95,8 +100,6 @@ if __name__ == "__main__":
 elif __name__ != "__mp_main__":
     # `streamlit run app.py` imports this file as the module `app` to build the web
     # server, then runs it as __main__ for every page view (the branch above).
-    from pathlib import Path
-
     import streamlit as st
 
     from ui import server

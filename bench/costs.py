@@ -4,8 +4,9 @@ Everything runs against the counting moto server (``bench/motoserver.py``)
 over HTTP, so every request of every process — the benchmark acting as the
 app (create, upload, submit, download), the worker, its attempt child — is
 counted once, by kind and by the key it touched. A task's requests are those
-whose key holds its id; the worker's polls of ``active/`` and its presence
-writes are shared overhead and are counted separately.
+whose key holds its id; the worker's polls (a HEAD of the active-bell, a
+LIST of ``active/`` when there is work) and its presence writes are shared
+overhead and are counted separately.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import requests
+
+from s3task.config import Settings
+from s3task.worker.presence import PRESENCE_IDLE_INTERVAL, PRESENCE_INTERVAL
 
 from . import harness as h
 
@@ -61,24 +65,39 @@ def measure(
 
 
 def _idle(moto: h.MotoServer, window: float, interval: float) -> dict[str, Any]:
-    """Nothing in ``active/`` for ``window`` seconds, extrapolated to an hour and a month."""
+    """Nothing in ``active/`` for ``window`` seconds, extrapolated to an hour and a month.
+
+    An idle worker HEADs the active-bell once a poll (measured), lists ``active/`` only as a safety
+    net every ``idle_list_seconds`` and beats its presence every ``PRESENCE_IDLE_INTERVAL``: both are
+    rarer than a short window sees, so each is counted by its rule or by what was measured, if more.
+    """
     moto.reset_counts()
     time.sleep(window)
     measured = dict(h.by_kind(moto.counts()))
-    lists = measured.get("LIST", 0)
     polls = max(1, round(window / interval))
-    per_hour = {"LIST": round(lists / window * 3600)}
-    # Presence is one PUT a minute (PRESENCE_INTERVAL); a short window sees 0-2 of them, so use the rule.
-    per_hour["PUT"] = 60
+    net = Settings.__dataclass_fields__["idle_list_seconds"].default
+    rate = {k: n / window * 3600 for k, n in measured.items()}
+    per_hour = {
+        "HEAD": round(max(rate.get("HEAD", 0), measured.get("HEAD", 0) / polls * 3600 / interval)),
+        "LIST": round(max(rate.get("LIST", 0), 3600 / net)),
+        "PUT": round(max(rate.get("PUT", 0), 3600 / PRESENCE_IDLE_INTERVAL)),
+    }
     month = {k: v * HOURS_PER_MONTH for k, v in per_hour.items()}
+    # The design before the bell, for comparison: a LIST every poll and a presence PUT every minute.
+    before = {k: round(3600 / every) * HOURS_PER_MONTH for k, every in (("LIST", interval), ("PUT", PRESENCE_INTERVAL))}
     return {
         "poll_interval_s": interval,
         "window_s": window,
         "measured": measured,
-        "list_per_poll": round(lists / polls, 2),
+        "head_per_poll": round(measured.get("HEAD", 0) / polls, 2),
+        "list_per_poll": round(measured.get("LIST", 0) / polls, 2),
+        "safety_net_s": net,
+        "presence_idle_s": PRESENCE_IDLE_INTERVAL,
         "per_hour": per_hour,
         "per_month": month,
         "dollars_per_idle_worker_month": round(dollars(month), 3),
+        "before_bell_per_month": before,
+        "before_bell_dollars_per_idle_worker_month": round(dollars(before), 2),
     }
 
 
@@ -104,6 +123,7 @@ def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: 
     per_task = dict(h.by_kind(counts, "task:" + task_id))
     polls = dict(h.by_kind(counts, "active"))
     presence = dict(h.by_kind(counts, "workers"))
+    bell = dict(h.by_kind(counts, "other"))  # <prefix>/active-bell: the submit's ring, the worker's HEADs
     return {
         "input_mb": round(path.stat().st_size / 1e6, 1),
         "task_type": handler,
@@ -113,7 +133,12 @@ def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: 
         "requests": dict(sorted(per_task.items())),
         "requests_total": sum(per_task.values()),
         "dollars_per_1000_tasks": round(dollars(per_task) * 1000, 4),
-        "shared_during_life": {"poll LIST of active/": polls.get("LIST", 0), "presence PUT": presence.get("PUT", 0)},
+        "shared_during_life": {
+            "poll LIST of active/": polls.get("LIST", 0),
+            "poll HEAD of active-bell": bell.get("HEAD", 0),
+            "ring PUT of active-bell": bell.get("PUT", 0),
+            "presence PUT": presence.get("PUT", 0),
+        },
     }
 
 
@@ -125,6 +150,7 @@ def backoff_model(list_per_poll: float, interval: float) -> list[dict[str, Any]]
     task after an idle spell (up to the cap, about half of it on average).
     """
     rows = []
+    list_per_poll = max(list_per_poll, 1.0)  # the model is of a worker that lists every poll (no bell)
     for cap in (interval, 15.0, 30.0, 60.0):
         per_hour = 3600 / cap * list_per_poll
         rows.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ def summary(res: dict[str, Any]) -> str:
     if "idle" in req:
         idle = req["idle"]
         lines.append(f"  idle: {idle['per_hour']}/h = ${idle['dollars_per_idle_worker_month']}/worker-month")
+        if "head_per_poll" in idle:
+            lines.append(f"  idle per poll: {idle['head_per_poll']} HEAD, {idle['list_per_poll']} LIST")
     lst = res.get("listing", {})
     if "moto" in lst:
         lines.append(f"  listing on moto: ratio {lst['ratio_moto']}; refresh {lst['requests']['refresh']}")
@@ -611,64 +614,77 @@ def _requests(res: dict[str, Any]) -> list[str]:
         "`active/` marker, queues), the worker's polls reading the record, claim, the attempt's GET of the "
         "input and PUT (or multipart upload) of the output, heartbeats every 20 s with progress, complete, "
         "marker delete, then the download (record read and the presigned GET). A task's requests are those on "
-        "its own keys; the worker's `LIST` of `active/` is shared by all tasks and counted with the idle "
-        "worker below.",
+        "its own keys; the worker's `LIST` of `active/` and `HEAD` of the active-bell are shared by all tasks "
+        "and counted with the idle worker below, and so is the submit's one `PUT` of the active-bell (its "
+        "ring: $0.005 per 1,000 tasks on top of the table).",
         "",
         _table(["request", "price class"] + [f"{life['input_mb']:g} MB task" for life in lives], rows),
         "",
         "Per task the fixed part is about twenty requests; larger inputs add one `PART` per 8 MB of input and "
         "of output (multipart uploads) and two requests (GET + PUT of the record) per 20 s of running.",
         "",
-        f"**An idle worker** (nothing in `active/`) polls every {idle['poll_interval_s']:g} s: one `LIST` per "
-        f"poll ({idle['list_per_poll']} measured over {idle['window_s']:.0f} s: {_req(idle['measured'])}), plus "
-        "its presence object, one PUT a minute.",
-        "",
-        _table(
-            ["", "LIST", "PUT", "$"],
-            [
-                ["per hour", f"{idle['per_hour']['LIST']:,}", f"{idle['per_hour']['PUT']:,}", ""],
-                [
-                    "per idle worker-month (730 h)",
-                    f"{idle['per_month']['LIST']:,}",
-                    f"{idle['per_month']['PUT']:,}",
-                    f"${idle['dollars_per_idle_worker_month']:.2f}",
-                ],
-            ],
-        ),
-        "",
+        *_idle_worker(idle),
     ]
-    model = req.get("backoff_model")
-    if model:
-        rows = [
-            [
-                f"{m['idle_interval_cap_s']:g} s",
-                f"{m['list_per_hour']:,}",
-                f"${m['dollars_per_idle_worker_month']:.2f}",
-                f"{m['first_pickup_after_idle_mean_s']:g} s / {m['first_pickup_after_idle_max_s']:g} s",
-            ]
-            for m in model
-        ]
-        out += [
-            "**Adaptive idle polling** (back off while `active/` is empty) was evaluated and *not* added: a "
-            "worker learns that work exists only by polling, so any back-off beyond the configured interval "
-            "delays the first task after an idle spell by up to the backed-off interval — exactly what the "
-            "issue rules out. The trade it would make, computed from the measured requests per poll:",
-            "",
-            _table(
-                ["idle poll interval", "LIST / hour", "$ / idle worker-month", "first pickup after idle: mean / worst"],
-                rows,
-            ),
-            "",
-            "What would cut idle cost without slowing pickup is a cheaper signal, not a slower poll: `submit` "
-            "and `retry` (and `repair`) also overwrite one small `<prefix>/active-bell` object, and an idle "
-            "worker polls it with a `HEAD` (GET-class: $0.0004 per 1,000, 12.5× cheaper than a LIST), listing "
-            "`active/` only when its ETag changes, while anything is active, and every few minutes as a safety "
-            "net. Nothing time-based can be pending while `active/` is empty (retries and lease expiries all "
-            "have markers), so no event is missed. That changes `s3task/tasks.py` and the worker loop together.",
-            "",
-        ]
     out += [_cmd("requests"), ""]
     return out
+
+
+def _idle_worker(idle: dict[str, Any]) -> list[str]:
+    """The idle worker's paragraph and table: the active-bell's HEAD per poll, the safety-net LIST, presence."""
+    if "head_per_poll" not in idle:  # results from before the bell: a LIST every poll
+        return [
+            f"**An idle worker** polls every {idle['poll_interval_s']:g} s: one `LIST` per poll "
+            f"({idle['list_per_poll']} measured over {idle['window_s']:.0f} s: {_req(idle['measured'])}), plus its "
+            f"presence object, one PUT a minute: ${idle['dollars_per_idle_worker_month']:.2f} a worker-month.",
+            "",
+        ]
+    from .costs import dollars
+
+    per_hour, month = idle["per_hour"], idle["per_month"]
+    net, beat = idle["safety_net_s"], idle["presence_idle_s"]
+    kinds = ["HEAD", "LIST", "PUT"]
+    what = {
+        "HEAD": f"the active-bell, once a poll (every {idle['poll_interval_s']:g} s)",
+        "LIST": f"`active/`, the safety net: every {fmt_s(net)} while the bell is silent",
+        "PUT": f"presence, every {fmt_s(beat)} while idle",
+    }
+    rows = [[f"`{k}`", what[k], f"{per_hour[k]:,}", f"{month[k]:,}", f"${dollars({k: month[k]}):.2f}"] for k in kinds]
+    rows.append(["**total**", "", "", "", f"**${idle['dollars_per_idle_worker_month']:.2f}**"])
+    before = idle["before_bell_per_month"]
+    rows.append(
+        [
+            "before the bell",
+            f"a `LIST` every poll, presence every minute ({before['LIST']:,} LIST + {before['PUT']:,} PUT a month)",
+            "",
+            "",
+            f"${idle['before_bell_dollars_per_idle_worker_month']:.2f}",
+        ]
+    )
+    return [
+        f"**An idle worker** (nothing in progress in `active/`) HEADs one small object, `<prefix>/active-bell`, "
+        f"each poll ({idle['head_per_poll']} HEAD and {idle['list_per_poll']} LIST per poll measured over "
+        f"{idle['window_s']:.0f} s: {_req(idle['measured']) or 'nothing else'}). `submit`, `retry` and `repair` "
+        "overwrite the bell after their marker and record writes; a worker lists `active/` only when the bell's "
+        "ETag changed since its last listing (read *before* listing, so a ring during a listing makes the next "
+        "poll list), while its last listing found work in progress (queued, running, failed and waiting for a "
+        f"retry: every poll then, as before), when the app's own submit wakes it, and every {fmt_s(net)} as a "
+        "safety net (`S3TASK_IDLE_LIST_SECONDS`) for a ring that failed. Pickup after a ring is the next poll, "
+        "as before. The presence object is written every minute while the worker runs a task and every "
+        f"{fmt_s(beat)} while idle, so the app counts a worker as seen for {fmt_s(2 * beat)} after its last beat "
+        f'(an idle worker\'s "last seen" may be {fmt_s(beat)} old).',
+        "",
+        _table(["request", "what", "per hour", "per idle worker-month (730 h)", "$"], rows),
+        "",
+        "No event is missed: everything that makes a task claimable writes its marker first and rings last, "
+        "and everything time-driven (a retry coming due, a lease running out) has a marker, which keeps the "
+        "worker listing (`tests/test_bell.py`: a poll between marker and bell, a ring during a listing, a "
+        "failed ring, a retry coming due, a lease running out, the embedded wake).",
+        "",
+    ]
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"
 
 
 def _listing(res: dict[str, Any]) -> list[str]:
@@ -858,9 +874,20 @@ def plot(res: dict[str, Any], png: Path) -> bool:
     return True
 
 
+#: A section measured outside this run (by a test or a script of its own, which the section names with its
+#: date): kept from the previous BENCHMARKS.md as it is, before "How it is measured".
+KEPT = re.compile(r"<!-- kept: [\w-]+ -->\n.*?<!-- /kept -->\n", re.S)
+
+
+def kept_sections(previous: str) -> str:
+    return "".join(block + "\n" for block in KEPT.findall(previous))
+
+
 def write(res: dict[str, Any], md: Path, png: Path) -> None:
     plotted = plot(res, png)
     text = document(res)
+    kept = kept_sections(md.read_text()) if md.exists() else ""
+    text = text.replace("## How it is measured", kept + "## How it is measured", 1)
     if not plotted:
         text = text.replace(f"![rows/s and peak RSS against input size]({PLOT})", "(no plot: matplotlib missing)")
     md.write_text(text)

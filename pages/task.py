@@ -9,7 +9,7 @@ import streamlit as st
 
 from s3task.errors import InvalidTaskId, S3TaskError, TaskNotFound
 from s3task.record import TaskRecord
-from ui import context, detail
+from ui import context, detail, notify, profile_view, result
 from ui import format as fmt
 
 ctx = context.get()
@@ -37,6 +37,8 @@ record = load()
 if record is None:
     st.stop()
 detail.header(ctx, record)
+if record.status == "completed":
+    result.downloads(ctx, record)  # the result comes first
 
 # Live while the task can change on its own; the fragment re-reads only this
 # record and asks for a full rerun when the task stops (or starts) being live.
@@ -51,12 +53,17 @@ def panel() -> None:
         return
     if fmt.is_live(current) != live:
         st.rerun()
+    notify.watch(ctx, [current])  # tab title + desktop notification when it ends
     detail.status(ctx, current, ctx.service.store.now())
     detail.actions(ctx, current)
+    if current.status == "completed":
+        if current.task_type == "profile":
+            profile_view.charts(ctx, current)  # the summary with readable numbers, and its charts
+        else:
+            result.preview(ctx, current)  # the rows, above the timeline
     st.subheader("Timeline")
     detail.timeline(current)
+    detail.operator_details(ctx, current)
 
 
 panel()
-if record.status == "completed":
-    detail.output(ctx, record)

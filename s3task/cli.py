@@ -18,6 +18,8 @@ from typing import Any
 
 from . import handlers, markers
 from .config import Settings
+from .counts import LABELS, counts_of
+from .csvio import InputFormat
 from .errors import InvalidInput, S3TaskError, UnknownTaskType
 from .store import open_store
 from .store.probe import cas_probe
@@ -53,6 +55,16 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     s.add_argument("--type", default="copy", dest="task_type")
     s.add_argument("--handlers", action="append", metavar="MODULE", dest="sub_handlers", help=HANDLERS_HELP)
     s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument(
+        "--delimiter",
+        default="detect",
+        help="what separates the values: comma, semicolon, tab, pipe (or , ; |); default: detect from the file",
+    )
+    s.add_argument(
+        "--encoding",
+        default="detect",
+        help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be; default: detect from the file",
+    )
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
     s = sub.add_parser("list", help="newest tasks first")
@@ -73,6 +85,21 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     s = sub.add_parser("download", help="save a completed task's output")
     s.add_argument("task_id")
     s.add_argument("-o", "--output", help="file to write (default: a name from the task)")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument(
+        "--excel", dest="variant", action="store_const", const="xlsx", help="an Excel workbook (.xlsx) of text cells"
+    )
+    which.add_argument(
+        "--exact",
+        dest="variant",
+        action="store_const",
+        const="exact",
+        help="the CSV with the values exactly as produced (no ' before values a spreadsheet would run)",
+    )
+    which.add_argument(
+        "--errors", dest="variant", action="store_const", const="errors", help="only the rows with an error (CSV)"
+    )
+    s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
 
@@ -169,8 +196,10 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
             raise InvalidInput(f"--param {item!r} should look like KEY=VALUE")
         params[key] = value
     with path.open("rb") as f:
-        record = service.submit_file(actor, args.name, args.task_type, params, f)
+        read_as = {"delimiter": args.delimiter, "encoding": args.encoding}
+        record = service.submit_file(actor, args.name, args.task_type, params, f, read_as)
     print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
+    print(f"read as: {InputFormat.from_dict(record.input_format).describe()}", file=sys.stderr)
     print(record.task_id)
     return 0
 
@@ -180,11 +209,13 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
     for problem in page.problems:
         print(f"warning: {problem}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"tasks": [t.to_dict() for t in page.tasks], "next_cursor": page.next_cursor}, indent=1))
+        tasks = [{**t.to_dict(), **counts_of(t).as_dict()} for t in page.tasks]
+        print(json.dumps({"tasks": tasks, "next_cursor": page.next_cursor}, indent=1))
         return 0
-    rows = [("ID", "NAME", "TYPE", "STATUS", "PROGRESS", "ROWS", "ERRORS", "BY", "CREATED")]
+    rows = [("ID", "NAME", "TYPE", "STATUS", "PROGRESS", *(w.upper() for w in LABELS.values()), "BY", "CREATED")]
     for t in page.tasks:
         status = t.status + (" (final)" if t.final else "")
+        counts = counts_of(t).as_dict()  # the app's counts; "-" where one does not apply to the type
         rows.append(
             (
                 t.task_id,
@@ -192,8 +223,7 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
                 t.task_type,
                 status,
                 f"{t.progress:.0%}",
-                str(t.processed_count),
-                str(t.error_count),
+                *("-" if counts[name] is None else str(counts[name]) for name in LABELS),
                 t.created_by,
                 t.created_at[:19].replace("T", " "),
             )
@@ -209,8 +239,10 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
 def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
     if args.json:
-        print(record.to_json().decode())
+        print(json.dumps({**record.to_dict(), **counts_of(record).as_dict()}, indent=1, ensure_ascii=False))
         return 0
+    for label, value in counts_of(record).lines():  # the app's words and numbers
+        print(f"{label:>18}: {value}")
     for key, value in record.to_dict().items():
         if key != "history":
             print(f"{key:>18}: {value}")
@@ -232,9 +264,10 @@ def cmd_retry(args: argparse.Namespace, service: TaskService, actor: Actor) -> i
 
 def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
-    target = Path(args.output or service.output_filename(record))
+    target = Path(args.output or service.output_filename(record, args.variant))
     tmp = target.with_name(target.name + ".part")
-    with service.open_output(actor, args.task_id) as src, tmp.open("wb") as dst:
+    service.ensure_output(actor, args.task_id, args.variant)  # a copy is made in the store if it is not yet
+    with service.open_output(actor, args.task_id, args.variant) as src, tmp.open("wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     tmp.replace(target)
     print(target)

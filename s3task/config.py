@@ -12,6 +12,7 @@ of, say, after a worker has claimed a task under a worker id no key can hold.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
@@ -33,6 +34,18 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
+_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def _host(value: Any) -> bool:
+    """An address to bind: an IP address or a DNS host name (letters, digits, hyphens; dot-separated)."""
+    if not isinstance(value, str) or not 0 < len(value) <= 253:
+        return False
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return all(_HOST_LABEL.fullmatch(label) for label in value.removesuffix(".").split("."))
 
 
 def _whole_url_or_path(value: str) -> bool:
@@ -53,11 +66,18 @@ class Rule:
     check: Callable[[Any], bool] = lambda _value: True
 
 
-def setting(default: Any = MISSING, *, rule: Rule, factory: Callable[[], Any] | None = None) -> Any:
-    """A dataclass field that carries its rule (read by :func:`validate` and :func:`load_fields`)."""
+def setting(
+    default: Any = MISSING, *, rule: Rule, factory: Callable[[], Any] | None = None, secret: bool = False
+) -> Any:
+    """A dataclass field that carries its rule (read by :func:`validate` and :func:`load_fields`).
+
+    A ``secret`` setting (a key, a password or a URL that may hold one) is never shown: not in an
+    error message, not in the settings' repr, so neither can put it in a log.
+    """
+    metadata = {"rule": rule, "secret": secret}
     if factory is not None:
-        return field(default_factory=factory, metadata={"rule": rule})
-    return field(default=default, metadata={"rule": rule})
+        return field(default_factory=factory, metadata=metadata, repr=not secret)
+    return field(default=default, metadata=metadata, repr=not secret)
 
 
 def number(low: float, high: float, *, unit: str = "", whole: bool = False, above: bool = False) -> Rule:
@@ -90,6 +110,11 @@ def each(rule: Rule, allowed: str) -> Rule:
 
 FLAG = Rule("1/0, true/false, yes/no or on/off", lambda value: isinstance(value, bool))
 TEXT = Rule("any text")
+METRICS_PORT = Rule(
+    "0 (no metrics server) or a port number from 1 up to 65535",
+    lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 65535,
+)
+METRICS_HOST = Rule("an IP address (127.0.0.1, 0.0.0.0, ::) or a host name", _host)
 STORE = Rule(
     "s3://bucket/prefix or a local directory",
     # Something that starts like a URL ("s3:/bucket", "file://") must be a whole one: a typo must
@@ -100,6 +125,21 @@ WORKER_ID = matching(WORKER_ID_PATTERN, "1-128 letters, digits or . _ : @ - (no 
 MODULES = each(matching(_MODULE, ""), "comma-separated Python module names (my_company.tasks)")
 ORIGINS = each(matching(_ORIGIN, ""), "comma-separated origins like https://tasks.example.com (no path)")
 USERS = each(Rule("", lambda v: 0 < len(v) <= 200 and v.isprintable()), "comma-separated user names")
+# Notifications (s3task.notify, docs/NOTIFICATIONS.md): endpoints come from the deployment, never a request.
+_HTTP_URL = re.compile(r"https?://[^/\s?#@]+(/\S*)?")
+_SMTP_URL = re.compile(r"(smtp|smtps|smtp\+starttls)://([^@\s/]+@)?[^@\s/:]+(:[0-9]{1,5})?/?")
+_ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+")
+WEBHOOK_URLS = each(matching(_HTTP_URL, ""), "comma-separated http:// or https:// URLs (no user:password@)")
+SMTP_URL = Rule(
+    "nothing (no email), or smtp://host[:port], smtps://user:password@host[:465] (TLS) or smtp+starttls://…",
+    lambda v: isinstance(v, str) and (v == "" or _SMTP_URL.fullmatch(v) is not None),
+)
+ADDRESS = Rule("nothing, or one email address (tasks@example.com)", lambda v: v == "" or bool(_ADDRESS.fullmatch(v)))
+APP_URL = Rule(
+    "nothing, or the app's address like https://tasks.example.com (a path is allowed)",
+    lambda v: isinstance(v, str) and (v == "" or _HTTP_URL.fullmatch(v) is not None),
+)
+SECRET = Rule("nothing, or at least 16 characters", lambda v: v == "" or (len(v) >= 16 and v.isprintable()))
 
 
 @dataclass(frozen=True)
@@ -108,6 +148,9 @@ class Settings:
     #: Users who may act on every task.
     operators: tuple[str, ...] = setting((), rule=USERS)
     poll_interval: float = setting(3.0, rule=number(0.01, 3600, unit="of seconds"))
+    #: An idle worker HEADs the active-bell each poll and lists active/ only when it rang, while work is
+    #: in progress, or at least this often (the safety net for a ring that failed; s3task.markers).
+    idle_list_seconds: float = setting(300.0, rule=number(0.1, 3600, unit="of seconds"))
     #: Renewed every third of it; below a second a renewal could not finish in time.
     lease_seconds: float = setting(60.0, rule=number(1, 86400, unit="of seconds"))
     #: How long past lease expiry (by the store's clock) before a task counts as abandoned by its worker.
@@ -124,6 +167,11 @@ class Settings:
     handlers: tuple[str, ...] = setting((), rule=MODULES)
     log_format: str = setting("text", rule=one_of("text", "json"))
     log_level: str = setting("INFO", rule=Rule("DEBUG, INFO, WARNING or ERROR", lambda v: v.upper() in _LEVELS))
+    #: worker.py serves Prometheus metrics on this port (0: not at all); the app and the API server
+    #: serve them on their own port, at /metrics.
+    metrics_port: int = setting(0, rule=METRICS_PORT)
+    #: The address worker.py's metrics server binds: loopback unless you open it up (0.0.0.0, ::).
+    metrics_host: str = setting("127.0.0.1", rule=METRICS_HOST)
     embedded_worker: bool = setting(True, rule=FLAG)
     #: Largest upload the app accepts, in megabytes.
     max_upload_mb: int = setting(200, rule=number(1, 5 * 1024 * 1024, whole=True))
@@ -132,6 +180,21 @@ class Settings:
     #: Where browsers load the app from (``https://tasks.example.org``; comma-separated if several):
     #: the origins the bucket's CORS rule lets upload and download directly (``python -m s3task init``).
     app_origin: str = setting("", rule=Rule(ORIGINS.allowed, lambda v: ORIGINS.check(_split(v))))
+    #: The app's address, for links in notifications (``<app-url>/task?id=…``); else the first app_origin.
+    app_url: str = setting("", rule=APP_URL)
+    #: Email the owner when a task ends (docs/NOTIFICATIONS.md); off while empty.
+    smtp_url: str = setting("", rule=SMTP_URL, secret=True)
+    smtp_from: str = setting("", rule=ADDRESS)
+    #: Receive a signed JSON event for every state change (docs/NOTIFICATIONS.md); off while empty.
+    webhook_urls: tuple[str, ...] = setting((), rule=WEBHOOK_URLS)
+    webhook_secret: str = setting("", rule=SECRET, secret=True)
+    #: Seconds one delivery (an HTTP POST, an SMTP session) may take before it counts as failed.
+    notify_timeout: float = setting(5.0, rule=number(0.1, 60, unit="of seconds"))
+    #: Deliveries tried again after a failure, waiting notify_backoff_seconds, then twice as long each time.
+    notify_retries: int = setting(8, rule=number(0, 20, whole=True))
+    notify_backoff_seconds: float = setting(1.0, rule=number(0.01, 300, unit="of seconds"))
+    #: A notification its sender has not finished after this long is taken over by a worker (sender died).
+    outbox_recover_seconds: float = setting(900.0, rule=number(1, 86400, unit="of seconds"))
 
     def __post_init__(self) -> None:
         validate(self)
@@ -158,17 +221,25 @@ def load_fields(
     for f in fields(cls):  # type: ignore[arg-type]
         raw = env.get(env_name(f.name))
         if raw is not None and raw.strip() != "":
-            values[f.name] = _checked(f, parse(f.type, raw.strip()), f"{env_name(f.name)}={raw!r}")
+            values[f.name] = _checked(f, parse(f.type, raw.strip()), _shown(f, env_name(f.name) + "=", raw))
     for name, value in (overrides or {}).items():
         if value is not None:
             value = tuple(value) if isinstance(value, list) else value
-            values[name] = _checked(_field(cls, name), value, f"--{name.replace('_', '-')} {value!r}")
+            f = _field(cls, name)
+            values[name] = _checked(f, value, _shown(f, f"--{name.replace('_', '-')} ", value))
     return cls(**values)
 
 
 def validate(obj: Any) -> None:
     for f in fields(obj):
-        _checked(f, getattr(obj, f.name), f"{env_name(f.name)}={getattr(obj, f.name)!r}")
+        _checked(f, getattr(obj, f.name), _shown(f, env_name(f.name) + "=", getattr(obj, f.name)))
+
+
+def _shown(f: Any, name: str, value: Any) -> str:
+    """How an error names a setting and its value: a secret one's value is never repeated."""
+    if f.metadata.get("secret"):
+        return f"{name.rstrip('= ')} (its value is not shown: it may hold a password or key)"
+    return f"{name}{value!r}"
 
 
 def parse(kind: Any, raw: str) -> Any:

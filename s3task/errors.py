@@ -92,6 +92,10 @@ class InvalidTransition(S3TaskError):
     """The task's current state does not allow this change."""
 
 
+class OutputPreparing(S3TaskError):
+    """A copy of a task's output (Excel, exact values, rows with errors) is still being made: ask again soon."""
+
+
 class NotOwner(InvalidTransition):
     """This worker no longer owns the task (cancelled, expired or claimed by another)."""
 

@@ -4,9 +4,18 @@
 <prefix>/<task-id>/input.csv              uploaded by the user
 <prefix>/<task-id>/status.json            the task record (source of truth)
 <prefix>/<task-id>/output-attempt-N.csv   one per attempt, never overwritten
+<prefix>/<task-id>/output-attempt-N.xlsx  derived copies of the completed output, made on first
+             ….exact.csv, ….errors.csv    request (s3task.exports); create-only, never changed
+<prefix>/<task-id>/progress-attempt-N.json  an attempt's latest counts, rewritten every 1.5 s while
+                                          they move (s3task.live); kept afterwards (a few hundred bytes)
 <prefix>/active/<task-id>                 zero-byte marker: "may need attention"
+<prefix>/active-bell                      a few bytes, overwritten after anything becomes claimable
+                                          (s3task.markers.ring): an idle worker HEADs it, not active/
 <prefix>/by-user/<user>/<task-id>         zero-byte marker: cheap "my tasks" listing
 <prefix>/workers/<worker-id>              small JSON: "who is alive"
+<prefix>/outbox/pending/<ms>.<task-id>.<revision>.<write-id>.json
+                                          a notification being sent (s3task.notify); deleted once sent
+<prefix>/outbox/missed/…                  notifications that may not have reached every receiver
 ```
 
 Task ids are validated before they are put into a key.
@@ -24,10 +33,20 @@ DEFAULT_PREFIX = "batch-tasks"
 STATUS = "status.json"
 INPUT = "input.csv"
 OUTPUT = "output-attempt-{attempt}.csv"
+PROGRESS = "progress-attempt-{attempt}.json"
 ACTIVE = "active"
+BELL = "active-bell"
 BY_USER = "by-user"
 WORKERS = "workers"
+OUTBOX = "outbox"
 CSV_TYPE = "text/csv"
+#: Derived copies of an attempt's output (s3task.exports), by variant.
+EXPORTS = {
+    "exact": "output-attempt-{attempt}.exact.csv",
+    "errors": "output-attempt-{attempt}.errors.csv",
+    "xlsx": "output-attempt-{attempt}.xlsx",
+}
+XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
 
@@ -57,12 +76,25 @@ class Layout:
     def output_key(self, task_id: str, attempt: int) -> str:
         return self.task_prefix(task_id) + OUTPUT.format(attempt=int(attempt))
 
+    def export_key(self, task_id: str, attempt: int, variant: str) -> str:
+        """Where the ``variant`` copy (a key of :data:`EXPORTS`) of an attempt's output is kept."""
+        return self.task_prefix(task_id) + EXPORTS[variant].format(attempt=int(attempt))
+
+    def progress_key(self, task_id: str, attempt: int) -> str:
+        """The running attempt's live counts, written by its worker every few seconds (s3task.live)."""
+        return self.task_prefix(task_id) + PROGRESS.format(attempt=int(attempt))
+
     @property
     def active_root(self) -> str:
         return f"{self.prefix}/{ACTIVE}/"
 
     def active_key(self, task_id: str) -> str:
         return self.active_root + validate_task_id(task_id)
+
+    @property
+    def bell_key(self) -> str:
+        """The object whose ETag changes whenever a task becomes claimable (s3task.markers.ring)."""
+        return f"{self.prefix}/{BELL}"
 
     def user_root(self, user: str) -> str:
         return f"{self.prefix}/{BY_USER}/{quote(user, safe='')}/"
@@ -78,6 +110,19 @@ class Layout:
         if not WORKER_ID_PATTERN.fullmatch(worker_id):
             raise ValueError(f"invalid worker id {worker_id!r}")
         return self.workers_root + worker_id
+
+    def outbox_root(self, kind: str = "pending") -> str:
+        """Notifications in flight (``pending``) or given up on (``missed``): see s3task.notify."""
+        if kind not in ("pending", "missed"):
+            raise ValueError(f"invalid outbox {kind!r}")
+        return f"{self.prefix}/{OUTBOX}/{kind}/"
+
+    def outbox_key(self, written_ms: int, task_id: str, revision: int, write_id: str, kind: str = "pending") -> str:
+        """One notification: when it was written (store clock, ms), for which record write."""
+        if not re.fullmatch(r"[0-9a-f]{1,64}", write_id):
+            raise ValueError(f"invalid write id {write_id!r}")
+        name = f"{int(written_ms):013d}.{validate_task_id(task_id)}.{int(revision)}.{write_id}.json"
+        return self.outbox_root(kind) + name
 
     def task_id_of(self, key: str) -> str | None:
         """The task id at the end of a marker key or a task prefix, if there is one."""

@@ -167,6 +167,7 @@ def claim(
         error_count=0,
         bytes_processed=0,
         row_count=None,
+        protected_count=0,
         retry_at=None,
         max_attempts=max_attempts or record.max_attempts,
     )
@@ -221,12 +222,11 @@ def complete(
         now,
         "complete",
         output_object_path=output_path,
-        row_count=row_count,
         finished_at=to_iso(now),
         lease_token=None,
         lease_expires_at=None,
         last_error=None,
-        **progress.running_counters(),
+        **{**progress.running_counters(), "row_count": row_count},
     )
 
 
@@ -277,6 +277,7 @@ def _fail(
     **changes: Any,
 ) -> TaskRecord:
     failed = record.failed_attempts + 1
+    reason = "input" if final else "attempts" if failed >= record.max_attempts else None
     final = final or failed >= record.max_attempts
     retry_at = None if final else to_iso(now + timedelta(seconds=backoff_seconds(failed, backoff_base)))
     return _move(
@@ -288,6 +289,7 @@ def _fail(
         failed_attempts=failed,
         retry_at=retry_at,
         last_error=error[:2000],
+        final_reason=reason,
         lease_token=None,
         lease_expires_at=None,
         finished_at=to_iso(now) if final else None,
@@ -322,6 +324,7 @@ def retry(record: TaskRecord, now: datetime, *, automatic: bool) -> TaskRecord:
         "retry",
         _note="automatic" if automatic else "by request",
         retry_at=None,
+        final_reason=None,
         max_attempts=max(record.max_attempts, record.failed_attempts + 1),
         finished_at=None,
         queued_at=to_iso(now),
@@ -329,7 +332,19 @@ def retry(record: TaskRecord, now: datetime, *, automatic: bool) -> TaskRecord:
     )
 
 
-def cancel(record: TaskRecord, now: datetime, *, by: str) -> TaskRecord:
+def cancel(record: TaskRecord, now: datetime, *, by: str, seen: Progress | None = None, attempt: int = 0) -> TaskRecord:
+    """Cancel a task. ``seen``: the live counts of its running ``attempt`` as the canceller saw them
+    (s3task.live), kept in the cancelled record, which would otherwise say only what the last
+    heartbeat did; ignored unless the record still says that attempt is running and they are newer."""
+    counts: dict[str, Any] = {}
+    if (
+        seen is not None
+        and record.status == Status.RUNNING
+        and record.attempt_id == attempt
+        and seen.bytes_processed >= record.bytes_processed
+        and seen.processed_count >= record.processed_count
+    ):
+        counts = seen.running_counters()
     return _move(
         record,
         State.ABANDONED,
@@ -340,4 +355,5 @@ def cancel(record: TaskRecord, now: datetime, *, by: str) -> TaskRecord:
         lease_token=None,
         lease_expires_at=None,
         retry_at=None,
+        **counts,
     )

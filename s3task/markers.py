@@ -1,13 +1,22 @@
-"""The ``active/`` index: zero-byte markers that say "this task may need attention".
+"""The ``active/`` index: zero-byte markers that say "this task may need attention", and its bell.
 
 Markers are only an index; ``status.json`` decides. A marker is written
 before a task becomes pending (submit, retry) and removed only once the task
 is terminal.
+
+The bell (``<prefix>/active-bell``) is rung — overwritten with new bytes, so its
+ETag changes — *after* the marker and record writes that make a task claimable
+(submit, retry, a marker put back, ``repair``). An idle worker HEADs the bell each
+poll and lists ``active/`` only when its ETag changed since its last listing, while
+its last listing found work in progress, or every ``idle_list_seconds`` as a safety
+net (s3task.worker.loop). A failed ring is logged and costs at most that interval.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 
 from .errors import MarkerLost, NotFound, S3TaskError, StoreError, TaskNotFound
@@ -17,6 +26,22 @@ from .states import State
 from .store.base import ObjectStore, PutMode
 
 log = logging.getLogger("s3task.markers")
+
+
+def ring(store: ObjectStore, layout: Layout, why: str = "") -> bool:
+    """Overwrite the bell: tell idle workers to list ``active/``. Never raises; False if it failed.
+
+    Call it after the writes it announces. The body is new every time (so is its ETag,
+    which is all a worker compares); a failure is logged and the workers' safety-net
+    listing picks the task up instead, so a ring never fails the operation around it.
+    """
+    body = json.dumps({"at": time.time(), "why": why, "nonce": os.urandom(8).hex()}).encode()
+    try:
+        store.put(layout.bell_key, body, PutMode.OVERWRITE, content_type="application/json")
+        return True
+    except Exception as e:  # best effort by design: the marker and the record are what count
+        log.warning("could not ring the active-bell (%s): idle workers see it at their next safety-net listing", e)
+        return False
 
 
 def add(store: ObjectStore, layout: Layout, task_id: str) -> None:
@@ -64,6 +89,7 @@ def restore(store: ObjectStore, layout: Layout, task_id: str) -> None:
     """Put back the marker of a task that may be pending; :class:`MarkerLost` if the store keeps refusing."""
     try:
         add_again(store, layout, task_id)
+        ring(store, layout, "restore")  # an idle worker may have listed while the marker was away
     except S3TaskError as e:
         log.error(
             "task %s may be pending but its active/ marker could not be put back (%s); it is retried, "
@@ -106,6 +132,7 @@ def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
         if task_id and not _exists(store, layout, task_id):
             store.delete(layout.active_key(task_id))
             removed += 1
+    ring(store, layout, "repair")  # whatever it added: idle workers list now, not at their safety net
     return added, removed, problems
 
 

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import handlers
-from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, Readable
+from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, InputFormat, Readable
 from .progress import Progress
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "Progress", "run"]  # Progress: from s3task.progress
@@ -45,6 +45,7 @@ def run(
     on_progress: Callable[[Progress], None],
     *,
     block_size: int = DEFAULT_BLOCK_SIZE,
+    input_format: InputFormat | None = None,
 ) -> Progress:
     """Process ``source`` (anything with ``read(n)``) into ``sink`` (anything with ``write(bytes)``).
 
@@ -55,9 +56,11 @@ def run(
     counts, which are also returned. ``source.read`` is called from a reader
     thread and ``sink.write`` from a writer thread (one thread each, in
     order, never concurrently); both are done when ``run`` returns or raises.
+    ``input_format`` is how the input is written (default: comma, UTF-8); the
+    output is UTF-8 with commas whatever it is, and progress counts input bytes.
     """
     handler = handlers.get(task_type)(params)
-    reader = CsvReader(source, block_size)
+    reader = CsvReader(source, block_size, input_format)
     writer = CsvWriter(sink, error_column=handler.error_column)
     counts = Progress(bytes_processed=reader.bytes_consumed)
     on_progress(replace(counts))
@@ -81,12 +84,14 @@ def run(
             emit(handler.process(table.to_pandas(use_threads=False)))  # zero-copy text: threads add nothing
             counts.processed_count += table.num_rows
             counts.bytes_processed = end
+            counts.protected_count = writer.protected  # cells given a leading ' (counted on the writer thread)
             on_progress(replace(counts))
             fed = True
         if not fed:  # header only: the handler still sees the columns, so the output has a header
             emit(handler.process(reader.empty_table().to_pandas(use_threads=False)))
         emit(handler.finish())
         output.submit(_CLOSE)
+    counts.protected_count = writer.protected  # the writer thread has finished: exact
     on_progress(replace(counts))
     return counts
 

@@ -19,6 +19,8 @@ class Progress:
     bytes_processed: int = 0
     #: Output data rows written (handed to the writer; all written once the engine returns).
     row_count: int = 0
+    #: Output cells given a leading ``'`` so that a spreadsheet shows them as text (formula protection).
+    protected_count: int = 0
 
     def add(self, rows: int, errors: int) -> None:
         """Count output rows handed to the writer, ``errors`` of them with an error."""
@@ -27,12 +29,18 @@ class Progress:
         self.success_count += rows - errors
 
     def running_counters(self) -> dict[str, int]:
-        """What a heartbeat writes into the record (the output row count is written at completion)."""
+        """What a heartbeat (and a failed attempt) writes into the record: every count so far.
+
+        ``row_count`` too: while the task runs it is the output rows written so
+        far, so "rows written" and "rows left out" can be shown before the end.
+        """
         return {
             "processed_count": self.processed_count,
             "success_count": self.success_count,
             "error_count": self.error_count,
             "bytes_processed": self.bytes_processed,
+            "row_count": self.row_count,
+            "protected_count": self.protected_count,
         }
 
 

@@ -70,6 +70,9 @@ class TaskRecord:
     created_by: str
     task_type: str
     payload: dict[str, Any] = field(default_factory=dict)
+    #: How the input is written: {"delimiter", "encoding"} (s3task.csvio.InputFormat); set when the task
+    #: is submitted. Empty (an older record): comma and UTF-8.
+    input_format: dict[str, Any] = field(default_factory=dict)
     # lifecycle
     schema_version: int = SCHEMA_VERSION
     status: Status = Status.CREATED
@@ -87,6 +90,8 @@ class TaskRecord:
     success_count: int = 0
     error_count: int = 0
     bytes_processed: int = 0
+    #: Output cells given a leading ' in the CSV so that a spreadsheet does not run them.
+    protected_count: int = 0
     # storage
     input_object_path: str = ""
     output_object_path: str | None = None
@@ -98,6 +103,9 @@ class TaskRecord:
     lease_token: str | None = None
     # audit
     last_error: str | None = None
+    #: Why a task failed for good: "input" (the file cannot be used as it is: a retry fails the same way)
+    #: or "attempts" (every allowed attempt failed; a retry may help). None otherwise, and in older records.
+    final_reason: str | None = None
     created_at: str = ""
     updated_at: str = ""
     queued_at: str | None = None
@@ -258,19 +266,35 @@ def update_record(
         new = change(record, store.now())
         if new is None:
             return record
+        # A state change is announced by its writer (s3task.notify; None when no channel is set up).
+        note = _announce(store, layout, record, new)
         try:
             store.put(key, new.to_json(), PutMode.update(etag), content_type="application/json")
-            return new
+            won = True
         except PreconditionFailed:
-            if _landed(store, layout, new):
-                return new
-            log.debug("lost compare-and-set on %s (try %d); re-reading", key, attempt + 1)
+            won = _landed(store, layout, new)  # if this raises, the outbox entry is settled by a sweep
+            if not won:
+                log.debug("lost compare-and-set on %s (try %d); re-reading", key, attempt + 1)
         except StoreUnavailable:
-            if _landed(store, layout, new):
-                return new
-            raise
+            won = _landed(store, layout, new)
+            if not won:
+                if note is not None:
+                    note.done(False)
+                raise
+        if note is not None:
+            note.done(won)
+        if won:
+            return new
         time.sleep(random.uniform(0, 0.02 * (attempt + 1)))
     raise TooManyConflicts(f"task {task_id} kept changing under us; try again in a moment")
+
+
+def _announce(store: ObjectStore, layout: Layout, old: TaskRecord, new: TaskRecord) -> Any:
+    if old.state is new.state:
+        return None  # heartbeats and progress: never a notification, never a request
+    from . import notify  # here: s3task.notify builds on this module
+
+    return notify.before_write(store, layout, old, new)
 
 
 def _landed(store: ObjectStore, layout: Layout, new: TaskRecord) -> bool:

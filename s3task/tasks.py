@@ -14,14 +14,14 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
 import pandas as pd
 
-from . import handlers, lifecycle, markers
+from . import csvio, exports, handlers, lifecycle, live, markers, metrics
 from .errors import (
     AccessDenied,
     InvalidInput,
@@ -34,6 +34,7 @@ from .errors import (
 )
 from .ids import new_task_id, validate_task_id
 from .layout import CSV_TYPE, Layout
+from .progress import Progress
 from .record import (
     SCHEMA_VERSION,
     TaskRecord,
@@ -45,7 +46,7 @@ from .record import (
     update_record,
 )
 from .states import State
-from .store.base import ObjectStore, PutMode
+from .store.base import ObjectMeta, ObjectStore, PutMode
 from .uploads import InputFiles
 
 log = logging.getLogger("s3task.tasks")
@@ -103,9 +104,12 @@ class TaskService(InputFiles):
         max_attempts: int = 3,
         url_seconds: int = 900,
         url_signer: UrlSigner | None = None,
+        on_queued: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.layout = layout
+        #: Called with the task id after a submit or retry has queued it (the app wakes its embedded worker).
+        self.on_queued = on_queued
         self.max_attempts = max_attempts
         self.url_seconds = url_seconds
         #: Used only when the store's own presign returns None (the local store).
@@ -115,6 +119,8 @@ class TaskService(InputFiles):
         self._lock = threading.Lock()
         #: When each pending task's marker was last checked (monotonic seconds).
         self._marker_checked: dict[str, float] = {}
+        #: The copies of outputs (Excel, exact CSV, errors only) this process makes (s3task.exports).
+        self.exports = exports.Exports(store)
 
     # --- access ------------------------------------------------------------
 
@@ -136,13 +142,24 @@ class TaskService(InputFiles):
 
     # --- create, upload, submit --------------------------------------------
 
-    def create(self, actor: Actor, name: str, task_type: str, payload: dict[str, Any] | None = None) -> Created:
+    def create(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None = None,
+        input_format: Mapping[str, Any] | None = None,
+    ) -> Created:
+        """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
+        (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
+        what the file's first bytes show when it is submitted."""
         name = (name or "").strip()
         if not name:
             raise InvalidInput("give the task a name")
         if len(name) > MAX_NAME:
             raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
         params = handlers.get(task_type).validate(payload)
+        read_as = csvio.parse_input_format(input_format, allow_detect=True)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
         # a record written bigger could never be read (or listed, or cancelled) again.
         size = len(json.dumps(params, ensure_ascii=False).encode())
@@ -158,6 +175,7 @@ class TaskService(InputFiles):
             created_by=actor.name,
             task_type=task_type,
             payload=params,
+            input_format=read_as,
             schema_version=SCHEMA_VERSION,
             max_attempts=self.max_attempts,
             revision=1,
@@ -182,16 +200,32 @@ class TaskService(InputFiles):
         self._require(actor, record, "submit")
         if record.status != lifecycle.Status.CREATED:
             raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
-        meta = self._check_input(record)
+        meta, read_as = self._check_input(record)
         # Marker before record: a queued task without a marker would never be
         # polled; a marker on a still-created task is harmless (workers leave
         # created tasks alone) and the next submit reuses it.
         markers.add(self.store, self.layout, task_id)
 
         def change(current: TaskRecord, now: Any) -> TaskRecord:
-            return lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
+            submitted = lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
+            return submitted.replace(input_format=read_as.to_dict())  # detection settled: the worker reads so
 
-        return update_record(self.store, self.layout, task_id, change)
+        record = update_record(self.store, self.layout, task_id, change)
+        self._queued(task_id, "submit")
+        return record
+
+    def _queued(self, task_id: str, why: str) -> None:
+        """After the marker and record writes: ring the bell for idle workers, wake an in-process one.
+
+        Neither may fail the submit or retry, which has happened: the bell logs its own failure
+        (workers' safety-net listing covers it), and a wake hook's trouble is only logged.
+        """
+        markers.ring(self.store, self.layout, why)
+        if self.on_queued is not None:
+            try:
+                self.on_queued(task_id)
+            except Exception:
+                log.exception("the on_queued hook failed for %s", task_id)
 
     def get(self, actor: Actor, task_id: str) -> TaskRecord:
         """Anyone may look at a task; acting on it is checked per action."""
@@ -205,6 +239,8 @@ class TaskService(InputFiles):
                 self._finished[task_id] = record
         elif record.state in (State.QUEUED, State.FAILED):
             self._check_marker(record)
+        elif record.status == lifecycle.Status.RUNNING:
+            record = live.merged(self.store, self.layout, record)  # the counts of the last few seconds
         return record
 
     def _check_marker(self, record: TaskRecord) -> None:
@@ -231,6 +267,7 @@ class TaskService(InputFiles):
             log.warning("task %s is %s but had no active/ marker; putting it back", record.task_id, record.status)
             with contextlib.suppress(S3TaskError):
                 markers.add_again(self.store, self.layout, record.task_id)
+                markers.ring(self.store, self.layout, "marker put back")
         except S3TaskError:
             pass  # a look at a task never fails for this; the next look tries again
 
@@ -276,8 +313,21 @@ class TaskService(InputFiles):
     # --- acting ------------------------------------------------------------
 
     def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
-        self._require(actor, self.get(actor, task_id), "cancel")
-        record = update_record(self.store, self.layout, task_id, lambda r, now: lifecycle.cancel(r, now, by=actor.name))
+        looked = self.get(actor, task_id)  # with a running attempt's live counts (s3task.live)
+        self._require(actor, looked, "cancel")
+        seen = Progress(**{name: getattr(looked, name) or 0 for name in Progress.__dataclass_fields__})
+        before: builtins.list[TaskRecord] = []
+
+        def change(current: TaskRecord, now: Any) -> TaskRecord:
+            before[:] = [current]
+            # The counts the worker saved live, which the signal below overwrites: kept in the record.
+            return lifecycle.cancel(current, now, by=actor.name, seen=seen, attempt=looked.attempt_id)
+
+        record = update_record(self.store, self.layout, task_id, change)
+        metrics.cancelled(record.task_type)
+        # The worker of a running task notices within seconds (s3task.live); if we die before
+        # this, its next heartbeat does.
+        live.signal_cancel(self.store, self.layout, before[-1], actor.name)
         # Record first, then the marker: a crash in between leaves a stale
         # marker, which the next poll removes.
         self.store.delete(self.layout.active_key(task_id))
@@ -297,6 +347,7 @@ class TaskService(InputFiles):
         # between our add and our write (its re-read still said "failed"). Retry is the one way a
         # finished task comes back, so it is the one place that must re-add last.
         markers.add_again(self.store, self.layout, task_id)
+        self._queued(task_id, "retry")
         return record
 
     # --- output ------------------------------------------------------------
@@ -309,38 +360,107 @@ class TaskService(InputFiles):
             raise InvalidTransition(f"there is no output yet: {lifecycle.describe(record)}")
         return record, record.output_object_path
 
-    def output_filename(self, record: TaskRecord) -> str:
+    def output_filename(self, record: TaskRecord, variant: exports.Variant = "csv") -> str:
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", record.task_name).strip("-.")[:60] or "output"
-        return f"{stem}-{record.task_id[-6:].lower()}.csv"
+        suffix = {"csv": ".csv", "exact": "-exact.csv", "errors": "-errors.csv", "xlsx": ".xlsx"}[variant]
+        return f"{stem}-{record.task_id[-6:].lower()}{suffix}"
 
-    def output_url(self, actor: Actor, task_id: str) -> str | None:
-        """A short-lived download URL, or None if the store has none (stream with open_output)."""
-        record, key = self._completed(actor, task_id)
-        filename = self.output_filename(record)
+    def output_url(self, actor: Actor, task_id: str, variant: exports.Variant = "csv") -> str | None:
+        """A short-lived download URL, or None if the store has none (stream with open_output).
+
+        A copy (``variant`` other than ``csv``, see :mod:`s3task.exports`) must have been made
+        first (:meth:`prepare_output`, :meth:`ensure_output`); else :class:`~s3task.exports.NotReady`.
+        """
+        record, key = self._variant(actor, task_id, variant)
+        if variant != "csv" and self.export_state(actor, task_id, variant).kind != "ready":
+            raise exports.NotReady(f"the {exports.LABELS[variant]} is not made yet; ask for it to be prepared first")
+        filename = self.output_filename(record, variant)
         url = self.store.presign_get(key, expires=self.url_seconds, filename=filename)
         if url is None and self.url_signer is not None:
             url = self.url_signer.presign_get(key, expires=self.url_seconds, filename=filename)
         return url
 
     @contextlib.contextmanager
-    def open_output(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:
-        _, key = self._completed(actor, task_id)
+    def open_output(self, actor: Actor, task_id: str, variant: exports.Variant = "csv") -> Iterator[BinaryIO]:
+        """The output (or a copy of it that has been made) as a stream."""
+        _, key = self._variant(actor, task_id, variant)
         with self.store.open_read(key) as f:
             yield f
 
-    def read_output(self, actor: Actor, task_id: str, rows: int = 100, *, errors_only: bool = False) -> pd.DataFrame:
-        """The first ``rows`` output rows (only rows with an error, if asked), read as text."""
-        with self.open_output(actor, task_id) as f:
-            if not errors_only:
-                return pd.read_csv(f, nrows=rows, dtype=str, keep_default_na=False)
-            found: list[pd.DataFrame] = []
-            total = 0
-            for chunk in pd.read_csv(f, chunksize=10_000, dtype=str, keep_default_na=False):
-                if handlers.ERROR_COLUMN not in chunk.columns:
-                    return chunk.iloc[0:0]
-                bad = chunk[chunk[handlers.ERROR_COLUMN] != ""]
-                found.append(bad)
-                total += len(bad)
-                if total >= rows:
-                    break
-            return pd.concat(found).head(rows) if found else pd.DataFrame()
+    def _variant(self, actor: Actor, task_id: str, variant: exports.Variant) -> tuple[TaskRecord, str]:
+        if variant not in exports.VARIANTS:
+            raise InvalidInput(f"no download called {variant!r}: use one of {', '.join(exports.VARIANTS)}")
+        record, _ = self._completed(actor, task_id)
+        return record, exports.variant_keys(self.layout, record)[variant]
+
+    def _error_column(self, record: TaskRecord) -> str | None:
+        try:
+            return handlers.get(record.task_type).error_column
+        except S3TaskError:  # a task type whose module is not loaded here: the usual column, if the file has one
+            return handlers.ERROR_COLUMN
+
+    def export_state(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+        """Whether a copy of the output is made, being made, failed, not asked for, or cannot be made."""
+        record, key = self._variant(actor, task_id, variant)
+        if variant == "csv":
+            return exports.State("ready")
+        try:
+            exports.check_possible(record, variant, self._error_column(record))
+        except exports.CannotExport as e:
+            return exports.State("refused", message=e.message)
+        return self.exports.state(key)
+
+    def prepare_output(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+        """Start making a copy of the output in the background, unless it is made or being made."""
+        state = self.export_state(actor, task_id, variant)
+        if state.kind in ("absent", "failed"):
+            record, key = self._variant(actor, task_id, variant)
+            self.exports.start(key, self._maker(record, variant, key))
+            return exports.State("preparing")
+        return state
+
+    def ensure_output(
+        self, actor: Actor, task_id: str, variant: exports.Variant, *, timeout: float | None = None
+    ) -> None:
+        """Make a copy of the output now if it is not made yet, waiting for it; raises why it cannot be.
+
+        ``timeout``: wait at most this long, then raise :class:`OutputPreparing` while it goes on being made.
+        """
+        record, key = self._variant(actor, task_id, variant)
+        if variant == "csv":
+            return
+        exports.check_possible(record, variant, self._error_column(record))
+        self.exports.wait(key, self._maker(record, variant, key), timeout)
+
+    def _maker(self, record: TaskRecord, variant: exports.Variant, key: str) -> Callable[[], ObjectMeta]:
+        error_column = self._error_column(record)
+        return lambda: exports.make(self.store, record, variant, key, error_column=error_column)
+
+    def read_output(
+        self, actor: Actor, task_id: str, rows: int = 100, *, errors_only: bool = False, exact: bool = False
+    ) -> pd.DataFrame:
+        """The first ``rows`` output rows (only rows with an error, if asked), read as text.
+
+        ``exact``: the values as the task produced them, without the ``'`` the file has before
+        values a spreadsheet would run (see :mod:`s3task.exports`).
+        """
+        with self.open_output(actor, task_id) as raw:
+            legacy, f = exports.peek_bom(raw)
+            frame = self._read_rows(f, rows, errors_only)
+        return exports.exact_frame(frame, legacy=legacy) if exact else frame
+
+    @staticmethod
+    def _read_rows(f: Any, rows: int, errors_only: bool) -> pd.DataFrame:
+        if not errors_only:
+            return pd.read_csv(f, nrows=rows, dtype=str, keep_default_na=False)
+        found: list[pd.DataFrame] = []
+        total = 0
+        for chunk in pd.read_csv(f, chunksize=10_000, dtype=str, keep_default_na=False):
+            if handlers.ERROR_COLUMN not in chunk.columns:
+                return chunk.iloc[0:0]
+            bad = chunk[chunk[handlers.ERROR_COLUMN] != ""]
+            found.append(bad)
+            total += len(bad)
+            if total >= rows:
+                break
+        return pd.concat(found).head(rows) if found else pd.DataFrame()

@@ -10,11 +10,11 @@ half-made task behind.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import lifecycle
-from .csvio import INSPECT_BYTES, read_start
+from .csvio import INSPECT_BYTES, InputFormat, parse_input_format, read_start, resolve
 from .errors import InvalidInput, InvalidTransition, NotFound, S3TaskError
 from .layout import CSV_TYPE, Layout
 from .record import TaskRecord
@@ -35,7 +35,14 @@ class InputFiles:
 
         def get(self, actor: Actor, task_id: str) -> TaskRecord: ...
         def _require(self, actor: Actor, record: TaskRecord, action: str) -> None: ...
-        def create(self, actor: Actor, name: str, task_type: str, payload: dict[str, Any] | None = None) -> Created: ...
+        def create(
+            self,
+            actor: Actor,
+            name: str,
+            task_type: str,
+            payload: dict[str, Any] | None = None,
+            input_format: Mapping[str, Any] | None = None,
+        ) -> Created: ...
         def submit(self, actor: Actor, task_id: str) -> TaskRecord: ...
         def cancel(self, actor: Actor, task_id: str) -> TaskRecord: ...
 
@@ -48,9 +55,12 @@ class InputFiles:
         task_type: str,
         payload: dict[str, Any] | None,
         stream: BinaryIO | bytes | Iterable[bytes],
+        input_format: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
-        """Create a task, store its input from ``stream`` and queue it; on failure, no task is left half-made."""
-        task_id = self.create(actor, name, task_type, payload).record.task_id
+        """Create a task, store its input from ``stream`` and queue it; on failure, no task is left half-made.
+
+        ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows)."""
+        task_id = self.create(actor, name, task_type, payload, input_format).record.task_id
         try:
             self.upload_input(actor, task_id, stream)
             return self.submit(actor, task_id)
@@ -148,10 +158,12 @@ class InputFiles:
         self._require(actor, record, "upload to")
         self._multipart_store().abort_multipart(record.input_object_path, upload_id)
 
-    def _check_input(self, record: TaskRecord) -> ObjectMeta:
-        """The input exists and its header row passes the worker's own reading of it.
+    def _check_input(self, record: TaskRecord) -> tuple[ObjectMeta, InputFormat]:
+        """The input exists and its header row passes the worker's own reading of it, in its format.
 
         Only the header: rows are the worker's to judge (with line numbers, as a failed task).
+        A ``detect`` in the task's input format is settled here, on the first bytes (as the New
+        task page's preview detects it).
         """
         try:
             meta = self.store.head(record.input_object_path)
@@ -159,11 +171,13 @@ class InputFiles:
             raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
         with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
             head = _read_up_to(f, INSPECT_BYTES)
+        whole = len(head) >= meta.size
         try:
-            read_start(head, whole=len(head) >= meta.size, rows=False)
+            read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
+            read_start(head, whole=whole, rows=False, input_format=read_as)
         except InvalidInput as e:  # the worker's words, saying whose they are
             raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
-        return meta
+        return meta, read_as
 
     # --- reading -----------------------------------------------------------
 

@@ -240,6 +240,10 @@ TIERS = {
     "test_store_registry": "unit",
     "test_store_background": "unit",
     "test_testing": "unit",
+    "test_exports": "unit",
+    "test_dialect": "unit",
+    "test_profile": "unit",
+    "test_counts": "unit",
     "test_store_contract": "contract",
     "test_store_multipart": "contract",
     "test_store_s3_urls": "contract",
@@ -261,6 +265,12 @@ TIERS = {
     "test_bench_quick": "system",
     "test_browser": "browser",
     "test_direct_transfer": "browser",
+    "test_results_browser": "browser",
+    "test_live": "system",
+    "test_bell": "system",
+    "test_operators": "system",
+    "test_metrics": "system",
+    "test_notify": "system",
 }
 #: Modules left out of the development loop (``./test.sh --fast``), as are the S3 (moto) runs of the
 #: store contract; CI runs everything.

@@ -292,7 +292,8 @@ def task_page(at: AppTest, task_id: str) -> AppTest:
 
 
 def labels(at: AppTest) -> set[str]:
-    return {b.label for b in at.button} | {b.label for b in at.download_button}
+    links = {e.proto.label for e in at.get("page_link")}
+    return {b.label for b in at.button} | {b.label for b in at.download_button} | links
 
 
 def test_b_sees_no_actions_and_no_output_in_the_app(tasks, app, caplog) -> None:
@@ -301,7 +302,7 @@ def test_b_sees_no_actions_and_no_output_in_the_app(tasks, app, caplog) -> None:
     caplog.set_level(logging.DEBUG)
     for state, forbidden in (
         ("queued", {"Cancel task…"}),
-        ("failed", {"Retry now", "Cancel task…"}),
+        ("failed", {"Retry now", "Cancel task…", "Start again with a corrected file"}),
         ("completed", {"Download result (CSV)"}),
     ):
         bob = task_page(app("bob"), ids[state])

@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, settings
 
 from s3task import lifecycle
 from s3task.config import Settings
+from s3task.counts import LABELS as COUNT_LABELS
 from s3task.ids import _ID_RE
 from s3task.layout import Layout
 from s3task.lifecycle import Lease, Progress, Status
@@ -204,7 +205,7 @@ def test_the_task_schema_holds_every_field_the_api_returns() -> None:
     doc = openapi_document()["components"]["schemas"]
     task = doc["Task"]
     record_fields = {f.name for f in dataclasses.fields(TaskRecord)} - HIDDEN - {"extra"}
-    computed = {"progress", "terminal", "retryable", "cancellable"}
+    computed = {"progress", "terminal", "retryable", "cancellable", "output_kind", *COUNT_LABELS}
     assert set(task["properties"]) == record_fields | computed == set(Task.model_fields)
     assert set(task["required"]) == set(task["properties"])  # every field is in every task
     # What a handler returns for a record with every field set has exactly these keys.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ sys.path.insert(0, str(ROOT))  # app.py's own helpers (ui/) live next to it, not
 from badinput import Case, corpus  # noqa: E402
 
 from s3task import handlers, lifecycle  # noqa: E402
-from s3task.csvio import CsvReader  # noqa: E402
+from s3task.csvio import CsvReader, InputFormat  # noqa: E402
 from s3task.errors import InvalidInput  # noqa: E402
 from s3task.handlers import Param, TaskType  # noqa: E402
 from s3task.layout import Layout  # noqa: E402
@@ -140,15 +141,22 @@ def submitted(service: TaskService, user: str, name: str, data: bytes = CSV) -> 
     return service.submit_file(Actor(user), name, "copy", None, data).task_id
 
 
-def run_as_worker(service: TaskService, task_id: str, output: bytes | None = None, error: str | None = None) -> None:
-    """Do what a worker does: claim, then complete with ``output`` or fail with ``error``."""
+def run_as_worker(
+    service: TaskService,
+    task_id: str,
+    output: bytes | None = None,
+    error: str | None = None,
+    *,
+    permanent: bool = True,
+) -> None:
+    """Do what a worker does: claim, then complete with ``output`` or fail with ``error`` (``permanent``: bad input)."""
     store, layout = service.store, service.layout
     update_record(store, layout, task_id, lambda r, now: lifecycle.claim(r, now, worker_id="w1", lease_seconds=60)[0])
     record = service.get(Actor("w"), task_id)
     lease = lifecycle.Lease(record.attempt_id, record.lease_token or "", "w1")
     if error is not None:
         update_record(
-            store, layout, task_id, lambda r, now: lifecycle.fail(r, now, lease=lease, error=error, permanent=True)
+            store, layout, task_id, lambda r, now: lifecycle.fail(r, now, lease=lease, error=error, permanent=permanent)
         )
         return
     key = layout.output_key(task_id, record.attempt_id)
@@ -271,7 +279,7 @@ def test_task_types_from_the_handlers_setting_are_offered(app, monkeypatch) -> N
         ("empty.csv", b"", "The file is empty"),
         ("book.csv", b"PK\x03\x04\x14\x00\x06\x00rest-of-a-zip", "Excel workbook"),
         ("blob.csv", b"a,b\n\x00\x01\x02\n", "binary data"),
-        ("latin.csv", "name\nJosé\n".encode("latin-1"), "line 2: not UTF-8"),
+        ("cut.csv", "\ufeffa\tb\n1\t2\n".encode("utf-16-le")[:-1], "ends in the middle of a character"),
         ("dupes.csv", b"a,a\n1,2\n", "the header row repeats column names: 'a' (columns 1, 2)"),
         ("ragged.csv", b"a,b\n1,2\n3\n", "line 3: expected 2 fields, found 1"),
         ("quote.csv", b'a,b\n1,"2\n', "line 2: unterminated quote"),
@@ -304,10 +312,11 @@ def test_the_page_refuses_what_the_worker_refuses_in_its_words_before_anything_i
     assert service.list(Actor("boss", operator=True)).tasks == []
 
 
-def worker_rows(data: bytes) -> tuple[list[str], list[list[str]]] | str:
-    """The header and rows as the worker reads them, or the words it refuses the file with."""
+def worker_rows(data: bytes, read_as: InputFormat | None = None) -> tuple[list[str], list[list[str]]] | str:
+    """The header and rows as the worker reads them (with the format the task carries), or the words it refuses
+    the file with."""
     try:
-        reader = CsvReader(io.BytesIO(data))
+        reader = CsvReader(io.BytesIO(data), input_format=read_as)
         return reader.names, [list(row.values()) for table, _ in reader.tables() for row in table.to_pylist()]
     except InvalidInput as e:
         return e.message
@@ -315,11 +324,14 @@ def worker_rows(data: bytes) -> tuple[list[str], list[list[str]]] | str:
 
 @pytest.mark.parametrize("case", corpus(), ids=lambda c: c.name)
 def test_the_preview_accepts_what_the_worker_reads_and_shows_it_as_the_worker_does(case: Case) -> None:
-    """Every file of the bad-input corpus, whole (the uploader) and as the browser's first 64 KB (direct upload)."""
-    worker = worker_rows(case.data)
+    """Every file of the bad-input corpus, whole (the uploader) and as the browser's first 64 KB (direct upload).
+
+    The worker reads the file with the format the page read it with (the task carries it): a Latin-1 file the page
+    detects as Windows text is read so by the worker too."""
     head = Chosen("f", "x.csv", len(case.data), case.data[:PROBE_BYTES]).preview_bytes()
     for seen, stream in (("whole", io.BytesIO(case.data)), ("head", io.BytesIO(head))):
         found = inspect_upload("x.csv", len(case.data), stream)
+        worker = worker_rows(case.data, found.input_format)
         if isinstance(worker, str):
             assert not found.ok, (seen, worker)
             assert worker.lower() in found.problem.lower() or "Excel workbook" in found.problem, (seen, found.problem)
@@ -354,8 +366,9 @@ def test_a_blank_line_before_the_header_is_read_as_the_worker_reads_it(app, thro
 
 
 def test_a_file_that_is_not_named_csv_is_refused() -> None:
-    found = inspect_upload("notes.txt", 3, io.BytesIO(b"a,b"))
+    found = inspect_upload("notes.docx", 3, io.BytesIO(b"a,b"))
     assert not found.ok and "not a .csv file" in found.problem
+    assert inspect_upload("unicode text.txt", 3, io.BytesIO(b"a,b")).ok  # what Excel names its "Unicode text"
 
 
 def test_an_unnamed_task_takes_the_file_name(app, through_app) -> None:
@@ -383,6 +396,188 @@ def test_new_task_previews_then_submits_a_queued_task(app, through_app, service:
     assert at.title[0].value == "People"  # now on the task's own page
     assert "Queued" in texts(at)
     assert "this task waits until one starts" in texts(at.main)  # the embedded worker is off and none runs elsewhere
+
+
+# --- the short form, files from Excel (issue 14, points 9 and 10) ------------------------------
+
+
+def read(at: AppTest) -> str:
+    """What the page says, bold marks taken out."""
+    return texts(at).replace("**", "")
+
+
+def in_order(at: AppTest) -> list[tuple[str, str]]:
+    """The main area's elements in page order, as (kind, label or text)."""
+
+    def walk(node) -> Iterator[tuple[str, str]]:
+        children = getattr(node, "children", None)
+        if children is None:
+            yield node.type, str(getattr(node, "label", None) or getattr(node, "value", ""))
+            return
+        for index in sorted(children):
+            yield from walk(children[index])
+
+    return list(walk(at.main))
+
+
+def position(elements: list[tuple[str, str]], kind: str, text: str = "") -> int:
+    return next(i for i, (k, said) in enumerate(elements) if k == kind and text in said)
+
+
+def pick(at: AppTest, label: str):
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def test_the_form_starts_with_the_file_and_copies_rows_unless_told_otherwise(app, through_app) -> None:
+    at = goto(app(), "pages/new_task.py")
+    assert not at.exception
+    assert pick(at, "What should happen to the rows?").value.name == "copy"  # a type that keeps every row
+    elements = in_order(at)
+    uploader = position(elements, "file_uploader")
+    assert uploader < position(elements, "text_input", "Task name")
+    assert uploader < position(elements, "selectbox", "What should happen to the rows?")
+    # One line about the type, more on request; no settings for a type that has none.
+    assert "Writes every row of the uploaded file to the output unchanged." in read(at)
+    assert [e.label for e in at.expander] == ["More about “Copy rows unchanged”"]
+    assert "Settings for" not in texts(at) and not at.checkbox and not at.number_input
+
+
+def test_only_the_chosen_type_s_settings_are_shown(app, through_app) -> None:
+    at = goto(app(), "pages/new_task.py")
+    at.file_uploader[0].set_value(("people.csv", CSV, "text/csv")).run()
+    clean = handlers.get("clean")
+    pick(at, "What should happen to the rows?").set_value(clean).run()
+    shown = {c.label for c in at.checkbox}
+    assert shown == {p.name.replace("_", " ").capitalize() for p in clean.params}
+    elements = in_order(at)
+    assert position(elements, "file_uploader") < position(elements, "checkbox")  # the file first, settings after
+    pick(at, "What should happen to the rows?").set_value(handlers.get("email_enrichment")).run()
+    assert not at.checkbox and [t.label for t in at.text_input] == ["Task name", "Email column"]
+    assert "Checks the email address on every row and adds four columns." in read(at)
+
+
+def test_the_preview_says_how_the_file_is_read_and_rereads_it_with_the_user_s_choice(app, through_app) -> None:
+    from test_dialect import FILES, ROWS
+
+    at = goto(app(), "pages/new_task.py")
+    data = FILES["excel csv, europe"][0]
+    at.file_uploader[0].set_value(("export.csv", data, "text/csv")).run()
+    assert not at.error
+    assert "Separated by semicolons · Windows (Western European) text (detected" in read(at)
+    preview = at.dataframe[0].value
+    assert [list(preview.columns), *preview.values.tolist()] == ROWS
+    assert (pick(at, "Values separated by").value, pick(at, "Text encoding").value) == (";", "windows-1252")
+    # A wrong choice shows at once, and so does the way back.
+    pick(at, "Text encoding").set_value("utf-8").run()
+    assert "line 1: not UTF-8 text" in read(at) and not at.dataframe
+    assert "the start of the file looks like: Separated by semicolons · Windows (Western European) text" in read(at)
+    assert next(b for b in at.button if b.label == "Submit").disabled
+    pick(at, "Text encoding").set_value("windows-1252").run()
+    assert not at.error and at.dataframe[0].value.values.tolist() == ROWS[1:]
+
+
+def worker_once(store_dir: Path) -> None:
+    """A real worker (worker.py) on the app's store, until no task is left."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), "--once", "--poll-interval", "0.1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def output_of(service: TaskService, task_id: str) -> list[list[str]]:
+    record = service.get(Actor("w"), task_id)
+    assert record.status == "completed", record.last_error
+    body = service.store.get(record.output_object_path).body.decode("utf-8").removeprefix("\ufeff")
+    frame = pd.read_csv(io.StringIO(body), dtype=str, keep_default_na=False)
+    return [list(frame.columns), *frame.to_numpy().tolist()]
+
+
+def test_files_from_excel_are_read_as_previewed_by_a_real_worker(app, through_app, service, store_dir) -> None:
+    """Excel's "CSV" in Europe, its "Unicode text" (a .txt), "CSV UTF-8", and a pipe file: form, worker, output."""
+    from test_dialect import FILES, ROWS
+
+    files = {
+        "export.csv": "excel csv, europe",
+        "unicode text.txt": "excel unicode text",
+        "utf8.csv": "excel csv utf-8",
+        "pipes.csv": "pipes",
+    }
+    submitted_ids: dict[str, str] = {}
+    for filename, kind in files.items():
+        data, expected = FILES[kind]
+        at = goto(app("ann"), "pages/new_task.py")
+        at.file_uploader[0].set_value((filename, data, "text/plain")).run()
+        assert not at.error, (kind, at.error)
+        assert expected.describe() in read(at), kind
+        preview = at.dataframe[0].value
+        assert [list(preview.columns), *preview.values.tolist()] == ROWS, kind
+        next(b for b in at.button if b.label == "Submit").click().run()
+        assert not at.exception and not at.error, kind
+        task_id = at.query_params["id"]
+        assert service.get(Actor("ann"), task_id).input_format == expected.to_dict(), kind
+        submitted_ids[kind] = task_id
+    # And a one-column file whose values hold commas: the guess (commas) is wrong; the user says tabs.
+    remarks = b"Remarks, internal\nGood, thanks\nLate, again\n"
+    at = goto(app("ann"), "pages/new_task.py")
+    at.file_uploader[0].set_value(("remarks.csv", remarks, "text/csv")).run()
+    assert "Separated by commas · UTF-8 text (detected" in read(at)
+    assert list(at.dataframe[0].value.columns) == ["Remarks", " internal"]
+    pick(at, "Values separated by").set_value("\t").run()
+    assert "Separated by tabs · UTF-8 text (as chosen" in read(at)
+    assert list(at.dataframe[0].value.columns) == ["Remarks, internal"]
+    next(b for b in at.button if b.label == "Submit").click().run()
+    remarks_id = at.query_params["id"]
+
+    worker_once(store_dir)
+    for kind, task_id in submitted_ids.items():
+        assert output_of(service, task_id) == ROWS, kind
+        record = service.get(Actor("ann"), task_id)
+        assert record.bytes_processed == record.input_size_bytes == len(FILES[kind][0]), kind
+    assert output_of(service, remarks_id) == [["Remarks, internal"], ["Good, thanks"], ["Late, again"]]
+
+
+def test_start_again_from_a_task_fills_the_form_in(app, through_app, service: TaskService) -> None:
+    ann = Actor("ann")
+    source = service.submit_file(
+        ann, "Leads June", "clean", {"drop_duplicate_rows": False}, b"a;b\n1;2\n", {"delimiter": "detect"}
+    )
+    at = app("ann")
+    at.query_params["from"] = source.task_id
+    at = goto(at, "pages/new_task.py")
+    assert not at.exception
+    assert "Filled in from the task “Leads June”" in read(at)
+    assert at.text_input[0].value == "Leads June"
+    assert pick(at, "What should happen to the rows?").value.name == "clean"
+    assert next(c for c in at.checkbox if c.label == "Drop duplicate rows").value is False
+    assert next(c for c in at.checkbox if c.label == "Trim spaces").value is True
+    # The input format comes along: a corrected file is read as the first one was.
+    at.file_uploader[0].set_value(("corrected.csv", b"a,b\n1,2\n", "text/csv")).run()
+    assert pick(at, "Values separated by").value == ";"
+    assert "the start of the file looks like: Separated by commas" in read(at)
+    at.text_input[0].input("Leads June, corrected").run()
+    pick(at, "Values separated by").set_value(",").run()
+    next(b for b in at.button if b.label == "Submit").click().run()
+    again = service.get(ann, at.query_params["id"])
+    assert (again.task_name, again.task_type, again.payload, again.input_format) == (
+        "Leads June, corrected",
+        "clean",
+        source.payload,
+        {"delimiter": ",", "encoding": "utf-8"},
+    )
+
+
+@pytest.mark.parametrize("bad", ["not-an-id", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"])
+def test_start_again_from_a_task_that_is_not_there_shows_the_empty_form(app, through_app, bad: str) -> None:
+    at = app()
+    at.query_params["from"] = bad
+    at = goto(at, "pages/new_task.py")
+    assert not at.exception and not at.error
+    assert len(at.info) == 1 and f"There is no task '{bad}' to start from, so the form starts empty." in read(at)
+    assert at.text_input[0].value == ""
+    assert pick(at, "What should happen to the rows?").value.name == "copy"
 
 
 # --- Tasks ---------------------------------------------------------------------------
@@ -428,19 +623,17 @@ def test_an_open_list_rereads_only_live_tasks(app, service: TaskService, store_d
     assert status_reads == [service.layout.status_key(at.dataframe[0].value["id"].iloc[0])]
 
 
-def test_tasks_pages_through_older_and_newer(app, service: TaskService, monkeypatch) -> None:
+def test_load_older_extends_the_list(app, service: TaskService, monkeypatch) -> None:
     monkeypatch.setenv("S3TASK_PAGE_SIZE", "2")
     for name in ("t1", "t2", "t3"):
         submitted(service, "local", name)
     at = app().run()
     assert listed(at) == ["t3", "t2"]
-    newer = next(b for b in at.button if b.label == "Newer")
-    assert newer.disabled
-    next(b for b in at.button if b.label == "Older").click().run()
-    assert listed(at) == ["t1"]
-    assert next(b for b in at.button if b.label == "Older").disabled
-    next(b for b in at.button if b.label == "Newer").click().run()
-    assert listed(at) == ["t3", "t2"]
+    assert "cover the newest 2 of your tasks (loaded so far)" in texts(at)
+    next(b for b in at.button if b.label.startswith("Load older tasks")).click().run()
+    assert listed(at) == ["t3", "t2", "t1"]
+    assert "cover all 3 of your tasks" in texts(at)
+    assert not [b for b in at.button if b.label.startswith("Load older tasks")]
 
 
 def test_mine_and_everyone(app, service: TaskService) -> None:
@@ -468,15 +661,61 @@ def test_cancel_needs_confirmation_and_retry_only_for_failed(app, service: TaskS
     assert "Cancelled" in texts(at) and not {"Cancel task…", "Retry now"} & set(buttons(at))
 
 
-def test_failed_task_shows_its_error_as_text_and_can_be_retried(app, service: TaskService) -> None:
-    task_id = submitted(service, "ann", "will fail")
+def page_links(at) -> dict[str, str]:
+    """Each page link's label and where it leads (page and query)."""
+    return {e.proto.label: f"{e.proto.page}?{e.proto.query_string}" for e in at.get("page_link")}
+
+
+def test_a_file_that_cannot_be_used_offers_a_fresh_start_not_a_retry(app, service: TaskService) -> None:
+    task_id = submitted(service, "ann", "bad file")
     run_as_worker(service, task_id, error="column **age** missing; see [help](http://x.example)")
     at = task_page(app("ann"), task_id)
-    assert "will not be retried automatically" in at.error[0].value
+    assert "cannot be processed as it is" in at.error[0].value
     assert at.text[-1].value == "column **age** missing; see [help](http://x.example)"  # st.text: no Markdown
-    assert {"Cancel task…", "Retry now"} & set(buttons(at)) == {"Retry now"}  # final failure: retry only
+    assert not {"Cancel task…", "Retry now", "Run the same file again"} & set(buttons(at))  # it would fail again
+    link = page_links(at)["Start again with a corrected file"]
+    assert link.endswith(f"new_task?from={task_id}"), link
+    boss = task_page(app("boss"), task_id)  # an operator may still run the same file (e.g. after a fix)
+    next(b for b in boss.button if b.label == "Run the same file again").click().run()
+    assert service.get(Actor("ann"), task_id).status == "queued"
+
+
+def test_a_task_that_kept_failing_can_be_retried(app, service: TaskService) -> None:
+    task_id = submitted(service, "ann", "flaky")
+    run_as_worker(service, task_id, error="the store timed out", permanent=False)
+    record = service.get(Actor("ann"), task_id)
+    assert not record.final  # one failed attempt of three: the page says it tries again by itself
+    at = task_page(app("ann"), task_id)
+    assert "tries again by itself" in at.error[0].value
+    assert "Retry now" in buttons(at) and "Start again with a corrected file" not in page_links(at)
+    for _ in range(2):  # the other allowed attempts fail too: failed for good, and a retry may help
+        service.retry(Actor("ann"), task_id)
+        run_as_worker(service, task_id, error="the store timed out", permanent=False)
+    assert service.get(Actor("ann"), task_id).final_reason == "attempts"
+    at = task_page(app("ann"), task_id)
+    assert "kept failing" in at.error[0].value
+    assert {"Cancel task…", "Retry now"} & set(buttons(at)) == {"Retry now"}
     next(b for b in at.button if b.label == "Retry now").click().run()
     assert service.get(Actor("ann"), task_id).status == "queued"
+
+
+def test_staff_see_plain_words_and_operators_see_attempts_and_workers(app, service: TaskService) -> None:
+    task_id = submitted(service, "ann", "watched")
+    run_as_worker(service, task_id, error="the task's process stopped unexpectedly (exit code -9)", permanent=False)
+    staff = task_page(app("ann"), task_id)
+    said = texts(staff)
+    for operator_word in ("Attempt", "attempt", "w1", "lease", "worker"):
+        assert operator_word not in said, operator_word
+    timeline = staff.dataframe[-1].value
+    assert list(timeline.columns) == ["When", "What"]
+    assert timeline["What"].tolist() == ["Created", "Submitted, waiting to start", "Started", "Stopped by a problem"]
+    assert not [e for e in staff.expander if e.label == "Details for operators"]
+    boss = task_page(app("boss"), task_id)
+    (details,) = [e for e in boss.expander if e.label == "Details for operators"]
+    assert "Attempt 1" in texts(details) and "1 failed" in texts(details)
+    history = details.dataframe[0].value
+    assert "Attempt failed" in history["What"].tolist() and "Attempt" in history.columns
+    assert any("exit code -9" in note for note in history["Details"])
 
 
 def test_user_b_cannot_cancel_or_retry_user_a_task(app, service: TaskService) -> None:
@@ -490,20 +729,24 @@ def test_user_b_cannot_cancel_or_retry_user_a_task(app, service: TaskService) ->
 
 
 def test_completed_task_preview_errors_only_and_download(app, service: TaskService) -> None:
-    task_id = submitted(service, "ann", "done")
+    # A task type that marks row errors ("copy" has no error column).
+    task_id = service.submit_file(Actor("ann"), "done", "email_enrichment", None, CSV).task_id
     run_as_worker(service, task_id, output=b"name,age,error\nann,007,\nbob,x,age is not a number\n")
     at = task_page(app("ann"), task_id)
     assert not at.exception
     assert "Completed" in texts(at)
     assert not {"Cancel task…", "Retry now"} & set(buttons(at))
-    assert at.dataframe[-1].value["name"].tolist() == ["ann", "bob"]
-    assert at.dataframe[-1].value["age"].tolist() == ["007", "x"]
+    assert at.dataframe[0].value["name"].tolist() == ["ann", "bob"]  # the preview, above the timeline
+    assert at.dataframe[0].value["age"].tolist() == ["007", "x"]
     download = next(b for b in at.button if b.label == "Download result (CSV)")
     download.click().run()  # the URL is made now, for the browser to fetch at once (ui/direct.py)
-    url = json.loads(at.get("bidi_component")[-1].proto.json)["url"]
+    saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]  # one per download button
+    (url,) = [save["url"] for save in saves if "url" in save]
     assert url.startswith("/transfer/")  # the app's signed route streams the file from disk
     at.button_group(key=f"view_{task_id}").set_value("Only rows with errors (1)").run()
-    assert at.dataframe[-1].value["error"].tolist() == ["age is not a number"]
+    errors = at.dataframe[0].value
+    assert errors.columns[0] == "error"  # first: read without scrolling past the data
+    assert errors["error"].tolist() == ["age is not a number"]
     other = task_page(app("bob"), task_id)
     assert "Only ann or an operator can see" in texts(other)
     assert "Download result (CSV)" not in buttons(other)

@@ -42,3 +42,16 @@ def test_bench_quick_runs_and_reports(tmp_path: Path) -> None:
     assert res["listing"]["requests"]["refresh"]["LIST"] == 1
     assert res["pickup"]["local"]["median_s"] >= 0
     assert res["checks"] and all(check["ok"] for check in res["checks"].values())
+
+
+def test_sections_measured_elsewhere_survive_a_new_report() -> None:
+    """BENCHMARKS.md's sections measured by a test or a script of their own are carried into the next full report."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench import report
+
+    current = (Path(__file__).resolve().parent.parent / "BENCHMARKS.md").read_text()
+    kept = report.kept_sections(current)
+    assert "## 6. Live progress and cancel" in kept and "## 7. The Excel file and the exact CSV" in kept
+    assert "## 5. Pickup latency" not in kept  # generated sections are made anew, not kept
+    again = report.kept_sections("# Benchmarks\n\n" + kept + "## How it is measured\n")
+    assert again == kept

@@ -126,7 +126,7 @@ def upload_and_submit(page, url: str, name: str, data: Path, prefix: str) -> str
     page.get_by_role("textbox", name="Task name").press("Enter")
     page.get_by_role("combobox", name="What should happen to the rows?").click()
     page.get_by_role("option", name="Copy rows unchanged").click()
-    expect(page.get_by_text("Writes every row of the uploaded file")).to_be_visible()
+    expect(page.get_by_text("Writes every row of the uploaded file").first).to_be_visible()  # one line; more below
     page.locator("input[type='file']").set_input_files(str(data))  # the direct uploader (ui/direct.py)
     expect(page.get_by_text("3 columns: name, age, note")).to_be_visible(timeout=20_000)
     settle(page)
@@ -145,16 +145,17 @@ def watch_until_completed(page, prefix: str) -> None:
     shot(page, f"{prefix}-3-task-in-progress")
     expect(page.get_by_role("heading", name="Result")).to_be_visible(timeout=60_000)
     settle(page)
-    expect(page.locator("[data-testid='stDataFrame']").last.locator("td").first).to_be_attached()
-    cells = grid_cells(page)
-    assert cells[:4] == ["ann", "007", "first", ""]  # name, age, note, error
-    assert "'=1+1" in cells  # formula neutralised in the output
+    expect(page.locator("[data-testid='stDataFrame']").first.locator("td").first).to_be_attached()
+    cells = grid_cells(page, 0)  # the preview, above the timeline
+    assert cells[:4] == ["ann", "007", "first", "bob"]  # name, age, note: copy adds no column
+    assert "=1+1" in cells  # the preview shows the value as it is (the CSV file has a ' before it)
     shot(page, f"{prefix}-4-task-completed")
 
 
 def assert_rows(path: Path) -> None:
     rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
-    assert rows[0] == ["name", "age", "note", "error"]
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")  # a BOM: Windows Excel reads it as UTF-8
+    assert rows[0] == ["name", "age", "note"]
     assert [r[:2] for r in rows[1:]] == [["ann", "007"], ["bob", "42"], ["cy", ""]]
     assert rows[3][2] == "multi\nline"
     assert rows[2][2] == "'=1+1"
@@ -184,6 +185,12 @@ def test_local_store_with_embedded_worker(browser, tmp_path: Path) -> None:
     data.write_bytes(csv_bytes(ROWS))
     env = base_env(S3TASK_STORE=str(tmp_path / "store"))
     page = browser.new_page(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
+    # The app must work on a network with no internet: nothing it serves may fetch from elsewhere.
+    outside: list[str] = []
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith(("http://127.0.0.1:", "data:", "blob:")) else outside.append(r.url),
+    )
     try:
         with streamlit_app(env, tmp_path / "streamlit.log") as url:
             # A shared link as the very first request of a fresh server still goes through app.py.
@@ -198,11 +205,49 @@ def test_local_store_with_embedded_worker(browser, tmp_path: Path) -> None:
             assert saved.name.startswith("People-list-") and saved.suffix == ".csv"
             assert_rows(saved)
             back_to_list(page, "People *list*", "local")
+        assert outside == [], f"the app fetched from outside this machine: {outside}"
+    finally:
+        page.close()
+
+
+def test_a_file_from_european_excel_is_read_as_it_is_and_the_user_can_change_how(browser, tmp_path: Path) -> None:
+    """Excel's "CSV" in much of Europe: semicolons, Windows-1252. The preview says so in words and reads it right;
+    changing the choice re-reads the preview. (The worker's side: tests/test_app.py, tests/test_dialect.py.)"""
+    from playwright.sync_api import expect
+
+    data = tmp_path / "Kunden.csv"
+    data.write_bytes("Name;Straße;Betrag\r\nMüller;Hauptstraße 5;€ 1.234,50\r\n".encode("cp1252"))
+    env = base_env(S3TASK_STORE=str(tmp_path / "store"), S3TASK_EMBEDDED_WORKER="0")
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    try:
+        with streamlit_app(env, tmp_path / "streamlit.log") as url:
+            page.goto(url + "/new_task")
+            settle(page)
+            page.locator("input[type='file']").set_input_files(str(data))
+            expect(page.get_by_text("Separated by semicolons · Windows (Western European) text")).to_be_visible(
+                timeout=20_000
+            )
+            settle(page)
+            expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
+            assert grid_cells(page)[:3] == ["Müller", "Hauptstraße 5", "€ 1.234,50"]
+            shot(page, "new-task-european-excel")
+            # A wrong choice is read at once, and says what is wrong; the right one reads the file again.
+            page.get_by_role("combobox", name="Values separated by").click()
+            page.get_by_role("option", name="Commas").click()
+            expect(page.get_by_text("expected 1 fields, found 2")).to_be_visible()  # on line 2
+            page.get_by_role("combobox", name="Values separated by").click()
+            page.get_by_role("option", name="Semicolons").click()
+            expect(page.get_by_text("Separated by semicolons · Windows (Western European) text")).to_be_visible()
+            settle(page)
+            expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
+            assert grid_cells(page)[:3] == ["Müller", "Hauptstraße 5", "€ 1.234,50"]
     finally:
         page.close()
 
 
 def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket: tuple[str, str]) -> None:
+    from playwright.sync_api import expect
+
     endpoint, bucket = moto_http_bucket
     data = tmp_path / "people.csv"
     data.write_bytes(csv_bytes(ROWS))
@@ -231,8 +276,13 @@ def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket
             download.value.save_as(saved)
             assert saved.name.startswith("People-on-S3-")
             assert_rows(saved)
-            timeline = grid_cells(page, 0)
-            assert f"worker {socket.gethostname()}-{worker_proc.pid}" in timeline  # the separate worker did it
+            # Workers are an operator's business: folded away in the task's details (the local development
+            # user is an operator). The separate worker did the work.
+            details = page.locator("[data-testid='stExpander']").filter(has_text="Details for operators")
+            details.get_by_text("Details for operators").click()
+            history = details.locator("[data-testid='stDataFrame']")
+            expect(history.locator("td").first).to_be_attached()
+            assert f"worker {socket.gethostname()}-{worker_proc.pid}" in history.locator("td").all_inner_texts()
             back_to_list(page, "People on S3", "s3")
     finally:
         page.close()
@@ -293,3 +343,66 @@ def test_app_on_a_store_that_ignores_conditions_processes_nothing_and_says_why(
                 assert "Traceback" not in log.read_text()
         finally:
             page.close()
+
+
+def test_operator_finds_tasks_sees_workers_and_reads_a_profile(browser, tmp_path: Path) -> None:
+    """Operators' views and the analyst's profile in Chromium: the task list's search, the Workers page
+    (the app's own worker), and a profile's charts on its task page, at desktop and phone widths."""
+    from playwright.sync_api import expect
+
+    from s3task.layout import Layout
+    from s3task.record import read_record
+    from s3task.store.local import LocalStore
+    from s3task.tasks import Actor, TaskService
+
+    store = tmp_path / "store"
+    service = TaskService(LocalStore(store), Layout())
+    header = ["status", "amount", *(f"column_{i}" for i in range(28))]
+    rows = [header] + [
+        ["ok" if i % 3 else ("broken@" if i % 2 else ""), str(i % 17), *(str(i % (j + 2)) for j in range(28))]
+        for i in range(3000)
+    ]
+    me = Actor("local")  # the development user: an operator
+    profile_id = service.submit_file(me, "Customer file", "profile", None, csv_bytes(rows)).task_id
+    service.submit_file(me, "Supplier list", "copy", None, csv_bytes(ROWS))
+    env = base_env(S3TASK_STORE=str(store))
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    try:
+        with streamlit_app(env, tmp_path / "streamlit.log") as url:
+            # The app's worker has reported (it does when it takes a task) once it has done the profile.
+            wait_for(
+                lambda: read_record(service.store, service.layout, profile_id)[0].status == "completed",
+                timeout=60,
+                what="the profile task completed by the app's worker",
+            )
+            open_app(page, url + "/workers")
+            expect(page.get_by_text(re.compile(r"^1 worker · "))).to_be_visible()
+            expect(page.get_by_text(re.compile(r"^Last beat \d+ s ago · 20"))).to_be_visible()
+            shot(page, "operators-workers")
+
+            open_app(page, url)
+            page.get_by_role("textbox", name="Search by name").fill("customer")
+            page.get_by_role("textbox", name="Search by name").press("Enter")
+            expect(page.get_by_text("Showing 1 of 2: search and filters cover all 2 of your tasks.")).to_be_visible()
+            settle(page)
+            grid = page.locator("[data-testid='stDataFrame'] td")  # re-drawn while the other task is live
+            expect(grid.filter(has_text="Customer file")).to_have_count(1)
+            expect(grid.filter(has_text="Supplier list")).to_have_count(0)
+            shot(page, "operators-tasks-search")
+
+            page.set_viewport_size({"width": 1400, "height": 2600})  # the page scrolls inside: show it all
+            open_app(page, url + f"/task?id={profile_id}")
+            expect(page.get_by_role("heading", name="Profile")).to_be_visible(timeout=20_000)
+            charts = page.locator("[data-testid='stVegaLiteChart']")
+            expect(charts).to_have_count(3)  # filled/empty of every column; the picked column's two
+            expect(page.get_by_text("2,500 filled · 500 empty · 2 different values")).to_be_visible()
+            shot(page, "profile-charts")
+            page.get_by_role("combobox", name="Column").click()
+            page.get_by_role("option", name="2. amount").click()
+            expect(page.get_by_text("3,000 filled · 0 empty · 17 different values")).to_be_visible()
+            expect(charts).to_have_count(3)
+            page.set_viewport_size({"width": 390, "height": 2600})
+            settle(page)
+            shot(page, "profile-charts-phone")
+    finally:
+        page.close()

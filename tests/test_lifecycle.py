@@ -273,13 +273,14 @@ def test_fail_counts_failed_attempts_and_turns_final_at_max_attempts() -> None:
         assert record.failed_attempts == n
         assert record.last_error == f"boom {n}"
         if n < 3:
-            assert not record.final and not record.is_terminal
+            assert not record.final and not record.is_terminal and record.final_reason is None
             assert parse_iso(record.retry_at) > at(10 * n + 1)
             assert record.finished_at is None
             with pytest.raises(InvalidTransition, match="not due"):
                 lifecycle.retry(record, at(10 * n + 2), automatic=True)
             record = lifecycle.retry(record, parse_iso(record.retry_at), automatic=True)
     assert record.final and record.is_terminal and record.retry_at is None
+    assert record.final_reason == "attempts"  # a retry may help: the app offers one
     assert record.finished_at == to_stamp(at(31))
     with pytest.raises(InvalidTransition):
         lifecycle.retry(record, at(10_000), automatic=True)
@@ -295,6 +296,7 @@ def test_a_permanent_error_is_final_at_once() -> None:
     record, lease = claimed()
     failed = lifecycle.fail(record, at(3), lease=lease, error="bad input", permanent=True)
     assert failed.final and failed.failed_attempts == 1 and failed.is_terminal
+    assert failed.final_reason == "input"  # the same file fails the same way: the app offers a fresh start
 
 
 def test_a_person_may_retry_a_final_failure_which_grants_one_more_attempt() -> None:
@@ -303,7 +305,7 @@ def test_a_person_may_retry_a_final_failure_which_grants_one_more_attempt() -> N
     record = lifecycle.fail(record, at(3), lease=lease, error="boom", permanent=False)
     assert record.final
     again = lifecycle.retry(record, at(100), automatic=False)
-    assert again.status == "queued" and not again.final
+    assert again.status == "queued" and not again.final and again.final_reason is None
     assert again.max_attempts == 2
     record, lease = claimed(again, at(101))
     assert lifecycle.fail(record, at(102), lease=lease, error="boom", permanent=False).final
@@ -350,6 +352,18 @@ def test_cancel_clears_ownership() -> None:
     assert "operator" in cancelled.history[-1]["note"]
     with pytest.raises(NotOwner):
         lifecycle.check_owner(cancelled, lease)
+
+
+def test_cancel_keeps_the_live_counts_of_the_attempt_it_stops_and_only_those() -> None:
+    record, lease = claimed()
+    seen = Progress(processed_count=170, success_count=170, bytes_processed=9_000, row_count=170)
+    kept = lifecycle.cancel(record, at(5), by="ann", seen=seen, attempt=lease.attempt_id)
+    assert (kept.processed_count, kept.row_count, kept.bytes_processed) == (170, 170, 9_000)
+    # Counts of another attempt, or older than the record's, are not the cancelled attempt's: ignored.
+    other = lifecycle.cancel(record, at(5), by="ann", seen=seen, attempt=lease.attempt_id + 1)
+    assert other.processed_count == record.processed_count == 0
+    newer = record.replace(processed_count=500, bytes_processed=20_000)
+    assert lifecycle.cancel(newer, at(5), by="ann", seen=seen, attempt=lease.attempt_id).processed_count == 500
 
 
 def test_revision_and_write_id_change_on_every_write() -> None:

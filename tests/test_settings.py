@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {
                ("./data", "./data")]),
     "operators": (["ann,\x07bob"], [("ann@x.org, bob@x.org", ("ann@x.org", "bob@x.org"))]),
     "poll_interval": (["0", "-1", "abc", "3601", "9" * 400, "1e-320", "nan", "inf"], [("0.5", 0.5), ("3", 3.0)]),
+    "idle_list_seconds": (["0", "0.05", "3601", "often"], [("0.5", 0.5), ("300", 300.0)]),
     "lease_seconds": (["-5", "0", "0.5", "1e9", "sixty", "1" + "0" * 320], [("1", 1.0), ("60", 60.0), ("1e2", 100.0)]),
     "lease_grace_seconds": (["-1", "x"], [("0", 0.0), ("10", 10.0)]),
     "max_attempts": (["0", "1.5", "101"], [("1", 1), ("5", 5)]),
@@ -34,11 +36,29 @@ TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {
     "handlers": (["my tasks", "1module", "a..b"], [("my_company.tasks, other", ("my_company.tasks", "other"))]),
     "log_format": (["xml", "JSON "], [("json", "json"), ("text", "text")]),
     "log_level": (["verbose", "trace"], [("DEBUG", "DEBUG"), ("warning", "warning")]),
+    "metrics_port": (["-1", "65536", "99999", "abc", "9100.5", "8o80", "\uff19\uff11"],
+                     [("0", 0), ("9100", 9100), ("65535", 65535)]),
+    "metrics_host": (["local host", "http://0.0.0.0", "1.2.3.4:9100", "-bad.example", "a/b", "x" * 254, "a..b"],
+                     [("0.0.0.0", "0.0.0.0"), ("::", "::"), ("metrics.internal", "metrics.internal"),
+                      ("10.0.0.7", "10.0.0.7")]),
     "embedded_worker": (["ture", "2", "maybe"], [("0", False), ("off", False), ("TRUE", True), ("yes", True)]),
     "max_upload_mb": (["0", "-1", "1.5"], [("1", 1), ("500", 500)]),
     "url_seconds": (["0", "604801", "700000", "1h"], [("604800", 604800), ("900", 900)]),
     "app_origin": (["https://x.example/path", "tasks.example.com", "ftp://x"],
                    [("https://a.example, http://127.0.0.1:8501", "https://a.example, http://127.0.0.1:8501")]),
+    "app_url": (["tasks.example.com", "ftp://x.example", "https://u:p@x.example"],
+                [("https://tasks.example.com/app", "https://tasks.example.com/app")]),
+    "smtp_url": (["smtp:/mail.example", "imap://mail.example", "smtps://", "mail.example:25", "smtp://a b"],
+                 [("smtp://127.0.0.1:25", "smtp://127.0.0.1:25"), ("smtps://u:p%40w@mail.example:465",
+                   "smtps://u:p%40w@mail.example:465"), ("smtp+starttls://mail.example", "smtp+starttls://mail.example")]),
+    "smtp_from": (["tasks", "a@b", "a@b.c, d@e.f", "<a@b.c>"], [("tasks@example.com", "tasks@example.com")]),
+    "webhook_urls": (["ftp://x.example/h", "x.example/h", "https://user:pw@x.example/h", "file:///etc/passwd"],
+                     [("https://a.example/h, http://10.0.0.5:8080/t", ("https://a.example/h", "http://10.0.0.5:8080/t"))]),
+    "webhook_secret": (["short", "fifteen-chars-x"], [("sixteen-chars-xx", "sixteen-chars-xx")]),
+    "notify_timeout": (["0", "61", "soon"], [("0.5", 0.5), ("5", 5.0)]),
+    "notify_retries": (["-1", "21", "1.5"], [("0", 0), ("8", 8)]),
+    "notify_backoff_seconds": (["0", "301", "-1"], [("0.05", 0.05), ("1", 1.0)]),
+    "outbox_recover_seconds": (["0", "86401", "x"], [("1", 1.0), ("900", 900.0)]),
     "direct_upload": (["ture", "2"], [("0", False), ("on", True)]),
     "refresh_seconds": (["0", "-2", "soon"], [("0.5", 0.5)]),
     "page_size": (["0", "201", "ten"], [("1", 1), ("200", 200)]),
@@ -61,8 +81,30 @@ def test_bad_values_are_refused_with_one_line_that_names_them(cls: type, name: s
         with pytest.raises(SettingsError) as caught:
             load(cls, name, raw)
         message = str(caught.value)
-        assert message.startswith(f"{env_name(name)}={raw!r} is not allowed: use "), message
+        if _is_secret(cls, name):  # named, but its value never repeated (it may hold a password or key)
+            assert message.startswith(f"{env_name(name)} (its value is not shown"), message
+            assert repr(raw) not in message
+        else:
+            assert message.startswith(f"{env_name(name)}={raw!r} is not allowed: use "), message
         assert "\n" not in message
+
+
+def _is_secret(cls: type, name: str) -> bool:
+    return bool(next(f for f in dataclasses.fields(cls) if f.name == name).metadata.get("secret"))
+
+
+def test_secrets_never_reach_a_message_or_a_repr() -> None:
+    password, key = "hunter2-hunter2-pw", "k" * 15  # the key is one character short: refused
+    with pytest.raises(SettingsError) as caught:
+        Settings.load(
+            environ={"S3TASK_SMTP_URL": f"smtp://tasks:{password}@mail example", "S3TASK_WEBHOOK_SECRET": "x"}
+        )
+    assert password not in str(caught.value) and "S3TASK_SMTP_URL" in str(caught.value)
+    with pytest.raises(SettingsError) as caught:
+        Settings.load({"webhook_secret": key}, environ={})
+    assert key not in str(caught.value) and "--webhook-secret" in str(caught.value)
+    good = Settings(smtp_url=f"smtps://tasks:{password}@mail.example:465", webhook_secret="s" * 20)
+    assert password not in repr(good) and "s" * 20 not in repr(good)
 
 
 @pytest.mark.parametrize(("cls", "name"), SETTINGS)

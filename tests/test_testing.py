@@ -62,7 +62,7 @@ def test_counts_rows_and_raw_output() -> None:
     csv = "id,email\n1,a@x.org\n2,\n3,=cmd\n"
     result = run_task_type(NeedsEmail, csv)
     assert result.progress == Progress(
-        processed_count=3, success_count=1, error_count=2, bytes_processed=len(csv), row_count=3
+        processed_count=3, success_count=1, error_count=2, bytes_processed=len(csv), row_count=3, protected_count=1
     )
     # All text, as the worker writes it: "007"-style values and empty cells stay, formulas get a quote.
     assert result.rows.to_dict("list") == {
@@ -70,8 +70,8 @@ def test_counts_rows_and_raw_output() -> None:
         "email": ["a@x.org", "", "'=cmd"],
         "error": ["", "no email", "no email"],
     }
-    assert result.output == (
-        b'"id","email","error"\r\n"1","a@x.org",""\r\n"2","","no email"\r\n"3","\'=cmd","no email"\r\n'
+    assert result.output == (  # a BOM first, so that Windows Excel reads UTF-8
+        b'\xef\xbb\xbf"id","email","error"\r\n"1","a@x.org",""\r\n"2","","no email"\r\n"3","\'=cmd","no email"\r\n'
     )
 
 
@@ -122,7 +122,7 @@ def test_a_small_block_size_feeds_the_handler_several_blocks() -> None:
 
 def test_a_registered_name_runs_and_bytes_are_accepted() -> None:
     result = run_task_type("copy", b"a,b\n007,\n")
-    assert result.rows.to_dict("list") == {"a": ["007"], "b": [""], "error": [""]}
+    assert result.rows.to_dict("list") == {"a": ["007"], "b": [""]}  # copy adds no column
 
 
 def test_an_unregistered_class_is_registered_only_for_the_call() -> None:
@@ -184,9 +184,15 @@ def test_a_handler_bug_is_raised_as_itself() -> None:
     [
         (
             'id,name\n1,ann\n2,"bob\n3,cy\n',
-            'line 3: unterminated quote — a value starts with " but never ends with one',
+            'line 3: unterminated quote — a quote opened on line 3 is never closed: a value there starts with " '
+            'and no " ends it, so the rest of the file would be read as that one value (a " inside a value is '
+            'written twice: "")',
         ),
-        (b"id,name\n1,ann\n2,\xff\n", "line 3: not UTF-8 text — save the file as 'CSV UTF-8' and upload it again"),
+        (
+            b"id,name\n1,ann\n2,\xff\n",
+            "line 3: not UTF-8 text — save the file as 'CSV UTF-8' and upload it again, or submit it again with "
+            "its text encoding chosen (Excel's plain 'CSV' is Windows (Western European) text)",
+        ),
     ],
 )
 def test_a_bad_csv_gives_the_workers_message_with_the_line(csv: str | bytes, message: str) -> None:

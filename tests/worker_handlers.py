@@ -46,3 +46,25 @@ class Boom(TaskType):
 
     def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
         raise RuntimeError("deliberate failure")
+
+
+@register
+class Slow(TaskType):
+    """Takes ``seconds`` per chunk and writes the chunk's first row; its process id goes to ``pidfile``.
+
+    With an input of several engine blocks, its counts move block by block, slowly enough to watch.
+    """
+
+    name = "test_slow"
+    title = "Slow copy that leaves its pid (tests)"
+    description = "Copies the first row of each chunk, slowly."
+    params = (Param("seconds", "float", default=1.0), Param("pidfile", default=""))
+
+    def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
+        if self.values["pidfile"] and not os.path.exists(self.values["pidfile"]):
+            with open(self.values["pidfile"], "w") as f:
+                f.write(str(os.getpid()))
+        time.sleep(self.values["seconds"])
+        out = chunk.head(1).copy()
+        out[ERROR_COLUMN] = ""
+        return out

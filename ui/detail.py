@@ -1,4 +1,4 @@
-"""Pieces of the Task page: status and progress, timeline, actions, output."""
+"""Pieces of the Task page: status and progress, timeline, actions, operator details (the result: ui/result.py)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,38 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from s3task import handlers
-from s3task.errors import NotFound, S3TaskError, UnknownTaskType
+from s3task.counts import count_help, counts_of
+from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
 
-from . import direct, services
 from . import format as fmt
+from . import services
 from .context import Context
+from .nav import NEW_TASK
 from .tables import type_title
 
+#: What each step of a task's history means, in the words staff read on the task page.
 EVENTS = {
     "create": "Created",
-    "submit": "Submitted, waiting for a worker",
+    "submit": "Submitted, waiting to start",
     "claim": "Started",
-    "release": "Handed back to the queue (worker stopped)",
-    "fail": "Attempt failed",
-    "retry": "Queued again",
+    "release": "Paused, waiting to start again",
+    "fail": "Stopped by a problem",
+    "retry": "Waiting to start again",
     "complete": "Completed",
     "cancel": "Cancelled",
 }
+#: The same steps in an operator's words (the details section): attempts, workers and leases.
+OPERATOR_EVENTS = {
+    **EVENTS,
+    "submit": "Submitted, waiting for a worker",
+    "claim": "Claimed by a worker",
+    "release": "Released to the queue (worker stopped)",
+    "fail": "Attempt failed",
+    "retry": "Queued again",
+}
+#: Steps whose note is for staff too (who cancelled, who asked for a retry); other notes name workers and leases.
+STAFF_NOTES = {"cancel"}
 
 
 def header(ctx: Context, record: TaskRecord) -> None:
@@ -41,83 +54,105 @@ def header(ctx: Context, record: TaskRecord) -> None:
 def status(ctx: Context, record: TaskRecord, now: datetime) -> None:
     st.badge(fmt.status_label(record), color=fmt.status_color(record))
     if record.status == "running":
-        rate = fmt.rows_per_second(record, now)
-        left = fmt.time_left(record, now)
-        text = f"{record.progress:.0%} · {record.processed_count:,} rows"
-        if rate:
-            text += f" · {rate:,.0f} rows/s"
-        if left is not None:
-            text += f" · about {fmt.duration(left.total_seconds())} left"
-        st.progress(record.progress, text=text)
+        st.progress(record.progress, text=fmt.running_text(record, now))
     elif record.status == "queued":
         st.progress(0.0, text="Waiting for a worker to pick it up…")
         if not ctx.worker.embedded and services.live_workers(ctx.settings.store) == []:
             st.warning(
-                "No worker has been seen in the last 3 minutes, so this task waits until one starts. "
+                f"No worker has been seen in the last {fmt.duration(services.WORKER_WINDOW_SECONDS)}, "
+                "so this task waits until one starts. "
                 "Ask whoever runs s3task to start a worker.",
                 icon=":material/hourglass_empty:",
             )
     elif record.status == "completed":
-        st.progress(1.0, text=f"Done in {fmt.duration(fmt.elapsed_seconds(record, now) or 0)}")
+        # In a container of its own: a new, full bar, not the running one sliding up from where it was.
+        with st.container():
+            st.progress(1.0, text=f"Done in {fmt.done_in(fmt.elapsed_seconds(record, now))}")
     elif record.status == "created":
         st.info("This task was created but its file was never submitted. You can cancel it.")
-    counts = st.columns(3)
-    counts[0].metric("Rows processed", f"{_rows(record):,}")
-    counts[1].metric("Succeeded", f"{record.success_count:,}")
-    counts[2].metric("Rows with errors", f"{record.error_count:,}")
-    _attempts(record)
+    shown = counts_of(record).shown()
+    for column, (name, label, value) in zip(st.columns(len(shown)), shown, strict=True):
+        column.metric(label, "–" if value is None else f"{value:,}", help=count_help(record, name))
     if record.status == "failed" and record.last_error:
         _failure(record)
 
 
 def _rows(record: TaskRecord) -> int:
-    return record.row_count if record.status == "completed" and record.row_count is not None else record.processed_count
+    """Rows in the result file (rows written)."""
+    return counts_of(record).rows_written or 0
 
 
-def _attempts(record: TaskRecord) -> None:
+def _attempts(record: TaskRecord) -> str:
+    """Attempts, allowed failures, worker and lease: one line for operators."""
     tz = st.context.timezone
-    parts = []
-    if record.attempt_id > 1 or record.failed_attempts or record.status == "running":
-        parts.append(f"attempt {record.attempt_id}")
-    if record.failed_attempts and not record.final:
-        parts.append(f"{record.failed_attempts} of {record.max_attempts} allowed failures used")
+    parts = [f"attempt {record.attempt_id} (of at most {record.max_attempts} that may fail)"]
+    if record.failed_attempts:
+        parts.append(f"{record.failed_attempts} failed")
+    if record.release_count:
+        parts.append(f"{record.release_count} handed back by stopping workers")
     if record.status == "running" and record.worker_id:
         parts.append(f"worker {fmt.plain(record.worker_id)}, lease until {fmt.local_time(record.lease_expires_at, tz)}")
-    if parts:
-        text = " · ".join(parts)
-        st.caption(text[0].upper() + text[1:])
+    text = " · ".join(parts)
+    return text[0].upper() + text[1:]
+
+
+def input_failure(record: TaskRecord) -> bool:
+    """Did the task fail for good because of its file (so running the same file again cannot help)?"""
+    return record.final and record.final_reason == "input"
 
 
 def _failure(record: TaskRecord) -> None:
     tz = st.context.timezone
-    if record.final:
-        what = "This task failed and will not be retried automatically."
+    if input_failure(record):
+        what = "The file cannot be processed as it is. Correct it and start again with the corrected file."
+    elif record.final:
+        what = "Processing kept failing, so s3task stopped trying. Running it again may work if the problem has passed."
     elif record.retry_at:
-        what = f"The last attempt failed. It will be retried automatically after {fmt.local_time(record.retry_at, tz)}."
+        when = fmt.local_time(record.retry_at, tz)
+        what = f"Processing stopped by a problem. s3task tries again by itself at {when}."
     else:
-        what = "The last attempt failed. It will be retried automatically."
+        what = "Processing stopped by a problem. s3task tries again by itself."
     st.error(what, icon=":material/error:")
     st.caption("What went wrong")
     st.text(record.last_error or "")
-    if record.final:
-        st.caption(
-            "Retrying runs the same file again. If the file was the problem, start a new task with a corrected file."
-        )
 
 
 def timeline(record: TaskRecord) -> None:
+    """What happened, when, in staff's words: no attempts, workers or leases (see :func:`operator_details`)."""
     tz = st.context.timezone
-    rows = [
-        {
-            "When": fmt.local_time(entry.get("at"), tz),
-            "What": EVENTS.get(str(entry.get("event")), str(entry.get("event"))),
-            "Attempt": str(entry.get("attempt") or ""),
-            "Details": str(entry.get("note") or ""),
-        }
-        for entry in record.history
-    ]
+    rows = []
+    for entry in record.history:
+        event = str(entry.get("event"))
+        row = {"When": fmt.local_time(entry.get("at"), tz), "What": EVENTS.get(event, event)}
+        if event in STAFF_NOTES and entry.get("note"):
+            row["What"] += f" ({entry['note']})"
+        rows.append(row)
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def operator_details(ctx: Context, record: TaskRecord) -> None:
+    """Attempts, workers, leases and the full history: for operators only, folded away."""
+    if not ctx.actor.operator:
+        return
+    tz = st.context.timezone
+    with st.expander("Details for operators", icon=":material/engineering:"):
+        st.caption(_attempts(record))
+        rows = [
+            {
+                "When": fmt.local_time(entry.get("at"), tz),
+                "What": OPERATOR_EVENTS.get(str(entry.get("event")), str(entry.get("event"))),
+                "Attempt": str(entry.get("attempt") or ""),
+                "Details": str(entry.get("note") or ""),
+            }
+            for entry in record.history
+        ]
+        if rows:
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption(
+            f"Input {fmt.plain(record.input_object_path)} · output {fmt.plain(record.output_object_path or 'none yet')}"
+            f" · revision {record.revision}"
+        )
 
 
 def actions(ctx: Context, record: TaskRecord) -> None:
@@ -154,13 +189,27 @@ def actions(ctx: Context, record: TaskRecord) -> None:
             no.button("No, keep it", width="stretch", on_click=lambda: state.pop(confirm_key, None))
         return
     cols = st.columns(4)
+    if can_retry and input_failure(record):
+        # The same file fails the same way: offer a fresh start (a new task with this one's name and settings).
+        # An operator may still run the file again, e.g. after a fix to the task type.
+        cols[0].page_link(
+            NEW_TASK,
+            label="Start again with a corrected file",
+            icon=":material/restart_alt:",
+            query_params={"from": task_id},
+        )
+        can_retry = actor.operator
+        retry_label = "Run the same file again"
+    else:
+        retry_label = "Retry now"
     if can_retry:
-        cols[0].button(
-            "Retry now",
+        cols[1 if input_failure(record) else 0].button(
+            retry_label,
             icon=":material/replay:",
             width="stretch",
             on_click=act,
             args=(lambda: service.retry(actor, task_id),),
+            key=f"retry_{task_id}",
         )
     if can_cancel:
         cols[1].button(
@@ -171,89 +220,3 @@ def actions(ctx: Context, record: TaskRecord) -> None:
         )
     if not service.may_act(actor, record) and not record.is_terminal:
         st.caption(f"Only {fmt.plain(record.created_by)} or an operator can cancel or retry this task.")
-
-
-def output(ctx: Context, record: TaskRecord) -> None:
-    service, actor = ctx.service, ctx.actor
-    st.subheader("Result")
-    if not service.may_act(actor, record):
-        st.info(f"Only {fmt.plain(record.created_by)} or an operator can see and download the result of this task.")
-        return
-    _download(ctx, record)
-    errors = record.error_count
-    errors_only = False
-    if _marks_errors(record.task_type):
-        view = st.segmented_control(
-            "Show",
-            ["First 100 rows", f"Only rows with errors ({errors:,})"],
-            default="First 100 rows",
-            required=True,
-            key=f"view_{record.task_id}",
-            label_visibility="collapsed",
-        )
-        errors_only = view != "First 100 rows"
-    try:
-        frame = services.output_preview(
-            service, actor, ctx.settings.store, record.task_id, record.output_object_path or "", errors_only
-        )
-    except S3TaskError as e:
-        st.error("Could not read the result: " + fmt.plain(e), icon=":material/error:")
-        return
-    if errors_only and frame.empty:
-        st.write("No row has an error.")
-        return
-    st.dataframe(frame, hide_index=True, width="stretch")
-    shown = len(frame)
-    total = errors if errors_only else _rows(record)
-    if total > shown:
-        st.caption(f"Showing {shown:,} of {total:,} rows. Download the file for all of them.")
-
-
-def _marks_errors(task_type: str) -> bool:
-    """Does this task type write an error column (so an errors-only view means something)?"""
-    try:
-        return handlers.get(task_type).error_column is not None
-    except (UnknownTaskType, AttributeError):
-        return True
-
-
-def _download(ctx: Context, record: TaskRecord) -> None:
-    """A button that makes a fresh download URL when clicked; the browser fetches the file from there.
-
-    On S3 that is a presigned GET (with a Content-Disposition naming the file),
-    on a local store the app's signed ``/transfer`` route, which streams it from
-    disk: either way the app never holds the file, and no link sits in the page
-    long enough to expire.
-    """
-    service, actor, task_id = ctx.service, ctx.actor, record.task_id
-    state = st.session_state
-    url_key, error_key = f"download_url_{task_id}", f"download_error_{task_id}"
-
-    def fresh_url() -> None:
-        try:
-            url = service.output_url(actor, task_id)
-        except S3TaskError as e:
-            state[error_key] = str(e)
-            return
-        if url is None:
-            state[error_key] = "this task store cannot make download links"
-        state[url_key] = url
-
-    filename = service.output_filename(record)
-    try:
-        size = service.store.head(record.output_object_path or "").size
-    except NotFound:
-        st.warning(
-            "The result file is no longer in the task store (finished tasks' files may be kept for a limited time).",
-            icon=":material/folder_off:",
-        )
-        return
-    except S3TaskError:
-        size = None  # the button says what is wrong if the store is really down
-    st.button(
-        "Download result (CSV)", type="primary", icon=":material/download:", on_click=fresh_url, key=f"dl_{task_id}"
-    )
-    direct.save(key=f"save_{task_id}", url=state.pop(url_key, None))
-    if error_key in state:
-        st.error("The result cannot be downloaded: " + fmt.plain(state.pop(error_key)), icon=":material/error:")
-    st.caption(fmt.plain(filename) + (f" · {fmt.size(size)}" if size is not None else ""))

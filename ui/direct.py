@@ -59,7 +59,7 @@ _HTML = """
 <div class="s3u">
   <div class="label">CSV file</div>
   <label class="drop">
-    <input type="file" accept=".csv,text/csv" />
+    <input type="file" accept=".csv,.txt,.tsv,text/csv,text/plain,text/tab-separated-values" />
     <span class="hint"><b>Choose a CSV file</b> or drop it here</span>
     <span class="chosen"></span>
   </label>

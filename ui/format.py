@@ -96,10 +96,25 @@ def size(n: int | None) -> str:
     return f"{n} bytes"
 
 
-def rows_text(record: TaskRecord) -> str:
-    if record.row_count is not None and record.status == "completed":
-        return f"{record.row_count:,}"
-    return f"{record.processed_count:,}"
+def done_in(seconds: float | None) -> str:
+    """How long a finished task took: "less than a second", "4.2 s", then as :func:`duration`."""
+    if seconds is None or seconds < 1:
+        return "less than a second"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    return duration(seconds)
+
+
+def running_text(record: TaskRecord, now: datetime) -> str:
+    """The text on a running task's bar: share done, rows read, speed and time left (as far as known)."""
+    text = f"{record.progress:.0%} · {record.processed_count:,} rows read"
+    rate = rows_per_second(record, now)
+    if rate:
+        text += f" · {rate:,.0f} rows/s"
+    left = time_left(record, now)
+    if left is not None:
+        text += f" · about {duration(left.total_seconds())} left"
+    return text
 
 
 def elapsed_seconds(record: TaskRecord, now: datetime) -> float | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import streamlit as st
 from streamlit.navigation.page import Page
 
@@ -10,11 +12,27 @@ from streamlit.navigation.page import Page
 TASKS = "pages/tasks.py"
 NEW_TASK = "pages/new_task.py"
 TASK = "pages/task.py"
+WORKERS = "pages/workers.py"
 
 
 def pages() -> list[Page]:
+    # Workers is in the menu for operators only. It is registered for everyone, so that anyone else
+    # who opens its URL gets the page's own plain refusal rather than being sent elsewhere unexplained.
+    workers: Literal["visible", "hidden"] = "visible" if _operator() else "hidden"
+    # No ":material/…:" page icons: Streamlit makes a page's icon the tab's icon when the page opens, and
+    # fetches a material one from fonts.gstatic.com; the app must work on a network with no internet
+    # (tests/test_browser.py fails on any request that leaves 127.0.0.1).
     return [
-        st.Page(TASKS, title="Tasks", icon=":material/list_alt:", url_path="tasks", default=True),
-        st.Page(NEW_TASK, title="New task", icon=":material/upload_file:", url_path="new_task"),
-        st.Page(TASK, title="Task", icon=":material/description:", url_path="task", visibility="hidden"),
+        st.Page(TASKS, title="Tasks", url_path="tasks", default=True),
+        st.Page(NEW_TASK, title="New task", url_path="new_task"),
+        st.Page(TASK, title="Task", url_path="task", visibility="hidden"),
+        st.Page(WORKERS, title="Workers", url_path="workers", visibility=workers),
     ]
+
+
+def _operator() -> bool:
+    """Whether this run's user is an operator (app.py puts the context before it navigates)."""
+    from . import context
+
+    current = st.session_state.get(context._KEY)  # not context.get(): before app.py puts one, that reruns
+    return isinstance(current, context.Context) and current.identity.actor is not None and current.actor.operator

@@ -7,7 +7,9 @@ process and one port:
 - ``/api/*``, the HTTP control API (bearer tokens; see ``s3task.http_api``);
 - ``/transfer/*`` on stores without presigned URLs (the local directory): the
   signed, expiring upload and download routes the browser uses instead of
-  presigned S3 URLs, streaming to and from disk.
+  presigned S3 URLs, streaming to and from disk;
+- ``/metrics``, Prometheus metrics of this process (its store requests, its
+  embedded worker; ``s3task.metrics``).
 
 Both share the pages' TaskService, so a URL the New task page hands the browser
 is checked by the same signer that made it.
@@ -15,6 +17,7 @@ is checked by the same signer that made it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -24,7 +27,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
-from s3task import handlers
+from s3task import handlers, metrics
 from s3task.config import Settings
 from s3task.errors import S3TaskError
 from s3task.store import open_store
@@ -43,13 +46,14 @@ def routes() -> list[BaseRoute]:
     """
     from s3task.web import api as http_api
 
+    metrics.enable()  # count the requests of the stores opened from here on (the pages', the embedded worker's)
     try:
         settings = Settings.load()
         service = service_for(settings)
-        return http_api.routes(settings, service=service)
+        return [*http_api.routes(settings, service=service), metrics.route()]
     except (S3TaskError, ValueError, OSError) as e:
         log.error("serving the pages without a working /api and /transfer: %s", e)
-        return _unavailable(" ".join(str(e).split()))
+        return [*_unavailable(" ".join(str(e).split())), metrics.route()]
 
 
 def _unavailable(reason: str) -> list[BaseRoute]:
@@ -111,9 +115,13 @@ def _start_worker() -> None:
     except ValueError:
         return  # the pages show the settings problem
     if settings.embedded_worker:
-        from s3task.worker import ensure_embedded
+        from s3task.worker import ensure_embedded, wake_embedded
 
         ensure_embedded(settings)  # logs the reason itself
+        # A submit or retry through /api wakes the app's worker at once, even before any page has run. A store
+        # that cannot be opened is left to the pages and /api to explain.
+        with contextlib.suppress(S3TaskError):
+            service_for(settings).on_queued = wake_embedded
 
 
 def _stop_worker() -> None:

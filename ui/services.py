@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from s3task.config import Settings
+from s3task.handlers import ERROR_COLUMN
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 
@@ -24,7 +25,9 @@ from .server import task_service as task_service
 
 log = logging.getLogger("s3task.app")
 
-WORKER_WINDOW_SECONDS = 180
+#: A worker counts as seen this long after its last beat: it beats every minute while it runs a task and
+#: every five minutes while idle (s3task.worker.presence.SEEN_WITHIN: two idle beats).
+WORKER_WINDOW_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,11 @@ def _embedded_worker(_settings: Settings) -> Worker:
         log.warning("no embedded worker: %s", e)
         return Worker(False, f"the worker module is not available ({e})")
     problem = ensure_embedded(_settings)
+    if problem is None:
+        from s3task.worker import wake_embedded
+
+        # A submit or retry from a page (or from /api, which shares this service) wakes our worker at once.
+        service_for(_settings).on_queued = wake_embedded
     return Worker(problem is None, problem)
 
 
@@ -61,15 +69,18 @@ def embedded_worker(settings: Settings) -> Worker:
 
 # Short-lived: a worker that has just started must not be reported missing for long.
 @st.cache_data(ttl=10, show_spinner=False)
-def live_workers(store_url: str) -> list[dict[str, Any]] | None:
-    """Workers seen recently, or None if presence cannot be read (no worker module yet, store down)."""
+def live_workers(store_url: str, include_stopped: bool = False) -> list[dict[str, Any]] | None:
+    """Workers seen recently, or None if presence cannot be read (no worker module yet, store down).
+
+    ``include_stopped``: also workers that stopped within that time (the Workers page shows them).
+    """
     try:
         from s3task.worker import live_workers as read_presence
     except ImportError:
         return None
     store, layout = open_store(store_url)
     try:
-        return read_presence(store, layout, within_seconds=WORKER_WINDOW_SECONDS)
+        return read_presence(store, layout, within_seconds=WORKER_WINDOW_SECONDS, include_stopped=include_stopped)
     except Exception as e:
         log.warning("could not read worker presence: %s", e)
         return None
@@ -79,9 +90,15 @@ def live_workers(store_url: str) -> list[dict[str, Any]] | None:
 def output_preview(
     _service: TaskService, _actor: Actor, store_url: str, task_id: str, output_path: str, errors_only: bool
 ) -> pd.DataFrame:
-    """The first 100 output rows; cached per output object, which never changes once written.
+    """The first 100 output rows, values as they are; cached per output object, which never changes once written.
 
-    The caller checks access before calling: the cache key deliberately leaves
-    out the user, since the rows do not depend on who reads them.
+    The values are the exact ones (without the ``'`` the CSV file has before values a
+    spreadsheet would run); the errors-only view has the error column first, so the
+    error is read without scrolling past the data. The caller checks access before
+    calling: the cache key deliberately leaves out the user, since the rows do not
+    depend on who reads them.
     """
-    return _service.read_output(_actor, task_id, rows=100, errors_only=errors_only)
+    frame = _service.read_output(_actor, task_id, rows=100, errors_only=errors_only, exact=True)
+    if errors_only and ERROR_COLUMN in frame.columns:
+        frame = frame[[ERROR_COLUMN, *(c for c in frame.columns if c != ERROR_COLUMN)]]
+    return frame

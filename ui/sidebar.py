@@ -44,8 +44,8 @@ def _workers(ctx: Context) -> None:
         return
     if not workers:
         st.warning(
-            "No worker has been seen in the last 3 minutes. New tasks will wait in the queue until one "
-            "starts; ask whoever runs s3task to start a worker.",
+            f"No worker has been seen in the last {fmt.duration(services.WORKER_WINDOW_SECONDS)}. New tasks "
+            "will wait in the queue until one starts; ask whoever runs s3task to start a worker.",
             icon=":material/hourglass_empty:",
         )
         return
@@ -55,5 +55,7 @@ def _workers(ctx: Context) -> None:
     busy = sum(1 for w in workers if w.get("task_id"))
     count = f"{len(workers)} worker{'s' if len(workers) != 1 else ''} ready"
     detail = f"{busy} busy" if busy else "idle"
+    # An idle worker reports every 5 minutes: "last seen" may be that old, and one that stopped without
+    # saying so (killed) counts as ready until the window ends.
     seen = f", last seen {fmt.ago(newest, now)}" if newest else ""
     st.success(f"{count} ({detail}{seen})", icon=":material/check_circle:")

@@ -21,14 +21,22 @@ characters (numpy) and checks that every quote sits where RFC 4180 puts one
 the same as Arrow's own reading. Otherwise (stray quotes such as ``27" wide``)
 a slower exact scan that follows Arrow's quoting rules decides.
 
-Writing: :class:`CsvWriter` turns handler output into RFC 4180 CSV (UTF-8,
-CRLF, header once) with ``pyarrow.csv.CSVWriter``, after casting every column
-to text and neutralising spreadsheet formulas (see :func:`neutralise`).
+Delimiter and encoding: a file is read with an :class:`InputFormat` (comma, semicolon, tab or pipe;
+UTF-8, UTF-16 or Windows-1252), detected from its first bytes by :func:`detect` (:mod:`.dialect`).
+Another encoding than UTF-8 is transcoded to UTF-8 as it streams, and block ends are counted back
+in the file's own bytes (:func:`input_bytes`), so progress stays exact.
+
+Writing: :class:`CsvWriter` turns handler output into RFC 4180 CSV (UTF-8 with
+a byte-order mark, so Excel reads it as UTF-8; CRLF; header once) with
+``pyarrow.csv.CSVWriter``, after casting every column to text and neutralising
+spreadsheet formulas reversibly (see :func:`neutralise`: a value that already
+starts with ``'`` gets one more, so the exact values can be recovered).
 
 The package: this module is the streaming reader (:class:`CsvReader`, :func:`read_start`) and
 the names the rest of s3task imports; :mod:`.common` holds the limits and shared constants,
 :mod:`.boundary` finds row boundaries, :mod:`.parsing` parses a block with Arrow and explains
-what it refuses, :mod:`.writing` is the writer. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
+what it refuses, :mod:`.dialect` detects and transcodes the input format, :mod:`.writing` is the
+writer. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
 in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds its rows.
 """
 
@@ -54,6 +62,18 @@ from .common import (
     TEXT,
     line_label,
 )
+from .dialect import (
+    DELIMITERS,
+    DETECT,
+    ENCODINGS,
+    InputFormat,
+    Transcoder,
+    detect,
+    input_bytes,
+    parse_input_format,
+    resolve,
+    transcode_part,
+)
 from .parsing import Block, BlockParser, _not_text, diagnose, parse_header
 from .writing import CsvWriter, Written, neutralise, to_text_table
 
@@ -61,6 +81,9 @@ __all__ = [
     "ARROW_BLOCK_SIZE",
     "BOM",
     "DEFAULT_BLOCK_SIZE",
+    "DELIMITERS",
+    "DETECT",
+    "ENCODINGS",
     "INSPECT_BYTES",
     "MAX_COLUMNS",
     "MAX_ROW_BYTES",
@@ -71,16 +94,20 @@ __all__ = [
     "BlockParser",
     "CsvReader",
     "CsvWriter",
+    "InputFormat",
     "Readable",
     "Written",
     "count_byte",
+    "detect",
     "diagnose",
     "find_boundary",
     "line_label",
     "neutralise",
     "open_quote_at_end",
     "parse_header",
+    "parse_input_format",
     "read_start",
+    "resolve",
     "scan_exact",
     "to_text_table",
 ]
@@ -94,13 +121,20 @@ class CsvReader:
     """Reads a CSV stream as a header plus a sequence of Arrow tables of string columns.
 
     ``bytes_consumed`` is the number of input bytes covered by the header and
-    the tables returned so far; at the end it equals the input size.
+    the tables returned so far; at the end it equals the input size. ``input_format``
+    (default: comma, UTF-8) says how the file is written; text in another encoding is
+    transcoded to UTF-8 as it is read, and counted in the input's own bytes.
     """
 
-    def __init__(self, source: Readable, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+    def __init__(
+        self, source: Readable, block_size: int = DEFAULT_BLOCK_SIZE, input_format: InputFormat | None = None
+    ) -> None:
         if block_size < 1:
             raise ValueError("block_size must be positive")
-        self._source = source
+        self.input_format = input_format or InputFormat()
+        self._encoding = self.input_format.encoding
+        self._delimiter = self.input_format.delimiter_byte
+        self._source: Readable = source if self._encoding == "utf-8" else Transcoder(source, self._encoding)
         self._block_size = block_size
         self._eof = False
         self.bytes_consumed = 0
@@ -125,16 +159,20 @@ class CsvReader:
             size += len(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def _units(self, data: bytes | memoryview) -> int:
+        """The input bytes that the (UTF-8) ``data`` was read from."""
+        return input_bytes(data, self._encoding)
+
     def _read_header(self) -> None:
         buf = self._read(self._block_size)
-        if buf.startswith(BOM):
+        if buf.startswith(BOM):  # a UTF-16 file's byte-order mark arrives transcoded, as this one
             buf = buf[len(BOM) :]
-            self.bytes_consumed = len(BOM)
+            self.bytes_consumed = self._units(BOM)
         # Blank lines before the header are skipped (Arrow skips blank lines too).
         while True:
             stripped = buf.lstrip(b"\r\n")
             self._next_line += buf.count(b"\n", 0, len(buf) - len(stripped))
-            self.bytes_consumed += len(buf) - len(stripped)
+            self.bytes_consumed += self._units(memoryview(buf)[: len(buf) - len(stripped)])
             buf = stripped
             if buf or self._eof:
                 break
@@ -144,7 +182,7 @@ class CsvReader:
         if b"\n" not in buf and b"\r" in buf:
             self._eol = b"\r"  # old Mac line ends
         while True:
-            end, open_quote = scan_exact(buf, self._eol, stop_at_first=True)
+            end, open_quote = scan_exact(buf, self._eol, stop_at_first=True, delimiter=self._delimiter)
             if end >= 0 or self._eof:
                 break
             if len(buf) > MAX_ROW_BYTES:
@@ -157,9 +195,9 @@ class CsvReader:
                 raise _unterminated(self._next_line + buf.count(self._eol, 0, open_quote))
             end = len(buf) - 1
         header = buf[: end + 1]
-        self.names = parse_header(header, self._next_line)
+        self.names = parse_header(header, self._next_line, self._delimiter)
         self._next_line += header.count(self._eol)
-        self.bytes_consumed += len(header)
+        self.bytes_consumed += self._units(header)
         self._pending = buf[end + 1 :]
 
     def blocks(self) -> Iterator[Block]:
@@ -174,15 +212,15 @@ class CsvReader:
             if self._eof:
                 end = self._final_end(buf, line)
             else:
-                end = find_boundary(buf, self._eol)
+                end = find_boundary(buf, self._eol, self._delimiter)
                 if end < 0:
                     if len(buf) > MAX_ROW_BYTES:
-                        raise _too_big(line, _in_quotes(buf, self._eol))
+                        raise _too_big(line, _in_quotes(buf, self._eol, self._delimiter))
                     pending = buf
                     continue
             if end >= 0:
-                offset += end + 1
-                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol)
+                offset += self._units(memoryview(buf)[: end + 1])
+                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter)
                 line += count_byte(buf, self._eol, end + 1)
             pending = buf[end + 1 :]
             if self._eof and not pending:
@@ -195,7 +233,7 @@ class CsvReader:
     def _final_end(self, buf: bytes, line: int) -> int:
         """The whole rest is the last block, unless a quote is left open."""
         if b'"' in buf:
-            open_quote = open_quote_at_end(buf, self._eol)
+            open_quote = open_quote_at_end(buf, self._eol, self._delimiter)
             if open_quote >= 0:
                 raise _unterminated(line + buf.count(self._eol, 0, open_quote))
         return len(buf) - 1
@@ -205,7 +243,7 @@ class CsvReader:
 
         The block's bytes are let go as soon as Arrow has parsed them.
         """
-        parse = BlockParser(self.names)
+        parse = BlockParser(self.names, self._delimiter)
         for block in self.blocks():
             table = parse(block)
             end = block.end
@@ -221,7 +259,9 @@ class CsvReader:
 INSPECT_BYTES = 64 * 1024
 
 
-def read_start(data: bytes, *, whole: bool, rows: bool = True) -> tuple[list[str], pa.Table] | None:
+def read_start(
+    data: bytes, *, whole: bool, rows: bool = True, input_format: InputFormat | None = None
+) -> tuple[list[str], pa.Table] | None:
     """The header and the complete rows in the first bytes of a file, read and checked as the worker does.
 
     ``data`` is the start of the file (``whole``: all of it). The New task page's preview (and,
@@ -232,16 +272,25 @@ def read_start(data: bytes, *, whole: bool, rows: bool = True) -> tuple[list[str
 
     Returns None when ``data`` is a part that ends inside the header row (a header longer than
     ``data``): only what such a part already shows (not UTF-8, binary) is refused then.
+
+    ``input_format`` (default: comma, UTF-8) is the format the worker will read the file with; a
+    part in another encoding is transcoded first (a character cut by its end left out), as the
+    worker's reader transcodes the whole.
     """
+    input_format = input_format or InputFormat()
+    if input_format.encoding != "utf-8":
+        data = transcode_part(data, input_format.encoding, whole=whole)
+        input_format = InputFormat(input_format.delimiter)
+    delimiter = input_format.delimiter_byte
     if not whole:
         skip = len(BOM) if data.startswith(BOM) else 0
         eol = b"\r" if b"\n" not in data and b"\r" in data else b"\n"  # as CsvReader decides
-        end = find_boundary(data[skip:], eol)
+        end = find_boundary(data[skip:], eol, delimiter)
         if end < 0 or not data[skip : skip + end + 1].strip(b"\r\n"):
             _check_part_of_header(data[skip:])
             return None
         data = data[: skip + end + 1]
-    reader = CsvReader(io.BytesIO(data), block_size=max(len(data), 1))
+    reader = CsvReader(io.BytesIO(data), block_size=max(len(data), 1), input_format=input_format)
     tables = [table for table, _end in reader.tables()] if rows else []
     return reader.names, pa.concat_tables(tables) if tables else reader.empty_table()
 
@@ -257,14 +306,18 @@ def _check_part_of_header(part: bytes) -> None:
 
 
 def _unterminated(line: int) -> InvalidInput:
-    return InvalidInput(f'{line_label(line)}: unterminated quote — a value starts with " but never ends with one')
+    return InvalidInput(
+        f"{line_label(line)}: unterminated quote — a quote opened on {line_label(line)} is never closed: a value "
+        'there starts with " and no " ends it, so the rest of the file would be read as that one value '
+        '(a " inside a value is written twice: "")'
+    )
 
 
 def _too_big(line: int, in_quotes: bool) -> InvalidInput:
     limit = f"{MAX_ROW_BYTES >> 20} MB"
     if in_quotes:
         return InvalidInput(
-            f"{line_label(line)}: a quoted value runs on for more than {limit} — "
-            'probably an unterminated quote (a value that starts with " but never ends with one)'
+            f"{line_label(line)}: a quoted value runs on for more than {limit} — probably a quote opened in the "
+            'row that starts on this line is never closed (a value that starts with " must end with one)'
         )
     return InvalidInput(f"{line_label(line)}: a single row is longer than {limit}; is this a CSV file?")

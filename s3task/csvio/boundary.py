@@ -7,13 +7,21 @@ that follows Arrow's quoting rules decides (:func:`scan_exact`).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .common import QUOTE
 
-#: Characters that may stand next to a quote in well-formed CSV: , LF CR ".
-_NEIGHBOURS = np.zeros(256, dtype=bool)
-_NEIGHBOURS[[0x2C, 0x0A, 0x0D, QUOTE]] = True
+COMMA = b","
+
+
+@functools.cache
+def _neighbours(delimiter: bytes) -> np.ndarray:
+    """Characters that may stand next to a quote in well-formed CSV: the delimiter, LF, CR, "."""
+    table = np.zeros(256, dtype=bool)
+    table[[delimiter[0], 0x0A, 0x0D, QUOTE]] = True
+    return table
 
 
 def count_byte(buf: bytes, byte: bytes, end: int) -> int:
@@ -21,7 +29,7 @@ def count_byte(buf: bytes, byte: bytes, end: int) -> int:
     return int(np.count_nonzero(np.frombuffer(buf, dtype=np.uint8, count=end) == byte[0]))
 
 
-def find_boundary(buf: bytes, eol: bytes) -> int:
+def find_boundary(buf: bytes, eol: bytes, delimiter: bytes = COMMA) -> int:
     """Index of the line end that closes the last complete row in ``buf`` (-1 if none).
 
     ``buf`` starts at the start of a row, outside quotes.
@@ -30,8 +38,8 @@ def find_boundary(buf: bytes, eol: bytes) -> int:
     if last < 0 or buf.find(b'"', 0, last) < 0:
         return last
     quotes = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == QUOTE)
-    if not _regular(buf, quotes[: np.searchsorted(quotes, last)]):
-        return scan_exact(buf, eol)[0]
+    if not _regular(buf, quotes[: np.searchsorted(quotes, last)], delimiter):
+        return scan_exact(buf, eol, delimiter=delimiter)[0]
     pos = last
     while pos >= 0:
         before = int(np.searchsorted(quotes, pos))
@@ -42,12 +50,12 @@ def find_boundary(buf: bytes, eol: bytes) -> int:
     return -1
 
 
-def _regular(buf: bytes, quotes: np.ndarray) -> bool:
+def _regular(buf: bytes, quotes: np.ndarray, delimiter: bytes = COMMA) -> bool:
     """True when quote parity reads ``buf`` exactly like Arrow does.
 
     Under the parity reading, even-numbered quotes open a field (so they follow
-    a comma, a line end, the start, or the quote just before: a doubled quote)
-    and odd-numbered ones close it (so they are followed by a comma, a line end
+    the delimiter, a line end, the start, or the quote just before: a doubled quote)
+    and odd-numbered ones close it (so they are followed by the delimiter, a line end
     or a quote). Anything else is a stray quote in an unquoted field.
     """
     if not len(quotes):
@@ -55,20 +63,21 @@ def _regular(buf: bytes, quotes: np.ndarray) -> bool:
     data = np.frombuffer(buf, dtype=np.uint8)
     opening = quotes[0::2]
     closing = quotes[1::2]
-    ok_open = _NEIGHBOURS[data[opening[opening > 0] - 1]].all()
+    neighbours = _neighbours(delimiter)
+    ok_open = neighbours[data[opening[opening > 0] - 1]].all()
     inner = closing[closing + 1 < len(data)]
-    return bool(ok_open and _NEIGHBOURS[data[inner + 1]].all())
+    return bool(ok_open and neighbours[data[inner + 1]].all())
 
 
-def _in_quotes(buf: bytes, eol: bytes) -> bool:
-    return open_quote_at_end(buf, eol) >= 0
+def _in_quotes(buf: bytes, eol: bytes, delimiter: bytes = COMMA) -> bool:
+    return open_quote_at_end(buf, eol, delimiter) >= 0
 
 
-def open_quote_at_end(buf: bytes, eol: bytes) -> int:
+def open_quote_at_end(buf: bytes, eol: bytes, delimiter: bytes = COMMA) -> int:
     """Index of the quote that opened a value still open at the end of ``buf`` (-1 if none)."""
     quotes = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == QUOTE)
-    if not _regular(buf, quotes):
-        return scan_exact(buf, eol)[1]
+    if not _regular(buf, quotes, delimiter):
+        return scan_exact(buf, eol, delimiter=delimiter)[1]
     return _opening(quotes) if len(quotes) % 2 else -1
 
 
@@ -84,16 +93,17 @@ def _opening(quotes: np.ndarray) -> int:
     return int(opening[np.flatnonzero(~reopened)[-1]])
 
 
-def scan_exact(buf: bytes, eol: bytes, stop_at_first: bool = False) -> tuple[int, int]:
+def scan_exact(buf: bytes, eol: bytes, stop_at_first: bool = False, *, delimiter: bytes = COMMA) -> tuple[int, int]:
     """Follow Arrow's quoting rules through ``buf`` (which starts a row, outside quotes).
 
     A quote opens a quoted field only at the start of a field; inside one, a
     doubled quote is a quote and a single quote closes it (what follows, up to
-    the next comma, is still part of the value). Returns the index of the last
+    the next delimiter, is still part of the value). Returns the index of the last
     line end outside quotes (the first one with ``stop_at_first``; -1 if
     none) and the index of the quote left open at the end (-1 if none).
     """
     last_end = -1
+    starts = delimiter + b"\r\n"  # what a quote that opens a value follows
     pos = 0  # always outside quotes
     while True:
         q = buf.find(b'"', pos)
@@ -106,7 +116,7 @@ def scan_exact(buf: bytes, eol: bytes, stop_at_first: bool = False) -> tuple[int
             last_end = max(last_end, buf.rfind(eol, pos, stop))
         if q < 0:
             return last_end, -1
-        if q > 0 and buf[q - 1] not in b",\r\n":
+        if q > 0 and buf[q - 1] not in starts:
             pos = q + 1  # a literal quote inside an unquoted value
             continue
         close = q + 1

@@ -24,6 +24,11 @@ QUOTE = 0x22
 TEXT = pa.large_string()
 
 SAVE_AS_UTF8 = "save the file as 'CSV UTF-8' and upload it again"
+#: The advice for text that is not in the encoding the file is read with.
+CHOOSE_ENCODING = (
+    SAVE_AS_UTF8 + ", or submit it again with its text encoding chosen (Excel's plain 'CSV' is "
+    "Windows (Western European) text)"
+)
 
 
 def line_label(line: int) -> str:

@@ -11,7 +11,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ..errors import InvalidInput
-from .common import ARROW_BLOCK_SIZE, BOM, MAX_COLUMNS, MAX_ROW_BYTES, SAVE_AS_UTF8, TEXT, line_label
+from .common import (
+    ARROW_BLOCK_SIZE,
+    BOM,
+    CHOOSE_ENCODING,
+    MAX_COLUMNS,
+    MAX_ROW_BYTES,
+    SAVE_AS_UTF8,
+    TEXT,
+    line_label,
+)
 
 
 @dataclass
@@ -22,18 +31,19 @@ class Block:
     first_line: int
     end: int
     eol: bytes
+    delimiter: bytes = b","
 
 
 class BlockParser:
     """Parses one block of whole rows with Arrow; failures become InvalidInput naming the line."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], delimiter: bytes = b",") -> None:
         self.names = names
         # One thread per block: the engine's pipeline already keeps both cores of a small box busy,
         # and Arrow's parse threads only added CPU (10% more for the same 100 MB) and, with them,
         # allocator memory that grew with the length of the file.
         self.read_options = pacsv.ReadOptions(column_names=names, block_size=ARROW_BLOCK_SIZE, use_threads=False)
-        self.parse_options = pacsv.ParseOptions(newlines_in_values=True)
+        self.parse_options = pacsv.ParseOptions(delimiter=delimiter.decode(), newlines_in_values=True)
         self.convert_options = pacsv.ConvertOptions(
             column_types=dict.fromkeys(names, TEXT), strings_can_be_null=False, quoted_strings_can_be_null=False
         )
@@ -67,7 +77,7 @@ class BlockParser:
         )
 
 
-def parse_header(header: bytes, line: int) -> list[str]:
+def parse_header(header: bytes, line: int, delimiter: bytes = b",") -> list[str]:
     _allow_big_fields()
     try:
         text = header.decode("utf-8")
@@ -75,7 +85,7 @@ def parse_header(header: bytes, line: int) -> list[str]:
         raise _not_text(header, line + header.count(b"\n", 0, e.start)) from e
     if "\x00" in text:
         raise _not_text(header, line)
-    records = csv.reader(io.StringIO(text, newline=""))
+    records = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter.decode())
     names = next(records, [])
     if _more_records(records):
         # The line end was taken from the file's first LF, and the "header line" up to it
@@ -118,7 +128,7 @@ def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
     except UnicodeDecodeError as e:
         return _not_text(data, block.first_line + data.count(block.eol, 0, e.start))
     _allow_big_fields()
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=block.delimiter.decode())
     start = 0
     try:
         for fields in reader:
@@ -127,7 +137,7 @@ def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
                 return InvalidInput(
                     f"{line}: expected {ncols} fields, found {len(fields)} — "
                     "the row must have one value per column of the header, and a value that contains "
-                    "a comma must be in double quotes"
+                    f"{_ONE[block.delimiter]} must be in double quotes"
                 )
             start = reader.line_num
     except csv.Error as e:
@@ -141,6 +151,9 @@ def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
     )
 
 
+_ONE = {b",": "a comma", b";": "a semicolon", b"\t": "a tab", b"|": "a pipe (|)"}
+
+
 def _allow_big_fields() -> None:
     """Python's csv module refuses values over 128 kB by default; ours may be up to MAX_ROW_BYTES."""
     if csv.field_size_limit() < 2 * MAX_ROW_BYTES:
@@ -151,7 +164,10 @@ def _not_text(data: bytes, line: int) -> InvalidInput:
     if data.startswith(b"PK\x03\x04"):
         return InvalidInput("this is an Excel workbook or a zip file, not a CSV file — " + SAVE_AS_UTF8)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return InvalidInput("the file is UTF-16 text, not UTF-8 — " + SAVE_AS_UTF8)
+        return InvalidInput(
+            "the file is UTF-16 text (Excel's 'Unicode text'), read as UTF-8 — choose UTF-16 as its text encoding "
+            "when you submit it, or " + SAVE_AS_UTF8
+        )
     if b"\x00" in data[:4096]:
         return InvalidInput(f"{line_label(line)}: this is binary data, not CSV text — " + SAVE_AS_UTF8)
-    return InvalidInput(f"{line_label(line)}: not UTF-8 text — " + SAVE_AS_UTF8)
+    return InvalidInput(f"{line_label(line)}: not UTF-8 text — " + CHOOSE_ENCODING)

@@ -1,4 +1,10 @@
-"""Writing: handler output as RFC 4180 CSV (UTF-8, CRLF, header once), formulas neutralised."""
+"""Writing: handler output as RFC 4180 CSV (UTF-8 with a BOM, CRLF, header once), formulas neutralised.
+
+The protection is reversible: a value a spreadsheet would run as a formula gets a leading ``'``,
+and so does a value that already starts with ``'``. Every stored value that starts with ``'``
+therefore had exactly one added, and :func:`unprotect` takes it off again, giving the exact
+values (the app's preview, the Excel copy and the "exact" CSV, :mod:`s3task.exports`).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +17,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .common import TEXT
+from .common import BOM, TEXT
 
 #: First characters that make a spreadsheet read a cell as a formula.
 _FORMULA_START = np.zeros(256, dtype=bool)
 _FORMULA_START[list(b"=+-@\t\r")] = True
+#: First characters that get a ``'``: a formula start, or an apostrophe (so that it can be told apart).
+_PROTECT_START = _FORMULA_START.copy()
+_PROTECT_START[ord("'")] = True
+_APOSTROPHE_ONLY = np.zeros(256, dtype=bool)
+_APOSTROPHE_ONLY[ord("'")] = True
 _SIGN = np.zeros(256, dtype=bool)
 _SIGN[list(b"+-")] = True
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
@@ -56,30 +67,44 @@ class Written:
 
 
 class CsvWriter:
-    """Writes DataFrames as one RFC 4180 CSV (header once, UTF-8, CRLF), formulas neutralised.
+    """Writes DataFrames as one RFC 4180 CSV (BOM, header once, UTF-8, CRLF), formulas neutralised.
 
     Two halves, so that they can run on different threads: :meth:`prepare`
     turns a handler's DataFrame into an Arrow table of text (cheap, no copy
     for text columns) and counts its error rows; :meth:`write_table`
     neutralises formulas and encodes the table into the sink. All sink writes
-    happen in ``write_table`` and ``close``.
+    happen in ``write_table`` and ``close``. The file starts with a UTF-8
+    byte-order mark, so that Windows Excel reads it as UTF-8.
+
+    ``protect=False`` writes the values exactly as they are (the "exact" CSV).
+    :attr:`protected` counts the data cells given a leading ``'`` so far
+    (written on the thread that calls ``write_table``; read it after ``close``
+    for the final count).
     """
 
-    def __init__(self, sink: Any, error_column: str | None = None) -> None:
-        self._file = pa.PythonFile(_SinkFile(sink), mode="w")
+    def __init__(self, sink: Any, error_column: str | None = None, *, protect: bool = True) -> None:
+        self._raw = _SinkFile(sink)
+        self._file = pa.PythonFile(self._raw, mode="w")
         self._error_column = error_column
+        self._protect = protect
         self._writer: pacsv.CSVWriter | None = None
         self._names: list[str] | None = None
         self._schema: pa.Schema | None = None
+        #: Data cells (not header names) that got a leading ``'``.
+        self.protected = 0
 
-    def prepare(self, frame: pd.DataFrame | None) -> tuple[pa.Table | None, Written]:
-        """The frame as a table of text to write (None if nothing to write), and its row counts."""
+    def prepare(self, frame: pd.DataFrame | pa.Table | None) -> tuple[pa.Table | None, Written]:
+        """The frame as a table of text to write (None if nothing to write), and its row counts.
+
+        An Arrow table is taken as it is: its columns must be text already.
+        """
         if frame is None or len(frame.columns) == 0:
             return None, Written()
-        table = to_text_table(frame)
+        table = frame if isinstance(frame, pa.Table) else to_text_table(frame)
         if self._names is None:
             self._names = table.column_names
-            header = neutralise(pa.array(self._names, pa.string())).to_pylist()
+            names = pa.array(self._names, pa.string())
+            header = (neutralise(names) if self._protect else names).to_pylist()
             self._schema = pa.schema([(name, TEXT) for name in header])
         elif table.column_names != self._names:
             if table.num_rows == 0:
@@ -90,10 +115,18 @@ class CsvWriter:
     def write_table(self, table: pa.Table) -> None:
         if self._writer is None:
             assert self._schema is not None
+            self._raw.write(BOM)  # as a view the sink must be done with, like Arrow's buffers
             self._writer = pacsv.CSVWriter(self._file, self._schema, write_options=pacsv.WriteOptions(eol="\r\n"))
-        self._writer.write_table(pa.table([neutralise(col) for col in table.columns], schema=table.schema))
+        if self._protect:
+            columns = []
+            for col in table.columns:
+                fixed, count = protect(col)
+                columns.append(fixed)
+                self.protected += count
+            table = pa.table(columns, schema=table.schema)
+        self._writer.write_table(table)
 
-    def write(self, frame: pd.DataFrame | None) -> Written:
+    def write(self, frame: pd.DataFrame | pa.Table | None) -> Written:
         """prepare + write_table, on the calling thread."""
         table, written = self.prepare(frame)
         if table is not None:
@@ -133,39 +166,83 @@ def _to_text(series: pd.Series) -> pa.ChunkedArray | pa.Array:
 
 
 def neutralise(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """Prefix ``'`` to text that a spreadsheet would run as a formula.
+    """Prefix ``'`` to text that a spreadsheet would run as a formula, and to text starting with ``'``.
 
     A value starting with = + - @ tab or CR gets a leading apostrophe unless
-    it is a plain number ("-42" and "+3.5" stay as they are). The candidates
-    are found from the first byte of each value (numpy, no copy); only they
-    are checked against the number pattern, so the cost follows the number of
-    risky-looking values, not the size of the column.
+    it is a plain number ("-42" and "+3.5" stay as they are); a value starting
+    with ``'`` gets one too, which makes the protection reversible
+    (:func:`unprotect`). The candidates are found from the first byte of each
+    value (numpy, no copy); only they are checked against the number pattern,
+    so the cost follows the number of risky-looking values, not the size of
+    the column.
     """
+    return protect(col)[0]
+
+
+def protect(col: pa.ChunkedArray | pa.Array) -> tuple[pa.ChunkedArray | pa.Array, int]:
+    """:func:`neutralise`, and how many values it prefixed."""
     if isinstance(col, pa.ChunkedArray):
-        chunks = [_neutralise_chunk(chunk) for chunk in col.chunks]
-        if all(new is old for new, old in zip(chunks, col.chunks, strict=True)):
-            return col
-        return pa.chunked_array(chunks, type=col.type)
+        done = [_neutralise_chunk(chunk) for chunk in col.chunks]
+        count = sum(n for _chunk, n in done)
+        if not count:
+            return col, 0
+        return pa.chunked_array([chunk for chunk, _n in done], type=col.type), count
     return _neutralise_chunk(col)
 
 
-def _neutralise_chunk(chunk: pa.Array) -> pa.Array:
-    candidates = _formula_candidates(chunk)
+def _neutralise_chunk(chunk: pa.Array) -> tuple[pa.Array, int]:
+    candidates = _first_byte_in(chunk, _PROTECT_START)
     if not len(candidates):
-        return chunk
+        return chunk, 0
     values = chunk.take(pa.array(candidates))
     formula = _is_formula(values)
-    if not formula.any():
-        return chunk
+    count = int(formula.sum())
+    if not count:
+        return chunk, 0
     mask = np.zeros(len(chunk), dtype=bool)
     mask[candidates[formula]] = True
     quote, nothing = pa.scalar("'", values.type), pa.scalar("", values.type)
     fixed = pc.binary_join_element_wise(quote, values.filter(pa.array(formula)), nothing)
+    return pc.replace_with_mask(chunk, pa.array(mask), fixed), count
+
+
+def unprotect(col: pa.ChunkedArray | pa.Array, *, legacy: bool = False) -> pa.ChunkedArray | pa.Array:
+    """The exact values of a column written with :func:`neutralise`: one leading ``'`` taken off.
+
+    ``legacy``: the column comes from an output written before the protection
+    was reversible (such a file has no BOM), where a value that starts with
+    ``'`` may have been written that way; then only a ``'`` before = + - @ tab
+    or CR, which that writer added, is taken off.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        chunks = [_unprotect_chunk(chunk, legacy) for chunk in col.chunks]
+        if all(new is old for new, old in zip(chunks, col.chunks, strict=True)):
+            return col
+        return pa.chunked_array(chunks, type=col.type)
+    return _unprotect_chunk(col, legacy)
+
+
+def _unprotect_chunk(chunk: pa.Array, legacy: bool) -> pa.Array:
+    if chunk.type not in (pa.string(), pa.large_string()):
+        return chunk
+    candidates = _first_byte_in(chunk, _APOSTROPHE_ONLY)
+    if legacy and len(candidates):
+        offsets, data = _offsets_and_data(chunk)
+        second = offsets[candidates] + 1
+        inside = second < offsets[candidates + 1]
+        keep = np.zeros(len(candidates), dtype=bool)
+        keep[inside] = _FORMULA_START[data[second[inside]]]
+        candidates = candidates[keep]
+    if not len(candidates):
+        return chunk
+    mask = np.zeros(len(chunk), dtype=bool)
+    mask[candidates] = True
+    fixed = pc.utf8_slice_codeunits(chunk.filter(pa.array(mask)), 1)
     return pc.replace_with_mask(chunk, pa.array(mask), fixed)
 
 
 def _is_formula(values: pa.Array) -> np.ndarray:
-    """Which of ``values`` (each non-empty, starting with one of = + - @ tab CR) a spreadsheet would run.
+    """Which of ``values`` (each non-empty, starting with one of = + - @ tab CR ') get a ``'``.
 
     Only a value that starts with a sign can be a plain number; only those go through the pattern.
     """
@@ -188,8 +265,8 @@ def _offsets_and_data(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _formula_candidates(chunk: pa.Array) -> np.ndarray:
-    """Positions of the non-empty values whose first byte is one of = + - @ tab CR."""
+def _first_byte_in(chunk: pa.Array, table: np.ndarray) -> np.ndarray:
+    """Positions of the non-empty values whose first byte is marked in ``table``."""
     if len(chunk) == 0:
         return np.zeros(0, dtype=np.intp)
     if chunk.type not in (pa.string(), pa.large_string()):
@@ -200,4 +277,4 @@ def _formula_candidates(chunk: pa.Array) -> np.ndarray:
     starts = offsets[:-1]
     filled = offsets[1:] > starts
     first = data[np.minimum(starts, len(data) - 1)]
-    return np.flatnonzero(filled & _FORMULA_START[first])
+    return np.flatnonzero(filled & table[first])

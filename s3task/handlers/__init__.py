@@ -81,6 +81,11 @@ class TaskType:
     max_runtime: ClassVar[float | None] = None
     #: The output column that marks row errors (empty = fine); None when the output has none.
     error_column: ClassVar[str | None] = ERROR_COLUMN
+    #: What the output's rows are: ``"rows"`` (rows of the input, changed or not) or ``"summary"``
+    #: (rows that describe the input, e.g. one per column). Decides the counts shown (s3task.counts).
+    output_rows: ClassVar[Literal["rows", "summary"]] = "rows"
+    #: Whether the output may have fewer rows than the input (rows left out on purpose, e.g. duplicates).
+    leaves_out_rows: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         #: The values of this task's parameters (``params`` declares them).

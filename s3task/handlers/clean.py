@@ -48,6 +48,7 @@ class Clean(TaskType):
         Param("drop_duplicate_rows", "bool", default=True, help="Leave out rows that repeat an earlier row exactly."),
     )
     error_column = None
+    leaves_out_rows = True
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         super().__init__(self.validate(params))

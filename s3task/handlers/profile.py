@@ -28,11 +28,13 @@ class Profile(TaskType):
     description = (
         "Summarises the whole file with one output row per input column: how many cells are filled and how "
         "many are empty, how many different values there are, the length of the shortest and the longest "
-        "value (in characters), and the five most common values with how often each appears. Different values "
-        "are counted exactly up to a limit (20,000 per column for a 10-column file); beyond it the count is an "
-        "estimate within about 2% and the most common values are approximate, which the note column says."
+        "value (in characters), and the five most common values, each in a value column and a count column "
+        "(top_1_value, top_1_count, …). Different values are counted exactly up to a limit (20,000 per column "
+        "for a 10-column file); beyond it the count is an estimate within about 2% (never more than the filled "
+        "cells), distinct_is_estimate says true and the note says the most common values are approximate."
     )
     error_column = None
+    output_rows = "summary"
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         super().__init__(self.validate(params))
@@ -60,9 +62,10 @@ COLUMNS = [
     "filled",
     "empty",
     "distinct",
+    "distinct_is_estimate",
     "shortest",
     "longest",
-    *(f"top_{i}" for i in range(1, TOP + 1)),
+    *(f"top_{i}_{part}" for i in range(1, TOP + 1) for part in ("value", "count")),
     "note",
 ]
 
@@ -81,6 +84,8 @@ class ColumnStats:
         self.values = pa.array([], pa.large_string())
         self.counts = np.zeros(0, dtype=np.int64)
         self.exact = True
+        #: Distinct values known for sure once the count is an estimate (all were held when it stopped).
+        self.at_least = 0
         #: Fed only once the counts stop being exact (until then they hold every value).
         self.sketch = HyperLogLog()
 
@@ -109,18 +114,19 @@ class ColumnStats:
             if self.exact:
                 self.sketch.add(_hashes(self.values))
                 self.exact = False
+                self.at_least = len(self.counts)
             keep = _ranking(self.values, self.counts)[: self.cap]
             self.values, self.counts = self.values.take(pa.array(keep)), self.counts[keep]
 
     def summary(self, name: str, position: int) -> list[str]:
-        distinct = len(self.counts) if self.exact else self.sketch.estimate()
+        distinct = len(self.counts) if self.exact else self.distinct_estimate()
         top = _ranking(self.values, self.counts)[:TOP]
-        cells = [f"{_shorten(self.values[i].as_py())} ({int(self.counts[i]):,})" for i in top]
+        cells = [cell for i in top for cell in (_shorten(self.values[i].as_py()), str(int(self.counts[i])))]
         note = ""
         if not self.exact:
             note = (
                 f"more than {self.cap:,} different values: 'distinct' is an estimate (about ±2%) "
-                "and the most common values are approximate"
+                "and the most common values and their counts are approximate"
             )
         return [
             name,
@@ -128,12 +134,18 @@ class ColumnStats:
             str(self.filled),
             str(self.rows - self.filled),
             str(distinct),
+            "false" if self.exact else "true",
             "" if self.shortest is None else str(self.shortest),
             "" if self.longest is None else str(self.longest),
             *cells,
-            *[""] * (TOP - len(cells)),
+            *[""] * (2 * TOP - len(cells)),
             note,
         ]
+
+    def distinct_estimate(self) -> int:
+        """The sketch's estimate, within what is known for sure: at least the values seen before the
+        exact count stopped, at most the filled cells (an estimate may overshoot, a count cannot)."""
+        return min(self.filled, max(self.sketch.estimate(), self.at_least))
 
 
 def _ranking(values: pa.Array, counts: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .. import handlers
+from .. import handlers, metrics
 from ..config import Settings
 from ..errors import S3TaskError
 from ..record import TaskRecord
@@ -40,6 +40,7 @@ from .models import (
     NewTask,
     OneTask,
     OutputLink,
+    OutputQuery,
     Task,
     TaskPage,
     TaskQuery,
@@ -57,12 +58,21 @@ M = TypeVar("M", bound=BaseModel)
 
 #: What a request that does not fit its model is told, by the first field at fault.
 _NAME_AND_TYPE = 'give the task a "name" and a "type" (see GET /api/task-types)'
-NEW_TASK_MESSAGES = {"name": _NAME_AND_TYPE, "type": _NAME_AND_TYPE, "parameters": '"parameters" must be a JSON object'}
+NEW_TASK_MESSAGES = {
+    "name": _NAME_AND_TYPE,
+    "type": _NAME_AND_TYPE,
+    "parameters": '"parameters" must be a JSON object',
+    "input_format": '"input_format" is an object with "delimiter" (",", ";", tab, "|" or "detect") and "encoding" '
+    '("utf-8", "windows-1252", "utf-16-le", "utf-16-be" or "detect")',
+}
 QUERY_MESSAGES = {
     "limit": f"limit must be a whole number between 1 and {MAX_LIST}",
     "cursor": "that page cursor is not valid; start again from the first page",
     "mine": "mine must be true or false",
 }
+#: How long a request for a copy of an output (Excel, exact values, rows with errors) waits for it to be made.
+PREPARE_WAIT_SECONDS = 20.0
+OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx"}
 
 
 class Api:
@@ -112,7 +122,10 @@ class Api:
     async def create_task(self, request: Request) -> Response:
         actor = self.actor(request)
         body = checked(NewTask, await _json_object(request), NEW_TASK_MESSAGES)
-        created = await run_in_threadpool(self.service.create, actor, body.name, body.type, body.parameters or {})
+        read_as = body.input_format.model_dump() if body.input_format else None
+        created = await run_in_threadpool(
+            self.service.create, actor, body.name, body.type, body.parameters or {}, input_format=read_as
+        )
         upload = None
         if created.upload_url:
             upload = Upload(
@@ -153,14 +166,21 @@ class Api:
     async def task_output(self, request: Request) -> Response:
         actor = self.actor(request)
         task_id = request.path_params["task_id"]
-        url = await run_in_threadpool(self.service.output_url, actor, task_id)
+        variant = checked(OutputQuery, dict(request.query_params), OUTPUT_MESSAGES).variant
+        # A copy (exact, errors, xlsx) is made on the first request for it, in the background. A request waits
+        # for it a while; a large one (an Excel file takes about 12 s per 100,000 rows) gets 503
+        # output_preparing with Retry-After instead of a connection a proxy would cut, and asks again.
+        await run_in_threadpool(
+            lambda: self.service.ensure_output(actor, task_id, variant, timeout=PREPARE_WAIT_SECONDS)
+        )
+        url = await run_in_threadpool(self.service.output_url, actor, task_id, variant)
         if url is None:
             raise HttpError(503, "no_download_url", "this store cannot make download links")
         record = await run_in_threadpool(self.service.get, actor, task_id)
         link = OutputLink(
             url=absolute_url(request, url),
             expires_in=self.service.url_seconds,
-            filename=self.service.output_filename(record),
+            filename=self.service.output_filename(record, variant),
         )
         return reply(link, headers={"Cache-Control": "no-store"})
 
@@ -176,7 +196,7 @@ def checked(model: type[M], data: Mapping[str, Any], messages: Mapping[str, str]
         return model.model_validate(data)
     except ValidationError as e:
         problems = e.errors()
-        unknown = sorted(str(p["loc"][0]) for p in problems if p["type"] == "extra_forbidden")
+        unknown = sorted(str(p["loc"][0]) for p in problems if p["type"] == "extra_forbidden" and len(p["loc"]) == 1)
         if unknown:
             message = f"unknown field(s) {', '.join(unknown)}; expected {', '.join(model.model_fields)}"
             raise HttpError(400, "invalid_input", message) from None
@@ -260,8 +280,9 @@ def routes(
 
 
 def create_app(settings: Settings | None = None, **kwargs: Any) -> Starlette:
-    """A standalone ASGI app serving only the API (and transfer routes)."""
-    return Starlette(routes=routes(settings or Settings.load(), **kwargs))
+    """A standalone ASGI app serving the API (and transfer routes), and its Prometheus metrics at ``/metrics``."""
+    metrics.enable()  # count the requests of the store routes() opens
+    return Starlette(routes=[*routes(settings or Settings.load(), **kwargs), metrics.route()])
 
 
 def app() -> Starlette:

@@ -30,6 +30,7 @@ from ..errors import (
     InvalidTaskId,
     InvalidTransition,
     NotFound,
+    OutputPreparing,
     RecordError,
     S3TaskError,
     StoreError,
@@ -52,6 +53,7 @@ ERRORS: dict[type[S3TaskError], tuple[int, str]] = {
     TaskNotFound: (404, "task_not_found"),
     NotFound: (404, "not_found"),
     InvalidTransition: (409, "invalid_transition"),
+    OutputPreparing: (503, "output_preparing"),
     TooManyConflicts: (409, "too_many_conflicts"),
     UnsupportedSchema: (409, "unsupported_schema"),
     CorruptRecord: (500, "corrupt_record"),
@@ -61,6 +63,9 @@ ERRORS: dict[type[S3TaskError], tuple[int, str]] = {
     AccessDeniedByStore: (503, "store_access_denied"),
     StoreError: (503, "store_error"),
 }
+
+#: Retry-After (seconds) on 503 output_preparing: a copy of an output is being made.
+RETRY_PREPARING_SECONDS = 5
 
 #: The codes the web layer answers with itself (as :class:`HttpError`), by status.
 WEB_CODES: dict[int, tuple[str, ...]] = {
@@ -120,6 +125,8 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 async def s3task_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, S3TaskError)
     status, code = status_of(exc)
+    if isinstance(exc, OutputPreparing):  # not a failure: the client asks again
+        return error_response(status, code, exc.message, {"Retry-After": str(RETRY_PREPARING_SECONDS)})
     if status >= 500:
         log.warning("%s %s: %s", request.method, request.url.path, exc)
     return error_response(status, code, exc.message)

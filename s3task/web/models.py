@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
+from ..counts import HELP, counts_of
 from ..handlers import Param
 from ..ids import _ID_RE, ID_LENGTH
 from ..record import TaskRecord
@@ -85,6 +86,23 @@ class Task(_RecordView):  # type: ignore[misc, valid-type]
     terminal: bool = Field(description="It will not change by itself any more (completed, abandoned, failed for good).")
     retryable: bool = Field(description="The caller may retry it now.")
     cancellable: bool = Field(description="The caller may cancel it now.")
+    rows_read: int = Field(ge=0, description=HELP["rows_read"] + " While it runs: so far.")
+    rows_written: int | None = Field(
+        ge=0,
+        description=HELP["rows_written"] + " For a summary (output_kind summary), its rows. While it runs: so far; "
+        "null before the first attempt starts.",
+    )
+    rows_with_errors: int | None = Field(
+        ge=0, description=HELP["rows_with_errors"] + " Null when the task type does not mark errors."
+    )
+    rows_left_out: int | None = Field(
+        ge=0,
+        description=HELP["rows_left_out"] + " Rows read minus rows written; null when the task type never "
+        "leaves rows out (or its output is a summary).",
+    )
+    output_kind: Literal["rows", "summary"] = Field(
+        description="rows: the result's rows are the input's rows; summary: they describe the input (a profile)."
+    )
 
 
 def task_of(record: TaskRecord, *, retryable: bool, cancellable: bool) -> Task:
@@ -92,12 +110,34 @@ def task_of(record: TaskRecord, *, retryable: bool, cancellable: bool) -> Task:
     data = record.to_dict()
     for name in HIDDEN:
         data.pop(name, None)
-    computed = {"progress": record.progress, "terminal": record.is_terminal}
+    counts = counts_of(record)
+    computed = {
+        "progress": record.progress,
+        "terminal": record.is_terminal,
+        **counts.as_dict(),
+        "output_kind": "summary" if counts.summary else "rows",
+    }
     task: Task = Task.model_validate({**data, **computed, "retryable": retryable, "cancellable": cancellable})
     return task
 
 
 # --- requests ---------------------------------------------------------------------------------
+
+
+class InputFormat(_Request):
+    """How the input file is written. The task's `input_format` holds the settled values once it is submitted."""
+
+    delimiter: Literal[",", ";", "\t", "|", "detect"] = Field(
+        default=",",
+        description="What separates the values: comma, semicolon, tab or pipe; `detect`: what the file's first "
+        "64 KB show, settled when the task is submitted.",
+    )
+    encoding: Literal["utf-8", "windows-1252", "utf-16-le", "utf-16-be", "detect"] = Field(
+        default="utf-8",
+        description="The file's text encoding: UTF-8 (with or without a byte-order mark), Windows-1252 (Excel's "
+        "plain 'CSV' in Western Europe), UTF-16 (Excel's 'Unicode text'); `detect`: by the byte-order mark, "
+        "else UTF-8 if the first 64 KB are UTF-8, else Windows-1252.",
+    )
 
 
 class NewTask(_Request):
@@ -114,6 +154,11 @@ class NewTask(_Request):
     type: str = Field(description="The name of a task type (GET /api/task-types).")
     parameters: dict[str, Any] | None = Field(
         default=None, description="The task type's parameters by name (GET /api/task-types); none if left out."
+    )
+    input_format: InputFormat | None = Field(
+        default=None,
+        description="How the input file is written; left out: comma-separated UTF-8. The output is always "
+        "comma-separated UTF-8.",
     )
 
 
@@ -150,6 +195,21 @@ class TaskQuery(BaseModel):
     )
     cursor: TaskId | None = Field(default=None, description="The next_cursor of the previous page.")
     mine: Annotated[bool, BeforeValidator(_flag)] = Field(default=False, description="Only the caller's own tasks.")
+
+
+class OutputQuery(BaseModel):
+    """The query of `GET /api/tasks/{task_id}/output`; other names are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    variant: Literal["csv", "exact", "errors", "xlsx"] = Field(
+        default="csv",
+        description="Which file: `csv` the output as stored (UTF-8 with a BOM; a value a spreadsheet would run "
+        "as a formula, or that starts with ', has a ' before it), `exact` the same CSV with the values exactly "
+        "as produced (for pandas and scripts), `errors` only the rows with an error (error column first), "
+        "`xlsx` an Excel workbook of text cells. The first request for exact, errors or xlsx makes that file "
+        "and answers when it is made (xlsx: about 12 s per 100,000 rows of 11 columns); later ones answer at once.",
+    )
 
 
 # --- responses --------------------------------------------------------------------------------

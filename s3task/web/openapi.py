@@ -20,7 +20,18 @@ from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 
 from .errors import codes_for
-from .models import Created, ErrorBody, NewTask, OneTask, OutputLink, TaskId, TaskPage, TaskQuery, TaskTypes
+from .models import (
+    Created,
+    ErrorBody,
+    NewTask,
+    OneTask,
+    OutputLink,
+    OutputQuery,
+    TaskId,
+    TaskPage,
+    TaskQuery,
+    TaskTypes,
+)
 
 REF = "#/components/schemas/{model}"
 #: What a request naming a task can meet besides success.
@@ -73,6 +84,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "GET", "/tasks/{task_id}/output", "task_output", "A short-lived download URL for a completed task's output",
         OutputLink, errors=_ON_A_TASK, headers={"Cache-Control": "no-store: the URL is fresh each time"},
+        query=OutputQuery,
     ),
 )  # fmt: skip
 

@@ -11,7 +11,15 @@ from ..errors import S3TaskError, UnsafeStore
 from .loop import Worker
 from .presence import live_workers
 
-__all__ = ["EmbeddedWorker", "Worker", "ensure_embedded", "live_workers", "start_embedded", "stop_embedded"]
+__all__ = [
+    "EmbeddedWorker",
+    "Worker",
+    "ensure_embedded",
+    "live_workers",
+    "start_embedded",
+    "stop_embedded",
+    "wake_embedded",
+]
 
 log = logging.getLogger("s3task.worker")
 
@@ -102,3 +110,11 @@ def stop_embedded(timeout: float = 30) -> None:
         worker = _embedded
     if worker is not None and worker.alive:
         worker.stop(timeout)
+
+
+def wake_embedded(task_id: str = "") -> None:
+    """Have this process's embedded worker poll now, if one runs (else nothing): the app's TaskService
+    calls it after a submit or retry (``on_queued``), so a task is picked up at once, not at the next poll."""
+    worker = _embedded
+    if worker is not None and worker.alive:
+        worker.worker.wake()

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import handlers, lifecycle, markers
+from .. import handlers, lifecycle, live, markers
 from ..config import Settings
 from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..layout import Layout
 from ..lifecycle import Lease
 from ..progress import Done, Failed, Message, Moved, Progress
-from ..record import Change, TaskRecord, update_record
+from ..record import Change, TaskRecord, read_record, update_record
+from ..states import Status
 from ..store.base import ObjectStore
 from . import child
 
@@ -55,6 +56,7 @@ def warm_up() -> None:
 class Outcome:
     kind: Literal["completed", "failed", "released", "lost"]
     detail: str = ""
+    final: bool = False  # failed for good (no retry): counted apart in s3task.metrics
 
 
 class Attempt:
@@ -73,6 +75,10 @@ class Attempt:
         self.record, self.lease, self.stop = record, lease, stop
         self.task_id = record.task_id
         self.progress = Progress()
+        #: Saves the counts for readers every few seconds, and notices a cancel (s3task.live).
+        self.live = live.Publisher(store, layout, self.task_id, lease.attempt_id)
+        #: Set by the worker's poll when it saw this task cancelled or its marker gone: re-read the record now.
+        self._doubt = threading.Event()
         self._proc: Any = None
         self._renewed = False
         #: When the lease was last known to be renewed (monotonic): the claim, then each heartbeat.
@@ -103,6 +109,7 @@ class Attempt:
         interval = self.settings.lease_seconds / 3
         started = last_move = last_renewal = time.monotonic()
         next_beat = started + interval
+        next_live = started + live.LIVE_SECONDS
         moved_bytes = -1
         max_runtime = self._max_runtime()
         result: Done | Failed | None = None
@@ -125,6 +132,17 @@ class Attempt:
                     return self._fail(f"ran longer than the {max_runtime:.0f} seconds this task type allows", False)
                 if self._rss_mb() > self.settings.max_child_memory_mb:
                     return self._fail(f"used more than {self.settings.max_child_memory_mb} MB of memory", False)
+                if self._doubt.is_set():
+                    self._doubt.clear()
+                    outcome = self._recheck()
+                    if outcome is not None:
+                        return outcome
+                if now >= next_live:  # on a steady beat (not drifting by a tick each time), unless far behind
+                    next_live += live.LIVE_SECONDS
+                    next_live = next_live if next_live > now else now + live.LIVE_SECONDS
+                    outcome = self._save_live()
+                    if outcome is not None:
+                        return outcome
                 if now >= next_beat:
                     next_beat = now + interval
                     outcome = self._heartbeat(now, last_renewal)
@@ -149,6 +167,7 @@ class Attempt:
             input_etag=self.record.input_etag or "",
             output_key=self.layout.output_key(self.task_id, self.lease.attempt_id),
             write_id=secrets.token_hex(8),
+            input_format=dict(self.record.input_format),
         )
         self._proc = _MP.Process(target=child.main, args=(job, child_conn), name=f"s3task-{self.task_id}", daemon=True)
         self._proc.start()
@@ -224,6 +243,46 @@ class Attempt:
 
     def _margin(self) -> float:
         return max(2.0, self.settings.lease_seconds / 6)
+
+    def doubt(self) -> None:
+        """The worker's poll saw this task cancelled (or its marker gone): check ownership at the next tick.
+
+        This is how a cancel is noticed while the counts stand still, when no
+        progress save would fail its condition: the poll reads the record
+        anyway, so it costs no request of its own.
+        """
+        self._doubt.set()
+
+    def _save_live(self) -> Outcome | None:
+        """Save the counts for readers, if they moved.
+
+        When someone else wrote the progress object (a cancel, as a rule), re-read
+        the record: a worker that no longer owns the task kills the attempt's
+        process and writes nothing more; its partial output is left as it is.
+        """
+        if self.live.save(self.progress):
+            return None
+        return self._recheck(adopt=True)
+
+    def _recheck(self, *, adopt: bool = False) -> Outcome | None:
+        """Re-read the record: stop the attempt (no write, nothing dropped) if the task is no longer ours.
+
+        ``adopt``: when it still is, the progress object there is our own write whose answer was lost.
+        """
+        try:
+            record, _ = read_record(self.store, self.layout, self.task_id)
+            lifecycle.check_owner(record, self.lease)
+        except NotOwner as e:
+            self._kill_child()
+            why = "it was cancelled" if record.status == Status.ABANDONED else str(e)
+            log.warning("stopped %s: %s", self.task_id, why, extra={"task_id": self.task_id, "event": "lost"})
+            return Outcome("lost", why)
+        except S3TaskError as e:  # cannot tell now: the next save, poll or heartbeat asks again
+            log.warning("could not re-read %s: %s", self.task_id, e, extra={"task_id": self.task_id})
+        else:
+            if adopt:
+                self.live.adopt()
+        return None
 
     def _heartbeat(self, now: float, last_renewal: float) -> Outcome | None:
         self._renewed = False
@@ -322,7 +381,7 @@ class Attempt:
             error,
             extra={"task_id": self.task_id, "event": "failed"},
         )
-        return Outcome("failed", error)
+        return Outcome("failed", error, final=record.final)
 
     def _release(self) -> Outcome:
         self._kill_child()

@@ -12,7 +12,7 @@ import os
 import select
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInput, PreconditionFailed, S3TaskError
@@ -34,6 +34,8 @@ class Job:
     input_etag: str
     output_key: str
     write_id: str
+    #: The record's ``input_format`` (delimiter, encoding): the input is read exactly so.
+    input_format: dict[str, Any] = field(default_factory=dict)
 
 
 def main(job: Job, conn: Any) -> None:
@@ -81,6 +83,7 @@ def _exit_with_worker(conn: Any) -> None:
 
 def _run(job: Job, conn: Any) -> Progress:
     from .. import handlers, processing
+    from ..csvio import InputFormat
     from ..store import open_store
     from ..store.base import PutMode
 
@@ -103,7 +106,14 @@ def _run(job: Job, conn: Any) -> Progress:
             store.open_read(job.input_key, if_match=job.input_etag) as source,
             store.open_write(job.output_key, PutMode.CREATE, content_type=CSV_TYPE, metadata=metadata) as sink,
         ):
-            counts = processing.run(job.task_type, job.params, source, sink, on_progress)
+            counts = processing.run(
+                job.task_type,
+                job.params,
+                source,
+                sink,
+                on_progress,
+                input_format=InputFormat.from_dict(job.input_format),
+            )
     except S3TaskError:
         # Completing the output failed after the handler finished. It may have
         # landed anyway (a lost response, or a resend refused because our first

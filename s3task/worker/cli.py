@@ -8,10 +8,11 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..config import Settings, SettingsError
+from .. import metrics
+from ..config import Settings, SettingsError, parse
 from ..errors import S3TaskError
 from ..handlers import load_module
 from .loop import Worker
@@ -33,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker-id", help="name in records and logs (default host-pid)")
     p.add_argument("--handlers", action="append", help="module that registers more task types (repeatable)")
     p.add_argument("--log-format", choices=["text", "json"], help="log lines as text or JSON (S3TASK_LOG_FORMAT)")
+    # Taken as text and checked with the settings, so "abc" is one line naming the flag, not a usage dump.
+    p.add_argument("--metrics-port", help="serve Prometheus metrics on this port, at /metrics (S3TASK_METRICS_PORT)")
+    p.add_argument("--metrics-host", help="address the metrics server binds (S3TASK_METRICS_HOST, default 127.0.0.1)")
     return p
 
 
@@ -74,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "worker_id": args.worker_id,
         "handlers": args.handlers,
         "log_format": args.log_format,
+        "metrics_port": None if args.metrics_port is None else parse("int", args.metrics_port.strip()),
+        "metrics_host": args.metrics_host,
     }
     try:
         settings = Settings.load(overrides)
@@ -81,6 +87,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     setup_logging(settings.log_format, settings.log_level)
+    stop_metrics: Callable[[], None] | None = None
+    if settings.metrics_port:
+        try:  # before the store is opened: its requests are counted from the first
+            stop_metrics = _serve_metrics(settings)
+        except OSError as e:
+            print(f"error: cannot serve metrics on {_address(settings)}: {e}", file=sys.stderr)
+            return 1
+    try:
+        return _run(args, settings)
+    finally:
+        if stop_metrics is not None:
+            stop_metrics()
+
+
+def _address(settings: Settings) -> str:
+    host = f"[{settings.metrics_host}]" if ":" in settings.metrics_host else settings.metrics_host
+    return f"{host}:{settings.metrics_port}"
+
+
+def _serve_metrics(settings: Settings) -> Callable[[], None]:
+    metrics.enable()
+    stop = metrics.serve(settings.metrics_port, settings.metrics_host)
+    log.info("metrics at http://%s/metrics", _address(settings), extra={"event": "metrics"})
+    return stop
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         for module in settings.handlers:
             load_module(module)

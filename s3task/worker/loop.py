@@ -1,6 +1,13 @@
 """The worker loop: poll the ``active/`` index, tidy what needs it, claim, run attempts.
 
-Poll = list ``active/`` + read those records in parallel. For each record:
+Poll = list ``active/`` + read those records in parallel. A long-running worker
+(:meth:`Worker.run_forever`) first HEADs the active-bell (s3task.markers.ring) and
+lists only when the bell rang since its last listing, that listing found work in
+progress (queued, running, failed and waiting for a retry: time alone may change
+those), it was woken (:meth:`Worker.wake`), or ``idle_list_seconds`` passed. Everything
+that makes a task claimable writes its marker and record first and rings after, and
+the bell's ETag is taken before the listing, so no listing misses a task without the
+next poll listing again. For each record:
 queued → a claim candidate; failed, not final, ``retry_at`` passed → back to
 the queue; running with its lease (plus a grace) expired by the *store's*
 clock → a failed attempt; terminal → drop the stale marker; created → leave
@@ -17,9 +24,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .. import lifecycle, markers
+from .. import lifecycle, markers, metrics, notify
 from ..config import Settings
-from ..errors import InvalidTransition, MarkerLost, RecordError, S3TaskError, TaskNotFound
+from ..errors import InvalidTransition, MarkerLost, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
 from ..lifecycle import Lease, Progress, Status
 from ..record import TaskRecord, read_record, update_record
@@ -34,6 +41,8 @@ log = logging.getLogger("s3task.worker")
 #: Claim among the oldest few at random, so workers don't all race for one task.
 SPREAD = 3
 _READERS = 16
+#: What a worker remembers of the bell before its first look (or after a look or a listing failed).
+_UNKNOWN = "?"
 
 
 class Worker:
@@ -46,11 +55,22 @@ class Worker:
         self._wake = threading.Event()
         self._slots = threading.Semaphore(max(1, settings.concurrency))
         self._running: dict[str, threading.Thread] = {}
+        self._attempts: dict[str, Attempt] = {}
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
+        notify.configure(settings)  # email / webhooks, if set; a setting that does not fit stops us here
         self._store_proven = False
         #: Tasks that may be pending but whose marker could not be put back: tried again every poll.
         self._unmarked: set[str] = set()
+        # The idle check (see the module docstring): the bell's ETag as of the last listing (None:
+        # no bell yet), whether that listing found work in progress, when it was, a wake not yet served.
+        self._bell: str | None = _UNKNOWN
+        self._busy = True
+        self._listed_at = -float("inf")
+        self._woken = False
+        #: Listings this worker made and polls it skipped because nothing changed (tests, the benchmark).
+        self.listings = 0
+        self.quiet_polls = 0
 
     # --- lifecycle of the worker itself -------------------------------------------
 
@@ -75,30 +95,45 @@ class Worker:
             self.settings.poll_interval,
             extra={"event": "started"},
         )
-        while not self.stop_event.is_set():
-            try:
-                self.poll_once()
-            except S3TaskError as e:
-                log.warning("poll failed: %s", e)
-            except Exception:  # a bug must not stop the loop: tasks in hand still need their heartbeats
-                log.exception("poll failed unexpectedly")
-            self.presence.beat(self.task_ids())  # never raises
-            self._wake.wait(self.settings.poll_interval)
-            self._wake.clear()
-        self._drain()
+        metrics.worker_started()
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self.poll_once(idle_check=True)
+                except S3TaskError as e:
+                    log.warning("poll failed: %s", e)
+                except Exception:  # a bug must not stop the loop: tasks in hand still need their heartbeats
+                    log.exception("poll failed unexpectedly")
+                self.presence.beat(self.task_ids())  # never raises
+                notify.sweep_if_due(self.store, self.layout)  # notifications dead senders left; never raises
+                self._wake.wait(self.settings.poll_interval)
+                self._wake.clear()
+            self._drain()
+        finally:
+            metrics.worker_stopped()
 
     def run_once(self) -> None:
         """Work until nothing is claimable right now, then return (cron, tests)."""
         self.prove_store()
         warm_up()
-        while not self.stop_event.is_set():
-            started = self.poll_once()
-            if not started and not self.task_ids():
-                break
-            if not started:
-                self._wake.wait(0.2)
-                self._wake.clear()
-        self._drain()
+        metrics.worker_started()
+        try:
+            while not self.stop_event.is_set():
+                started = self.poll_once()
+                if not started and not self.task_ids():
+                    break
+                if not started:
+                    self._wake.wait(0.2)
+                    self._wake.clear()
+            self._drain()
+        finally:
+            metrics.worker_stopped()
+
+    def wake(self) -> None:
+        """Poll now, and list ``active/`` whatever the bell says (a submit or retry in this process)."""
+        with self._lock:
+            self._woken = True
+        self._wake.set()
 
     def stop(self, timeout: float | None = 30) -> None:
         """Stop claiming; running attempts release their tasks back to the queue."""
@@ -118,11 +153,27 @@ class Worker:
 
     # --- polling -----------------------------------------------------------------
 
-    def poll_once(self) -> int:
-        """One pass over ``active/``. Returns the number of attempts started."""
+    def poll_once(self, *, idle_check: bool = False) -> int:
+        """One pass over ``active/``. Returns the number of attempts started.
+
+        ``idle_check``: skip the listing when the bell says nothing changed (see the module docstring).
+        """
         self._restore_markers()
-        ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(self.layout.active_root)) if i]
+        if idle_check and not self._should_list():
+            self.quiet_polls += 1
+            return 0
+        try:
+            keys = self.store.list_keys(self.layout.active_root)
+        except BaseException:
+            self._bell = _UNKNOWN  # a ring seen just before this failed listing must still lead to one
+            raise
+        self.listings += 1
+        self._listed_at = time.monotonic()
+        ids = [i for i in (self.layout.task_id_of(k) for k in keys) if i]
         found = self._read_all(ids)
+        # Work in progress keeps us listing every poll; so does a marker whose record we could not read.
+        self._busy = any(_in_progress(found[i][0]) if i in found else True for i in ids)
+        self._doubt_mine(ids, found)
         candidates: list[tuple[TaskRecord, str]] = []
         for task_id in ids:  # newest first
             item = found.get(task_id)
@@ -134,7 +185,46 @@ class Worker:
             else:
                 self._tidy(record, etag)
         candidates.reverse()  # oldest first
+        metrics.polled(len(candidates))
         return self._claim_some(candidates)
+
+    def _should_list(self) -> bool:
+        """HEAD the bell, remembering its ETag *before* any listing; say whether this poll must list."""
+        with self._lock:
+            woken, self._woken = self._woken, False
+        before = self._bell
+        try:
+            self._bell = self.store.head(self.layout.bell_key).etag
+        except NotFound:
+            self._bell = None  # never rung yet: the first ring changes it
+        except Exception as e:  # cannot tell: list, and look again next poll
+            log.debug("could not read the active-bell: %s", e)
+            self._bell = _UNKNOWN
+        return (
+            woken
+            or self._busy
+            or self._bell == _UNKNOWN
+            or self._bell != before
+            or time.monotonic() - self._listed_at >= self.settings.idle_list_seconds
+        )
+
+    def _doubt_mine(self, ids: list[str], found: dict[str, tuple[TaskRecord, str]]) -> None:
+        """Tell each attempt of ours whose task this poll saw cancelled (or unmarked) to re-read its record.
+
+        The poll reads every active record anyway, so a cancel is noticed within a poll interval at no
+        cost of its own, even while an attempt's counts stand still and no progress save could fail.
+        """
+        listed = set(ids)
+        with self._lock:
+            mine = dict(self._attempts)
+        for task_id, attempt in mine.items():
+            item = found.get(task_id)
+            if task_id not in listed:
+                attempt.doubt()  # cancel deletes the marker; so does a finished attempt (then it is over anyway)
+            elif item is not None and (
+                item[0].status != Status.RUNNING or item[0].lease_token != attempt.lease.lease_token
+            ):
+                attempt.doubt()
 
     def _read_all(self, ids: list[str]) -> dict[str, tuple[TaskRecord, str]]:
         def one(task_id: str) -> tuple[TaskRecord, str] | None:
@@ -176,13 +266,16 @@ class Worker:
             elif record.status == Status.RUNNING and task_id not in self._running:
                 grace = self.settings.lease_grace_seconds
                 backoff = self.settings.retry_backoff_seconds
-                new = update_record(
-                    self.store,
-                    self.layout,
-                    task_id,
-                    lambda r, t: lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff),
-                    first=(record, etag),
-                )
+                expired: list[bool] = []  # whether the last change (the one written, if any) expired the lease
+
+                def expire(r: TaskRecord, t: Any) -> TaskRecord | None:
+                    ended = lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff)
+                    expired[:] = [ended is not None]
+                    return ended
+
+                new = update_record(self.store, self.layout, task_id, expire, first=(record, etag))
+                if expired == [True]:
+                    metrics.lease_expired(new.task_type)
                 if new.status == Status.FAILED:
                     log.warning("%s", new.last_error, extra={"task_id": task_id, "event": "failed"})
                     if new.final:
@@ -293,6 +386,7 @@ class Worker:
             new.task_type,
             extra={"task_id": new.task_id, "event": "claimed"},
         )
+        metrics.claimed(new.task_type)
         return new, holder["lease"]
 
     def _start(self, record: TaskRecord, lease: Lease) -> None:
@@ -301,18 +395,29 @@ class Worker:
         )
 
         def body() -> None:
+            started = time.monotonic()
             try:
-                attempt.run()  # ends the attempt through the lifecycle, whatever happens inside
+                outcome = attempt.run()  # ends the attempt through the lifecycle, whatever happens inside
+                seconds, rows = time.monotonic() - started, attempt.progress.processed_count
+                metrics.attempt_ended(record.task_type, outcome.kind, seconds, rows, final=outcome.final)
             except Exception as e:  # not even a bug in run() may take the worker down
                 log.exception("attempt on %s crashed in the worker: %s", record.task_id, e)
             finally:
                 self._slots.release()
                 with self._lock:
                     self._running.pop(record.task_id, None)
+                    self._attempts.pop(record.task_id, None)
                 self._wake.set()
 
         thread = threading.Thread(target=body, name=f"attempt-{record.task_id}", daemon=True)
         with self._lock:
             self._running[record.task_id] = thread
+            self._attempts[record.task_id] = attempt
         self.presence.beat(self.task_ids(), force=True)
         thread.start()
+
+
+def _in_progress(record: TaskRecord) -> bool:
+    """Whether a marked task keeps the worker listing every poll: time alone (a retry coming due, a lease
+    running out) or a claim may change it. A created task waits for its submit, which rings when done."""
+    return record.status in (Status.QUEUED, Status.RUNNING) or (record.status == Status.FAILED and not record.final)

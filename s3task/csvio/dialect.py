@@ -1,0 +1,301 @@
+"""How a file is written: its delimiter and its text encoding, detected from its first bytes or chosen.
+
+A task carries its :class:`InputFormat` (the record's ``input_format``), so the worker reads the
+file exactly as the New task page's preview read it. The reader works on UTF-8 internally: a file
+in another encoding is transcoded while it streams (:class:`Transcoder`, an incremental decoder),
+and :func:`input_bytes` turns a stretch of the UTF-8 text back into the number of *input* bytes it
+came from, so progress counts the file's own bytes and ends exactly at its size.
+
+The encodings are the ones spreadsheet tools write: UTF-8 (with or without a byte-order mark),
+UTF-16 with a byte-order mark (Excel's "Unicode text", tab-separated), and Windows-1252 (Excel's
+plain "CSV" in Western Europe and the Americas). Windows-1252 is read as browsers read it: the five
+bytes the codec leaves undefined become the control characters of the same number, so every byte
+is one character and nothing is refused.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import InvalidInput
+
+#: Delimiters offered, with how the page names them.
+DELIMITERS: dict[str, str] = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "pipes (|)"}
+#: Encodings offered (canonical names), with how the page names them.
+ENCODINGS: dict[str, str] = {
+    "utf-8": "UTF-8 text",
+    "windows-1252": "Windows (Western European) text",
+    "utf-16-le": "UTF-16 text (Excel “Unicode text”)",
+    "utf-16-be": "UTF-16 big-endian text",
+}
+#: A value of either setting that asks for detection (resolved when the file is submitted).
+DETECT = "detect"
+
+_DELIMITER_ALIASES = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|"}
+_ENCODING_ALIASES = {
+    "utf8": "utf-8",
+    "utf-8-sig": "utf-8",
+    "cp1252": "windows-1252",
+    "windows1252": "windows-1252",
+    "latin-1": "windows-1252",
+    "latin1": "windows-1252",
+    "iso-8859-1": "windows-1252",
+    "utf-16le": "utf-16-le",
+    "utf-16be": "utf-16-be",
+}
+_CODECS = {"utf-8": "utf-8", "windows-1252": "cp1252", "utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}
+_BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+_C1 = "s3task-c1"
+
+
+def _c1(error: UnicodeError) -> tuple[str, int]:
+    """Bytes Windows-1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) read as the C1 controls."""
+    assert isinstance(error, UnicodeDecodeError)
+    return "".join(map(chr, error.object[error.start : error.end])), error.end
+
+
+codecs.register_error(_C1, _c1)
+
+
+def _canonical(value: str, names: Mapping[str, str], aliases: Mapping[str, str], what: str, allow_detect: bool) -> str:
+    if value in names or (allow_detect and value == DETECT):
+        return value
+    key = value.strip().lower()
+    if key in names or (allow_detect and key == DETECT):
+        return key
+    if key in aliases:
+        return aliases[key]
+    choices = ", ".join(repr(n) for n in names) + (f" or {DETECT!r}" if allow_detect else "")
+    raise InvalidInput(f"the input format's {what} must be one of {choices}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """The delimiter and text encoding a file is read with (defaults: comma, UTF-8)."""
+
+    delimiter: str = ","
+    encoding: str = "utf-8"
+
+    def __post_init__(self) -> None:
+        if self.delimiter not in DELIMITERS:
+            raise InvalidInput(f"unknown delimiter {self.delimiter!r}")
+        if self.encoding not in ENCODINGS:
+            raise InvalidInput(f"unknown encoding {self.encoding!r}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> InputFormat:
+        """A stored format (a record's ``input_format``); a key left out takes its default."""
+        settings = parse_input_format(data)
+        if DETECT in settings.values():
+            raise InvalidInput("the input format has not been detected yet")
+        return cls(**settings)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"delimiter": self.delimiter, "encoding": self.encoding}
+
+    @property
+    def delimiter_byte(self) -> bytes:
+        return self.delimiter.encode()
+
+    def describe(self) -> str:
+        """In plain words: "Separated by semicolons · Windows (Western European) text"."""
+        return f"Separated by {DELIMITERS[self.delimiter]} · {ENCODINGS[self.encoding]}"
+
+
+def parse_input_format(data: Mapping[str, Any] | None, *, allow_detect: bool = False) -> dict[str, str]:
+    """Check a requested format: only ``delimiter`` and ``encoding``, each a known value (names such as
+    ``semicolon`` or ``cp1252`` are taken too), or ``detect`` where allowed. Keys left out are
+    filled with the defaults (comma, UTF-8)."""
+    data = dict(data or {})
+    unknown = sorted(set(data) - {"delimiter", "encoding"})
+    if unknown:
+        named = ", ".join(map(repr, unknown))
+        raise InvalidInput(f"the input format has no setting {named}; it has delimiter and encoding")
+    out = {}
+    for key, names, aliases, default in (
+        ("delimiter", DELIMITERS, _DELIMITER_ALIASES, ","),
+        ("encoding", ENCODINGS, _ENCODING_ALIASES, "utf-8"),
+    ):
+        value = data.get(key, default)
+        if not isinstance(value, str):
+            raise InvalidInput(f"the input format's {key} must be text, not {type(value).__name__}")
+        out[key] = _canonical(value, names, aliases, key, allow_detect)
+    return out
+
+
+def resolve(settings: Mapping[str, str], head: bytes, *, whole: bool) -> InputFormat:
+    """``settings`` (from :func:`parse_input_format`) with each ``detect`` replaced by what ``head`` shows."""
+    if DETECT not in settings.values():
+        return InputFormat(**settings)
+    encoding = settings["encoding"]
+    if encoding == DETECT:
+        encoding = detect_encoding(head, whole=whole)
+    delimiter = settings["delimiter"]
+    if delimiter == DETECT:
+        delimiter = detect_delimiter(head, encoding, whole=whole)
+    return InputFormat(delimiter, encoding)
+
+
+# --- detection ---------------------------------------------------------------------------------
+
+
+def detect(head: bytes, *, whole: bool = False) -> InputFormat:
+    """The format the first bytes of a file show (``whole``: they are all of it)."""
+    encoding = detect_encoding(head, whole=whole)
+    return InputFormat(detect_delimiter(head, encoding, whole=whole), encoding)
+
+
+def detect_encoding(head: bytes, *, whole: bool = False) -> str:
+    """By the byte-order mark; else UTF-16 by its zero bytes; else UTF-8 if it decodes; else Windows-1252.
+
+    Text with zero bytes that is not UTF-16 stays "UTF-8", so the reader refuses it as binary data.
+    """
+    for bom, encoding in _BOMS.items():
+        if head.startswith(bom):
+            return encoding
+    sample = np.frombuffer(head[:4096], dtype=np.uint8)
+    if len(sample) >= 8:
+        even, odd = sample[0::2], sample[1::2]
+        if (odd == 0).mean() > 0.9 and (even == 0).mean() < 0.05:
+            return "utf-16-le"
+        if (even == 0).mean() > 0.9 and (odd == 0).mean() < 0.05:
+            return "utf-16-be"
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=whole)
+        return "utf-8"
+    except UnicodeDecodeError:
+        return "utf-8" if b"\x00" in head else "windows-1252"
+
+
+#: Lines of the start of a file the delimiter is judged on.
+_SAMPLE_LINES = 50
+
+
+def detect_delimiter(head: bytes, encoding: str, *, whole: bool = False) -> str:
+    """The delimiter that splits the header into the most columns and the rows into as many.
+
+    Each candidate reads the first lines as CSV; one that gives the header at least two columns
+    scores by the share of rows with the header's column count, then by that count. A header no
+    candidate splits is one column: read with commas, unless commas split its rows and another
+    candidate leaves every row whole ("Smith, John" under "Name").
+    """
+    text = decode_part(head, encoding, whole=whole, strict=False).lstrip("\ufeff\r\n")
+    if not whole:
+        cut = max(text.rfind("\n"), text.rfind("\r"))
+        text = text[: cut + 1] if cut >= 0 else text
+    lines = text.splitlines(keepends=True)[:_SAMPLE_LINES]
+    sample = "".join(lines)
+    best: tuple[float, int, int] | None = None
+    chosen = ","
+    whole_rows: list[str] = []
+    for rank, delimiter in enumerate(DELIMITERS):
+        counts = _field_counts(sample, delimiter)
+        if counts and all(n == 1 for n in counts):
+            whole_rows.append(delimiter)
+        if not counts or counts[0] < 2:
+            continue
+        rows = counts[1:]
+        share = sum(1 for n in rows if n == counts[0]) / len(rows) if rows else 1.0
+        score = (share, counts[0], -rank)
+        if best is None or score > best:
+            best, chosen = score, delimiter
+    if best is None and whole_rows and "," not in whole_rows:
+        return whole_rows[0]
+    return chosen
+
+
+def _field_counts(sample: str, delimiter: str) -> list[int]:
+    counts: list[int] = []
+    try:
+        for row in csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter, strict=False):
+            if row:
+                counts.append(len(row))
+    except csv.Error:
+        pass  # what was read so far still counts
+    return counts
+
+
+# --- transcoding -------------------------------------------------------------------------------
+
+
+class Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+def decoder(encoding: str, *, strict: bool = True) -> codecs.IncrementalDecoder:
+    errors = _C1 if encoding == "windows-1252" else ("strict" if strict else "replace")
+    return codecs.getincrementaldecoder(_CODECS[encoding])(errors=errors)
+
+
+def decode_part(data: bytes, encoding: str, *, whole: bool, strict: bool = True) -> str:
+    """``data`` as text; a character cut by the end of a part (not ``whole``) is left out."""
+    return decoder(encoding, strict=strict).decode(data, final=whole)
+
+
+class Transcoder:
+    """A ``read(n)`` stream of UTF-8 over a stream in another encoding, decoded as it streams.
+
+    Memory holds one read's worth; a read returns whole characters (a character cut by a read
+    waits in the decoder for the next). Bytes that are not text in the encoding raise
+    :class:`InvalidInput` naming the line (UTF-16 only: every byte is a Windows-1252 character).
+    """
+
+    def __init__(self, source: Readable, encoding: str) -> None:
+        self._source = source
+        self._encoding = encoding
+        self._decoder = decoder(encoding)
+        self._lines = 1
+        self._done = False
+
+    def read(self, n: int = -1, /) -> bytes:
+        while not self._done:
+            raw = self._source.read(n)
+            try:
+                text = self._decoder.decode(raw, final=not raw)
+            except UnicodeDecodeError as e:
+                raise not_text(e, self._encoding, self._lines) from e
+            self._done = not raw
+            if text:
+                out = text.encode("utf-8")
+                self._lines += out.count(b"\n")
+                return out
+        return b""
+
+
+def transcode_part(data: bytes, encoding: str, *, whole: bool) -> bytes:
+    """The start of a file (``whole``: all of it) as UTF-8, as :class:`Transcoder` reads it."""
+    try:
+        return decode_part(data, encoding, whole=whole).encode("utf-8")
+    except UnicodeDecodeError as e:
+        raise not_text(e, encoding, 1) from e
+
+
+def not_text(error: UnicodeDecodeError, encoding: str, line: int) -> InvalidInput:
+    """What is wrong, naming the line: ``error`` from a decoder whose input started on ``line``."""
+    name = ENCODINGS[encoding].split(" (")[0]
+    if error.end >= len(error.object) and error.reason in ("truncated data", "unexpected end of data"):
+        return InvalidInput(f"the file ends in the middle of a character: it is not complete {name}")
+    # An incremental decoder's positions count from the bytes it held back plus this read's.
+    before = bytes(error.object[: error.start]).decode(_CODECS[encoding], "ignore")
+    return InvalidInput(
+        f"line {line + before.count(chr(10)):,}: not {name} — "
+        "choose the file's text encoding again, or save it as 'CSV UTF-8'"
+    )
+
+
+def input_bytes(utf8: bytes | memoryview, encoding: str) -> int:
+    """How many bytes of the file in ``encoding`` the UTF-8 text ``utf8`` was transcoded from."""
+    if encoding == "utf-8":
+        return len(utf8)
+    data = np.frombuffer(utf8, dtype=np.uint8)
+    chars = int(np.count_nonzero((data & 0xC0) != 0x80))
+    if encoding == "windows-1252":
+        return chars
+    return 2 * chars + 2 * int(np.count_nonzero(data >= 0xF0))  # a character beyond U+FFFF is two UTF-16 units

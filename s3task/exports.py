@@ -1,0 +1,385 @@
+"""Copies of a completed output made on first request: the Excel workbook, the exact CSV, the errors-only CSV.
+
+The stored output (``output-attempt-N.csv``) is the one thing a worker writes. It is a CSV
+for spreadsheets: UTF-8 with a byte-order mark, and every value a spreadsheet would run as a
+formula (or that starts with ``'``) has a leading ``'`` (:mod:`s3task.csvio.writing`). The
+protection is reversible, so each copy here is derived from that one file, streamed, block by
+block, in constant memory:
+
+``xlsx``
+    An Excel workbook: every cell a text cell holding exactly the value (no formula is ever
+    written, so no ``'`` is needed). Refused above Excel's limits: 1,048,576 rows (the
+    header included) and 32,767 characters in a cell.
+``exact``
+    The CSV with the values exactly as the task produced them (no ``'`` added), for pandas
+    and scripts. Still UTF-8 with a BOM (``pandas.read_csv`` and ``encoding="utf-8-sig"``
+    skip it).
+``errors``
+    Only the rows whose error cell is filled, the error column first, protected like the
+    output (it is meant to be opened in a spreadsheet).
+
+A copy is written next to the output (:meth:`s3task.layout.Layout.export_key`) with a
+create-only put, through the store's streaming writer: the object appears only when it is
+complete, and a writer that fails or dies leaves none (a local store's staged file is
+discarded; an unfinished S3 multipart upload is invisible, and the bucket's lifecycle rule
+aborts it). The content depends only on the output (the workbook's timestamps are fixed), so
+two app replicas making the same copy at once is harmless: one put wins, the other finds it
+made. Downloads then go through the same presigned URL / signed ``/transfer`` route as the
+output: the bytes never pass through the app on S3.
+
+:class:`Exports` runs the making in the background (one daemon thread per copy being made,
+one at a time per copy in this process) so that a page can say "Preparing…" and poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, BinaryIO, Literal
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .csvio import CsvReader
+from .csvio.common import BOM, TEXT
+from .csvio.writing import CsvWriter, unprotect
+from .errors import AlreadyExists, InvalidTransition, NotFound, OutputPreparing, S3TaskError
+from .layout import CSV_TYPE, XLSX_TYPE, Layout
+from .record import TaskRecord, parse_iso
+from .store.base import ObjectMeta, ObjectStore, PutMode
+
+log = logging.getLogger("s3task.exports")
+
+Variant = Literal["csv", "exact", "errors", "xlsx"]
+#: Every download of a completed task: the output itself, then the copies made from it.
+VARIANTS: tuple[Variant, ...] = ("csv", "exact", "errors", "xlsx")
+DERIVED: tuple[Variant, ...] = ("exact", "errors", "xlsx")
+CONTENT_TYPES = {"csv": CSV_TYPE, "exact": CSV_TYPE, "errors": CSV_TYPE, "xlsx": XLSX_TYPE}
+#: What each is called where a person chooses.
+LABELS = {
+    "csv": "CSV",
+    "exact": "CSV with exact values",
+    "errors": "only the rows with errors (CSV)",
+    "xlsx": "Excel workbook (.xlsx)",
+}
+
+#: Rows in an Excel worksheet, the header row included.
+EXCEL_MAX_ROWS = 1_048_576
+#: Characters in an Excel cell.
+EXCEL_MAX_CELL = 32_767
+SHEET_NAME = "Result"
+#: Rows turned into Python strings at a time for the workbook (a block holds tens of thousands).
+_PY_ROWS = 2048
+
+
+class CannotExport(InvalidTransition):
+    """This copy of the output cannot be made (too big for Excel, no error column, no errors)."""
+
+
+class NotReady(InvalidTransition):
+    """The copy has not been made yet: ask for it to be prepared first."""
+
+
+@dataclass(frozen=True)
+class State:
+    """Where a copy stands: ``ready`` (with its size), ``preparing``, ``failed`` (with why), ``absent``
+    (not asked for yet), or ``refused`` (it cannot be made, with why)."""
+
+    kind: Literal["ready", "preparing", "failed", "absent", "refused"]
+    size: int | None = None
+    message: str = ""
+
+
+def source_key(record: TaskRecord) -> str:
+    if not record.output_object_path:
+        raise InvalidTransition("the task has no output")
+    return record.output_object_path
+
+
+def variant_keys(layout: Layout, record: TaskRecord) -> dict[Variant, str]:
+    """Each variant's key for this completed task."""
+    keys: dict[Variant, str] = {"csv": source_key(record)}
+    for variant in DERIVED:
+        keys[variant] = layout.export_key(record.task_id, record.attempt_id, variant)
+    return keys
+
+
+def check_possible(record: TaskRecord, variant: Variant, error_column: str | None) -> None:
+    """Refuse, with the reason, a copy that cannot be made from this task's output."""
+    if variant == "xlsx" and record.row_count is not None and record.row_count + 1 > EXCEL_MAX_ROWS:
+        raise CannotExport(too_many_rows(record.row_count))
+    if variant == "errors":
+        if error_column is None:
+            raise CannotExport("this task type marks no row errors, so there is no errors-only file")
+        if not record.error_count:
+            raise CannotExport("no row has an error, so there is no errors-only file")
+
+
+def too_many_rows(rows: int) -> str:
+    return (
+        f"the result has {rows:,} rows and an Excel worksheet holds at most {EXCEL_MAX_ROWS - 1:,} "
+        "(plus the header row); download the CSV instead"
+    )
+
+
+# --- making a copy -------------------------------------------------------------------------------
+
+
+def make(
+    store: ObjectStore,
+    record: TaskRecord,
+    variant: Variant,
+    target: str,
+    *,
+    error_column: str | None,
+) -> ObjectMeta:
+    """Write the ``variant`` copy of the record's output to ``target`` (create-only), streamed.
+
+    Returns the copy's metadata; a copy that another process made first counts as made.
+    """
+    if variant not in DERIVED:
+        raise ValueError(f"{variant!r} is not a copy made from the output")
+    check_possible(record, variant, error_column)
+    source = source_key(record)
+    meta = store.head(source)
+    try:
+        with (
+            store.open_read(source, if_match=meta.etag) as raw,
+            store.open_write(target, PutMode.CREATE, content_type=CONTENT_TYPES[variant]) as sink,
+        ):
+            legacy, stream = peek_bom(raw)
+            if variant == "xlsx":
+                write_xlsx(stream, sink, legacy=legacy, created=parse_iso(record.finished_at))
+            else:
+                write_csv(stream, sink, legacy=legacy, errors_only=variant == "errors", error_column=error_column)
+    except AlreadyExists:
+        pass  # made by someone else meanwhile: same bytes
+    return store.head(target)
+
+
+class _Prefixed:
+    """A stream with some bytes already read from it put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head, self._rest = head, rest
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self._head:
+            if n < 0:
+                data, self._head = self._head + self._rest.read(), b""
+                return data
+            data, self._head = self._head[:n], self._head[n:]
+            return data
+        return self._rest.read(n)
+
+
+def peek_bom(raw: BinaryIO) -> tuple[bool, _Prefixed]:
+    """Whether an output predates reversible protection (it has no BOM), and the stream to read it from."""
+    head = b""
+    while len(head) < len(BOM):
+        more = raw.read(len(BOM) - len(head))
+        if not more:
+            break
+        head += more
+    return not head.startswith(BOM), _Prefixed(head, raw)
+
+
+def exact_frame(frame: pd.DataFrame, *, legacy: bool) -> pd.DataFrame:
+    """A frame read from an output (every column text) with the protection taken off (names too)."""
+    exact = {}
+    for name in frame.columns:
+        values = unprotect(pa.array(frame[name], TEXT, from_pandas=True), legacy=legacy).to_pylist()
+        exact[_exact_name(str(name), legacy)] = pd.Series(values, index=frame.index, dtype=object)
+    return pd.DataFrame(exact, index=frame.index)
+
+
+def _exact_name(name: str, legacy: bool) -> str:
+    return str(unprotect(pa.array([name], TEXT), legacy=legacy)[0].as_py())
+
+
+def _exact_tables(stream: Any, legacy: bool) -> tuple[list[str], Iterator[pa.Table]]:
+    """The output's header and its rows, block by block, with the protection taken off."""
+    reader = CsvReader(stream)
+    names = [str(v) for v in unprotect(pa.array(reader.names, TEXT), legacy=legacy).to_pylist()]
+
+    def tables() -> Iterator[pa.Table]:
+        fed = False
+        for table, _end in reader.tables():
+            fed = True
+            yield pa.table([unprotect(col, legacy=legacy) for col in table.columns], names=names)
+        if not fed:
+            yield pa.table([pa.array([], TEXT) for _ in names], names=names)
+
+    return names, tables()
+
+
+def write_csv(stream: Any, sink: Any, *, legacy: bool, errors_only: bool, error_column: str | None) -> int:
+    """The exact CSV (or, ``errors_only``, the protected errors-only CSV); returns the data rows written."""
+    names, tables = _exact_tables(stream, legacy)
+    if errors_only:
+        if error_column is None or error_column not in names:
+            raise CannotExport("the output has no error column")
+        order = [error_column, *(n for n in names if n != error_column)]
+    writer = CsvWriter(sink, error_column=error_column, protect=errors_only)
+    rows = 0
+    for table in tables:
+        if errors_only:
+            table = table.filter(pc.greater(pc.binary_length(table.column(error_column)), 0)).select(order)
+        rows += writer.write(table).rows
+    writer.close()
+    return rows
+
+
+def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None = None) -> int:
+    """The output as one worksheet of text cells, streamed (xlsxwriter's constant-memory mode).
+
+    Rows are written as they are read; xlsxwriter keeps one row in memory and the sheet's XML in
+    a temporary file, which it then zips into ``sink``. Returns the data rows written.
+    """
+    import xlsxwriter  # type: ignore[import-untyped]  # the app and the CLI need it; a worker never does
+
+    names, tables = _exact_tables(stream, legacy)
+    book = xlsxwriter.Workbook(
+        _WriteOnly(sink),
+        {
+            "constant_memory": True,
+            "strings_to_numbers": False,
+            "strings_to_formulas": False,
+            "strings_to_urls": False,
+        },
+    )
+    # Fixed timestamps: the same output always gives the same bytes.
+    book.set_properties({"created": created or datetime(2000, 1, 1, tzinfo=UTC)})
+    sheet = book.add_worksheet(SHEET_NAME)
+    write = sheet.write_string
+    _write_row(write, 0, names)
+    row = 0
+    for table in tables:
+        if row + table.num_rows + 1 > EXCEL_MAX_ROWS:
+            raise CannotExport(too_many_rows(row + table.num_rows))
+        for batch in table.to_batches(max_chunksize=_PY_ROWS):  # Python strings for a few rows at a time
+            for values in zip(*(col.to_pylist() for col in batch.columns), strict=True):
+                row += 1
+                _write_row(write, row, values)
+    sheet.freeze_panes(1, 0)
+    book.close()
+    return row
+
+
+def _write_row(write: Any, row: int, values: Any) -> None:
+    for col, value in enumerate(values):
+        if value:
+            if len(value) > EXCEL_MAX_CELL:
+                raise CannotExport(
+                    f"row {row:,} of the result has a value of {len(value):,} characters and an Excel cell "
+                    f"holds at most {EXCEL_MAX_CELL:,}; download the CSV instead"
+                )
+            write(row, col, value)
+
+
+class _WriteOnly:
+    """A store writer as the file object zipfile expects (it only writes; zipfile counts the bytes)."""
+
+    def __init__(self, sink: Any) -> None:
+        self._sink = sink
+
+    def write(self, data: bytes) -> int:
+        self._sink.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+# --- in the background, once per process ---------------------------------------------------------
+
+
+class Exports:
+    """Makes copies in background threads, one at a time per copy, and says where each stands."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Future[ObjectMeta]] = {}
+        #: Copies known to exist (they never change): key -> size.
+        self._ready: dict[str, int] = {}
+
+    def state(self, key: str) -> State:
+        """Where the copy at ``key`` stands; a HEAD only when this process has not seen it made."""
+        with self._lock:
+            if key in self._ready:
+                return State("ready", self._ready[key])
+            job = self._jobs.get(key)
+        if job is not None:
+            if not job.done():
+                return State("preparing")
+            error = job.exception()
+            if error is not None:
+                return State("failed", message=_reason(error))
+        try:
+            size = self.store.head(key).size
+        except NotFound:
+            return State("absent")
+        with self._lock:
+            self._ready[key] = size
+        return State("ready", size)
+
+    def start(self, key: str, make_copy: Any) -> Future[ObjectMeta]:
+        """Run ``make_copy()`` (which writes ``key``) in the background, unless it is running or made here.
+
+        A copy whose last try failed is tried again.
+        """
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None and (not job.done() or job.exception() is None):
+                return job
+            if key in self._ready:  # made already: nothing to do
+                made: Future[ObjectMeta] = Future()
+                made.set_result(ObjectMeta(key, self._ready[key], ""))
+                return made
+            job = Future()
+            job.set_running_or_notify_cancel()
+            self._jobs[key] = job
+
+        def run() -> None:
+            try:
+                meta = make_copy()
+            except BaseException as e:
+                if not isinstance(e, S3TaskError):
+                    log.exception("making %s failed", key)
+                job.set_exception(e)
+                return
+            with self._lock:
+                self._ready[key] = meta.size
+                self._jobs.pop(key, None)  # made: its size is all this process keeps
+            job.set_result(meta)
+
+        threading.Thread(target=run, name="s3task-export", daemon=True).start()
+        return job
+
+    def wait(self, key: str, make_copy: Any, timeout: float | None = None) -> ObjectMeta:
+        """The copy at ``key``, made now if it is not there yet (waiting for it); raises why it cannot be.
+
+        ``timeout``: wait at most this long, then raise :class:`~s3task.errors.OutputPreparing` (the copy
+        goes on being made in the background; ask again later).
+        """
+        if self.state(key).kind == "ready":
+            return self.store.head(key)
+        try:
+            return self.start(key, make_copy).result(timeout)
+        except FutureTimeout:
+            raise OutputPreparing(
+                f"the copy is still being made; ask again in a few seconds (it was asked for {timeout:g} s ago)"
+            ) from None
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, S3TaskError):
+        return error.message
+    return f"{type(error).__name__}: {error}"

@@ -1,0 +1,603 @@
+"""Notifications (docs/NOTIFICATIONS.md): email to a local SMTP server, signed webhooks to a local
+HTTP receiver, exactly one sender per event across real worker processes, the outbox after a
+SIGKILL, and the browser's title and notification in Chromium."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import http.server
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import worker_handlers  # noqa: F401  (registers the test task types here too)
+from conftest import CHROMIUM, free_port, wait_for
+from support import csv_rows
+from test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
+
+from s3task import lifecycle, notify
+from s3task.config import Settings, SettingsError
+from s3task.layout import Layout
+from s3task.notify import events, outbox
+from s3task.record import HISTORY_LIMIT, read_record, update_record
+from s3task.store.local import LocalStore
+from s3task.tasks import Actor, TaskService
+from s3task.worker import Worker
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "NOTIFICATIONS.md"
+SECRET = "a-shared-secret-of-some-length"
+ANN = Actor("ann@example.com")
+OPERATOR = Actor("ops@example.com", operator=True)
+
+
+def documented_verify() -> Callable[..., dict]:
+    """The receiver's check, taken from the docs as written (so the docs cannot drift)."""
+    text = DOC.read_text()
+    section = text.split("### Verifying a delivery", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code, "docs/NOTIFICATIONS.md lost its verification snippet"
+    namespace: dict[str, Any] = {}
+    exec(compile(code.group(1), str(DOC), "exec"), namespace)
+    return namespace["verify"]
+
+
+# --- a webhook receiver and an SMTP server on 127.0.0.1 -------------------------------------------
+
+
+@dataclass
+class Receiver:
+    """Takes webhook POSTs; can refuse the first few, or hold requests until released."""
+
+    url: str = ""
+    verify: Callable[..., dict] | None = None
+    fail_first: int = 0
+    hold: Callable[[dict], bool] = lambda _event: False
+    released: threading.Event = field(default_factory=threading.Event)
+    received: list[dict] = field(default_factory=list)  # every POST, in order
+    accepted: list[dict] = field(default_factory=list)  # those answered 2xx
+    bad_signatures: int = 0
+    holding: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ids(self, which: str = "accepted") -> Counter:
+        with self.lock:
+            return Counter(e["id"] for e in getattr(self, which))
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver(verify=documented_verify())
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            try:
+                event = state.verify(SECRET, body, self.headers.get("S3Task-Signature", ""))
+            except ValueError:
+                with state.lock:
+                    state.bad_signatures += 1
+                self.send_response(400)
+                self.end_headers()
+                return
+            assert self.headers["S3Task-Event-Id"] == event["id"]
+            with state.lock:
+                state.received.append(event)
+                refuse = len(state.received) <= state.fail_first
+                hold = state.hold(event)
+                state.holding += hold
+            if hold:  # then refused: whoever sent it is not expected to be listening any more
+                state.released.wait(60)
+                with state.lock:
+                    state.holding -= 1
+                refuse = True
+            if refuse:
+                self.send_response(500)
+                self.end_headers()
+                return
+            with state.lock:
+                state.accepted.append(event)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    state.released.set()
+    server.shutdown()
+    server.server_close()
+
+
+@dataclass
+class Mailbox:
+    url: str
+    messages: list[email.message.EmailMessage] = field(default_factory=list)
+
+
+@pytest.fixture
+def smtp() -> Iterator[Mailbox]:
+    from aiosmtpd.controller import Controller
+
+    box = Mailbox("")
+
+    class Handler:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
+            box.messages.append(msg)  # type: ignore[arg-type]
+            return "250 OK"
+
+    port = free_port()
+    controller = Controller(Handler(), hostname="127.0.0.1", port=port)
+    controller.start()
+    box.url = f"smtp://127.0.0.1:{port}"
+    yield box
+    controller.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_notifier_left() -> Iterator[None]:
+    """Each test configures this process's channels itself; none outlives it."""
+    yield
+    notify.configure(None)
+
+
+# --- in this process, on the local store -------------------------------------------------------------
+
+
+@dataclass
+class Local:
+    store: LocalStore
+    layout: Layout
+    service: TaskService
+    settings: Settings
+
+    def task(self, actor: Actor, name: str, body: bytes = b"a,b\n1,2\n3,4\n", submit: bool = True, **kw: Any) -> str:
+        created = self.service.create(actor, name, kw.pop("task_type", "copy"), kw.pop("params", None))
+        task_id = created.record.task_id
+        self.service.upload_input(actor, task_id, body)
+        if submit:
+            self.service.submit(actor, task_id)
+        return task_id
+
+    def work(self) -> None:
+        Worker(self.settings, self.store, self.layout).run_once()
+
+    def pending(self) -> list[str]:
+        return self.store.list_keys(self.layout.outbox_root())
+
+    def record(self, task_id: str):
+        return read_record(self.store, self.layout, task_id)[0]
+
+
+def local_env(tmp_path: Path, **settings: Any) -> Local:
+    values = {"store": str(tmp_path / "data"), "poll_interval": 0.1, "worker_id": "w-local", **settings}
+    values.setdefault("notify_backoff_seconds", 0.05)
+    values.setdefault("max_attempts", 1)
+    values.setdefault("handlers", ("worker_handlers",))
+    full = Settings(**values)
+    notifier = notify.configure(full)
+    store = LocalStore(tmp_path / "data")
+    layout = Layout("batch-tasks")
+    assert (notifier is not None) == bool(full.smtp_url or full.webhook_urls)
+    return Local(store, layout, TaskService(store, layout, max_attempts=1), full)
+
+
+def drained() -> bool:
+    notifier = notify.current()
+    return notifier is None or notifier.drain(30)
+
+
+def test_the_owner_gets_one_email_per_ending_with_a_link(tmp_path: Path, smtp: Mailbox) -> None:
+    env = local_env(tmp_path, smtp_url=smtp.url, smtp_from="tasks@example.com", app_url="https://tasks.example.com/")
+    done = env.task(ANN, "March customer list")
+    boom = env.task(ANN, "Broken list", task_type="test_boom")
+    by_ops = env.task(ANN, "Stopped by ops", submit=False)
+    by_self = env.task(ANN, "Stopped by me", submit=False)
+    not_an_address = env.task(Actor("bob"), "No address")
+    env.service.cancel(OPERATOR, by_ops)
+    env.service.cancel(ANN, by_self)
+    env.work()
+    assert env.record(done).status == "completed" and env.record(boom).state == "failed_for_good"
+    assert env.record(not_an_address).status == "completed"
+    wait_for(lambda: len(smtp.messages) >= 3, timeout=30, what="three emails")
+    assert drained()
+    assert len(smtp.messages) == 3
+    by_subject = {m["Subject"]: m for m in smtp.messages}
+    assert sorted(by_subject) == [
+        "[s3task] Broken list — failed",
+        "[s3task] March customer list — completed, 2 rows",
+        "[s3task] Stopped by ops — cancelled by ops@example.com",
+    ]  # one each; none for the task its owner cancelled, none for "bob", none for queued/started
+    mail = by_subject["[s3task] March customer list — completed, 2 rows"]
+    assert mail["To"] == "ann@example.com" and mail["From"] == "tasks@example.com"
+    assert f"https://tasks.example.com/task?id={done}" in mail.get_content()
+    assert "deliberate failure" in by_subject["[s3task] Broken list — failed"].get_content()
+    assert env.pending() == []  # every outbox entry was settled
+
+
+def test_no_channel_means_no_notification_and_no_extra_request(tmp_path: Path, smtp: Mailbox) -> None:
+    env = local_env(tmp_path)
+    assert notify.current() is None
+    task_id = env.task(ANN, "quiet")
+    env.work()
+    assert env.record(task_id).status == "completed"
+    assert not (tmp_path / "data" / "batch-tasks" / "outbox").exists()
+    assert smtp.messages == []
+
+
+class CountingStore(LocalStore):
+    """The local store, noting each request's kind and key."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.calls: list[tuple[str, str]] = []
+
+    def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("put", key))
+        return super().put(key, *args, **kwargs)
+
+    def delete(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("delete", key))
+        return super().delete(key, *args, **kwargs)
+
+    def get(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("get", key))
+        return super().get(key, *args, **kwargs)
+
+    def list_keys(self, prefix: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("list", prefix))
+        return super().list_keys(prefix, *args, **kwargs)
+
+
+@pytest.mark.parametrize("on", [False, True], ids=["off", "webhooks"])
+def test_what_notifications_cost_in_requests(tmp_path: Path, receiver: Receiver, on: bool) -> None:
+    """docs/NOTIFICATIONS.md: with a channel, a PUT and a DELETE per state change; without, nothing."""
+    channels = {"webhook_urls": (receiver.url,), "webhook_secret": SECRET} if on else {}
+    env = local_env(tmp_path, **channels)
+    env.store = CountingStore(tmp_path / "data")
+    env.service = TaskService(env.store, env.layout, max_attempts=1)
+    task_id = env.task(ANN, "counted")  # submitted, then started and completed: three state changes
+    env.work()
+    assert env.record(task_id).status == "completed"
+    if on:
+        wait_for(lambda: len(receiver.accepted) == 3, timeout=30, what="three events")
+        wait_for(lambda: env.pending() == [], timeout=30, what="the outbox empty")
+    # (A worker's sweep adds one LIST every third of outbox_recover_seconds; run_once does not sweep.)
+    outbox_calls = Counter(kind for kind, key in env.store.calls if "/outbox/" in key and kind != "list")
+    assert outbox_calls == (Counter(put=3, delete=3) if on else Counter())
+    if not on:
+        assert not any("/outbox/" in key for _, key in env.store.calls)
+
+
+def test_settings_are_checked_where_they_are_loaded(tmp_path: Path) -> None:
+    for name, bad in [
+        ("S3TASK_WEBHOOK_URLS", "ftp://x.example/hook"),
+        ("S3TASK_WEBHOOK_URLS", "https://user:pw@x.example/hook"),
+        ("S3TASK_SMTP_URL", "smtp:/mail.example"),
+        ("S3TASK_SMTP_URL", "imap://mail.example"),
+        ("S3TASK_WEBHOOK_SECRET", "short"),
+        ("S3TASK_APP_URL", "tasks.example.com"),
+    ]:
+        with pytest.raises(SettingsError, match=f"^{name}[= ]"):  # secret ones: named, their value not shown
+            Settings.load(environ={name: bad})
+    # A webhook is always signed: a URL without a secret stops a worker at the door.
+    settings = Settings(store=str(tmp_path / "d"), webhook_urls=("http://127.0.0.1:9/h",))
+    with pytest.raises(SettingsError, match="S3TASK_WEBHOOK_SECRET"):
+        Worker(settings)
+
+
+def test_webhooks_are_signed_as_documented_and_cover_every_state_change(tmp_path: Path, receiver: Receiver) -> None:
+    env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET)
+    task_id = env.task(ANN, "March customer list")
+    env.work()
+    wait_for(lambda: len(receiver.accepted) >= 3, timeout=30, what="three events")
+    assert drained()
+    assert receiver.bad_signatures == 0
+    got = sorted(receiver.accepted, key=lambda e: e["task"]["revision"])
+    assert [e["type"] for e in got] == ["task.submitted", "task.started", "task.completed"]
+    last = got[-1]
+    record = env.record(task_id)
+    assert last["id"] == f"{task_id}.{record.revision}"
+    assert last["task"]["counts"] == {"rows": 2, "processed": 2, "succeeded": 2, "errors": 0}
+    assert last["previous_state"] == "running" and last["task"]["attempt"] == 1
+    assert env.pending() == []
+    # The documented check refuses a changed body, a wrong secret and an old timestamp.
+    verify = documented_verify()
+    from s3task.notify import webhook
+
+    body = json.dumps(last).encode()
+    header = webhook.headers(SECRET, last, body)["S3Task-Signature"]
+    assert verify(SECRET, body, header)["id"] == last["id"]
+    for args in [
+        (SECRET, body.replace(b"completed", b"cancelled"), header),
+        ("another-secret-entirely", body, header),
+        (SECRET, body, webhook.headers(SECRET, last, body, timestamp=int(time.time()) - 3600)["S3Task-Signature"]),
+    ]:
+        with pytest.raises(ValueError):
+            verify(*args)
+
+
+def test_a_receiver_failing_five_times_gets_the_event_a_sixth_time(tmp_path: Path, receiver: Receiver) -> None:
+    receiver.fail_first = 5
+    env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET)
+    task_id = env.task(ANN, "cancel me", submit=False)
+    env.service.cancel(ANN, task_id)  # one state change: one event
+    wait_for(lambda: receiver.accepted, timeout=30, what="the event accepted")
+    assert drained()
+    event_id = f"{task_id}.{env.record(task_id).revision}"
+    assert receiver.ids("received") == {event_id: 6}
+    assert receiver.ids() == {event_id: 1}
+    assert env.pending() == []
+
+
+def test_a_receiver_that_never_answers_delays_nothing(tmp_path: Path, receiver: Receiver) -> None:
+    """Every POST hangs (far past the 10 s a slow receiver might take); the task still runs as usual."""
+    receiver.hold = lambda _event: not receiver.released.is_set()
+    env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET, notify_timeout=60)
+    task_id = env.task(ANN, "March customer list")
+    wait_for(lambda: receiver.holding == 1, timeout=30, what="the submit event held by the receiver")
+    started = time.monotonic()
+    env.work()  # claims, heartbeats and completes while the receiver sits on every request
+    took = time.monotonic() - started
+    record = env.record(task_id)
+    assert record.status == "completed"
+    assert receiver.accepted == [] and receiver.holding >= 1, "completed before the receiver answered anything"
+    assert took < 60, took  # far below the 60 s a single blocked delivery would take
+    receiver.released.set()
+    wait_for(lambda: len(receiver.accepted) == 3, timeout=30, what="all three delivered once released")
+
+
+def test_an_outbox_entry_left_by_a_dead_sender_is_settled_against_the_record(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET, outbox_recover_seconds=1)
+    notifier = notify.current()
+    assert notifier is not None
+    task_id = env.task(ANN, "t", submit=False)
+    wait_for(lambda: env.pending() == [], timeout=30, what="nothing pending")  # (no event yet: created only)
+    old, _ = read_record(env.store, env.layout, task_id)
+
+    def entry_for(change: Callable) -> tuple[str, Any]:
+        new = change(old, env.store.now())
+        return outbox.write(env.store, env.layout, events.build(old, new), new), new
+
+    # 1. Died after its write landed, before sending: the record holds that very write.
+    landed_key, landed = entry_for(lambda r, t: lifecycle.cancel(r, t, by="ops@example.com"))
+    env.store.put(env.layout.status_key(task_id), landed.to_json(), outbox.PutMode.OVERWRITE)
+    # 2. Died before its write (or lost it): a competing write took the same revision.
+    lost_key, _ = entry_for(lambda r, t: lifecycle.cancel(r, t, by="someone-else"))
+    time.sleep(1.1)  # the entries must be older than outbox_recover_seconds (1 s) by the store's clock
+    counts = notifier.sweep_if_due(env.store, env.layout)
+    assert counts == {"resent": 1, "dropped": 1, "missed": 0}
+    wait_for(lambda: receiver.accepted, timeout=30, what="the re-sent event")
+    assert drained()
+    assert receiver.ids() == {f"{task_id}.{landed.revision}": 1}
+    assert receiver.accepted[0]["cancelled_by"] == "ops@example.com"
+    assert env.pending() == [] and landed_key != lost_key
+
+    # 3. Cannot tell any more: the history was trimmed past the write → listed as possibly missed.
+    other = env.task(ANN, "long history", submit=False)
+    base, _ = read_record(env.store, env.layout, other)
+    gone = base.replace(revision=base.revision + 1, write_id="ab" * 8, history=[*base.history, {"at": "x"}])
+    key = outbox.write(env.store, env.layout, events.build(base, gone), gone)
+    trimmed = base.replace(
+        revision=base.revision + 5,
+        history=[{"at": "2999-01-01T00:00:00.000Z", "event": "retry", "attempt": 1}] * HISTORY_LIMIT,
+    )
+    env.store.put(env.layout.status_key(other), trimmed.to_json(), outbox.PutMode.OVERWRITE)
+    time.sleep(1.1)
+    notifier._last_sweep = float("-inf")  # sweep again now, not a third of the recover time later
+    assert notifier.sweep_if_due(env.store, env.layout) == {"resent": 0, "dropped": 0, "missed": 1}
+    assert env.pending() == []
+    listed = subprocess.run(
+        [sys.executable, "-m", "s3task.notify", "--store", str(tmp_path / "data"), "missed"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=True,
+    )  # fmt: skip
+    assert f"{other}.{gone.revision}" in listed.stdout and key.rsplit("/", 1)[-1] in key
+
+
+def test_a_lost_claim_race_sends_nothing_and_leaves_nothing(tmp_path: Path, receiver: Receiver) -> None:
+    env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET)
+    task_id = env.task(ANN, "raced")
+    first = read_record(env.store, env.layout, task_id)
+    update_record(env.store, env.layout, task_id, lambda r, t: lifecycle.cancel(r, t, by="ann@example.com"))
+    with pytest.raises(Exception):  # noqa: B017 - the stale claim loses (any refusal)
+        update_record(
+            env.store,
+            env.layout,
+            task_id,
+            lambda r, t: lifecycle.claim(r, t, worker_id="late", lease_seconds=5)[0],
+            tries=1,
+            first=first,
+        )
+    wait_for(lambda: len(receiver.accepted) == 2, timeout=30, what="submitted and cancelled")
+    assert drained()
+    assert sorted(e["type"] for e in receiver.accepted) == ["task.cancelled", "task.submitted"]
+    wait_for(lambda: env.pending() == [], timeout=10, what="the loser's outbox entry removed")
+
+
+# --- real worker processes on one S3 store (moto over HTTP), as in tests/test_worker.py -------------
+
+
+@pytest.fixture
+def many(request: pytest.FixtureRequest) -> Env:
+    """Real worker processes on one moto S3 store over HTTP (tests/test_worker.py's ``s3`` fixture)."""
+    return request.getfixturevalue("s3")
+
+
+def hooked(receiver: Receiver, **extra: str) -> dict[str, str]:
+    """The environment of a worker process that sends webhooks to ``receiver``."""
+    return {
+        "S3TASK_WEBHOOK_URLS": receiver.url,
+        "S3TASK_WEBHOOK_SECRET": SECRET,
+        "S3TASK_NOTIFY_BACKOFF_SECONDS": "0.05",
+        **extra,
+    }
+
+
+def test_every_state_change_of_many_tasks_reaches_the_receiver_exactly_once(many: Env, receiver: Receiver) -> None:
+    # This process submits (three app replicas would do the same): its submits are its events to send.
+    notify.configure(Settings(store=many.url, webhook_urls=(receiver.url,), webhook_secret=SECRET))
+    ids = [many.submit(f"t{i}", csv_rows(i + 1)) for i in range(8)]
+    workers = [many.worker(name=f"race{i}", env=hooked(receiver)) for i in range(3)]
+    for task_id in ids:
+        wait_for(lambda t=task_id: done(many, t), timeout=120 + many.start, what=f"{task_id} completed")
+    wait_for(lambda: len(receiver.ids()) >= 3 * len(ids), timeout=60, what="every event")
+    wait_for(lambda: many.store.list_keys(many.layout.outbox_root()) == [], timeout=60, what="the outbox empty")
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    for w in workers:
+        assert w.wait(20 + many.start) == 0, logs(w)
+    assert receiver.bad_signatures == 0
+    assert set(receiver.ids().values()) == {1}, "each event delivered once"
+    assert receiver.ids("received") == receiver.ids(), "and never sent twice"
+    by_task: dict[str, list[str]] = {}
+    for event in sorted(receiver.accepted, key=lambda ev: ev["task"]["revision"]):
+        by_task.setdefault(event["task"]["id"], []).append(event["type"])
+    assert by_task == {t: ["task.submitted", "task.started", "task.completed"] for t in ids}
+    for task_id in ids:  # the completion's id is the completed record's revision
+        assert f"{task_id}.{many.record(task_id).revision}" in receiver.ids()
+    claimers = {h.get("note") for t in ids for h in many.record(t).history if h["event"] == "claim"}
+    assert len(claimers) > 1, "the tasks should be spread over several workers (several senders)"
+    assert many.store.list_keys(many.layout.outbox_root("missed")) == []
+
+
+def test_a_worker_killed_before_its_event_was_taken_has_it_sent_by_another(many: Env, receiver: Receiver) -> None:
+    """SIGKILL while the receiver has not yet taken the completion: a second worker's sweep sends it."""
+    receiver.hold = lambda event: event["type"] == "task.completed" and not receiver.released.is_set()
+    recover = hooked(receiver, S3TASK_OUTBOX_RECOVER_SECONDS="3", S3TASK_NOTIFY_TIMEOUT="30")
+    task_id = many.submit("killed while sending", csv_rows(5))
+    victim = many.worker(name="victim", env=recover)
+    wait_for(lambda: receiver.holding == 1, timeout=60 + many.start, what="the completion held by the receiver")
+    victim.kill()  # the task is completed; its event was never taken
+    victim.wait(10)
+    record = done(many, task_id)
+    assert record is not None
+    completed_id = f"{task_id}.{record.revision}"
+    assert completed_id not in receiver.ids()
+    pending = many.store.list_keys(many.layout.outbox_root())
+    assert any(f".{task_id}.{record.revision}." in key for key in pending), pending
+    receiver.released.set()  # the held request is answered now; the victim is no longer there to hear it
+    rescuer = many.worker(name="rescuer", env=recover)
+    wait_for(lambda: completed_id in receiver.ids(), timeout=60 + many.start, what="the completion re-sent")
+    wait_for(lambda: many.store.list_keys(many.layout.outbox_root()) == [], timeout=30, what="the outbox empty")
+    assert receiver.ids()[completed_id] == 1  # taken once (the first, held copy went to a dead sender)
+    assert [ev["type"] for ev in receiver.received if ev["id"] == completed_id] == ["task.completed"] * 2
+    assert "re-sending notification" in logs(rescuer)
+    rescuer.terminate()
+    assert rescuer.wait(20 + many.start) == 0
+
+
+# --- in the browser -------------------------------------------------------------------------------------
+
+#: Records every desktop notification the page creates (headless Chromium shows none on a screen),
+#: keeping the real constructor's permission logic.
+NOTIFICATION_SHIM = """
+(() => {
+  const Real = window.Notification;
+  window.__notes = [];
+  class Recorded {
+    constructor(title, options) {
+      if (Real.permission !== "granted") throw new TypeError("permission not granted");
+      this.title = title;
+      this.body = (options || {}).body;
+      this.onclick = null;
+      window.__notes.push(this);
+    }
+    close() {}
+    static get permission() { return Real.permission; }
+    static requestPermission(cb) { return Real.requestPermission(cb); }
+  }
+  window.Notification = Recorded;
+})();
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/test_browser.py")
+def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+    from test_browser import base_env, settle, streamlit_app
+
+    store = tmp_path / "store"
+    service = TaskService(LocalStore(store), Layout())
+    me = Actor("local", operator=True)  # the app's development user
+
+    def gated(name: str) -> tuple[str, Path]:
+        gate = tmp_path / f"gate-{name}"
+        task_id = service.create(me, name, "test_gated", {"gate": str(gate)}).record.task_id
+        service.upload_input(me, task_id, csv_rows(5))
+        return task_id, gate
+
+    first, first_gate = gated("March customer list")
+    second, second_gate = gated("April list")
+    service.submit(me, first)
+    env = base_env(
+        S3TASK_STORE=str(store),
+        S3TASK_HANDLERS="worker_handlers",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+    )
+    with streamlit_app(env, tmp_path / "streamlit.log") as url:
+        context = browser.new_context()
+        context.grant_permissions(["notifications"], origin=url)
+        context.add_init_script(NOTIFICATION_SHIM)
+        page = context.new_page()
+
+        def seen(task_id: str) -> str | None:
+            """The state the page's watcher last saw the task in."""
+            return page.evaluate("id => globalThis.__s3taskNotify?.seen.get(id) ?? null", task_id)
+
+        try:
+            # 1. The task's own page is open while it runs; it ends.
+            page.goto(f"{url}/task?id={first}")
+            settle(page)
+            wait_for(lambda: service.get(me, first).status == "running", timeout=60, what="the first task running")
+            wait_for(lambda: seen(first) == "running", timeout=30, what="the page showing it running")
+            expect(page.get_by_text("Notify me when my tasks finish")).to_be_hidden()  # already allowed
+            first_gate.touch()
+            expect(page).to_have_title("✓ March customer list — completed", timeout=30_000)
+            notes = page.evaluate("window.__notes.map(n => [n.title, n.body])")
+            assert notes == [["March customer list — completed, 5 rows", "Click to open the task."]]
+
+            # 2. The task list is open; another of my tasks ends; the notification opens it.
+            service.submit(me, second)
+            page.goto(f"{url}/tasks")
+            settle(page)
+            wait_for(lambda: seen(second), timeout=30, what="the list page showing the second task")
+            second_gate.touch()
+            expect(page).to_have_title("✓ April list — completed", timeout=60_000)
+            assert page.evaluate("window.__notes.map(n => n.title)") == ["April list — completed, 5 rows"]
+            page.evaluate("window.__notes[0].onclick()")
+            page.wait_for_url(f"**/task?id={second}", timeout=20_000)
+            settle(page)
+            expect(page.get_by_text("April list").first).to_be_visible()
+        finally:
+            context.close()
+        # Someone who has not decided yet is offered the browser's question.
+        fresh = browser.new_context()
+        try:
+            page = fresh.new_page()
+            page.goto(f"{url}/tasks")
+            settle(page)
+            assert page.evaluate("Notification.permission") == "default"
+            expect(page.get_by_role("button", name="Notify me when my tasks finish")).to_be_visible()
+        finally:
+            fresh.close()

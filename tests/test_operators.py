@@ -1,0 +1,252 @@
+"""Find and act: the Tasks list's search and filters, and the operators' Workers view.
+
+The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/test_app.py``:
+a fresh local store, the embedded worker off, users told apart by a trusted header, ``boss``
+an operator). The Workers view is fed by two real ``worker.py`` processes, whose presence
+module writes the objects the page reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import worker_handlers  # noqa: F401  (registers the gated task type here too)
+from conftest import wait_for
+from streamlit.testing.v1 import AppTest
+
+from s3task.record import read_record
+from s3task.tasks import Actor, TaskService
+from tests import test_app as pages
+from tests.test_app import CSV, goto, listed, run_as_worker, submitted, texts
+from ui import tables
+
+# The pages' fixtures: a fresh local store, the embedded worker off, users told apart by a trusted header.
+app, options, service, store_dir = pages.app, pages.options, pages.service, pages.store_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+POLL = 0.2
+#: Seconds a worker process may take to start here (interpreter, pandas and pyarrow imports, the store
+#: probe) on a busy 2-core machine; every wait for a worker is this plus its own poll interval.
+WORKER_START = 60.0
+
+
+def shown_caption(at: AppTest) -> str:
+    return next(c.value for c in at.caption if "search and filters cover" in c.value.lower())
+
+
+# --- the Tasks list: search and filters -------------------------------------------------------------------
+
+
+@pytest.fixture
+def many(service: TaskService) -> dict[str, str]:
+    """Tasks of several statuses, types and names; newest last."""
+    ids = {}
+    for name, user in [("March sales", "ann"), ("April sales", "bob"), ("Customer emails", "ann")]:
+        ids[name] = submitted(service, user, name)
+    ids["Staff list"] = service.submit_file(Actor("ann"), "Staff list", "profile", None, CSV).task_id
+    run_as_worker(service, ids["March sales"], output=b"name,age,error\nann,007,\n")
+    run_as_worker(service, ids["Customer emails"], error="no column with e-mail addresses")
+    return ids
+
+
+def test_filter_by_status_type_and_name(app, many) -> None:
+    at = app("ann").run()
+    at.button_group[0].set_value("Everyone").run()
+    assert listed(at) == ["Staff list", "Customer emails", "April sales", "March sales"]
+    assert shown_caption(at) == "Search and filters cover all 4 of this store's tasks."
+
+    at.multiselect(key="tasks_status").set_value(["Queued"]).run()
+    assert listed(at) == ["Staff list", "April sales"]
+    assert shown_caption(at).startswith("Showing 2 of 4: search and filters cover all 4")
+
+    at.multiselect(key="tasks_type").set_value([tables.type_title("profile")]).run()
+    assert listed(at) == ["Staff list"]
+
+    at.multiselect(key="tasks_status").set_value([]).run()
+    at.multiselect(key="tasks_type").set_value([]).run()
+    at.text_input(key="tasks_search").input("SALES").run()  # not case-sensitive
+    assert listed(at) == ["April sales", "March sales"]
+    at.text_input(key="tasks_search").input("sales march").run()  # every word, in any order
+    assert listed(at) == ["March sales"]
+    at.multiselect(key="tasks_status").set_value(["Failed"]).run()
+    assert listed(at) == []
+    assert "No task loaded here matches." in texts(at)
+
+
+def test_filters_say_they_cover_only_the_tasks_loaded(app, many, monkeypatch) -> None:
+    monkeypatch.setenv("S3TASK_PAGE_SIZE", "2")
+    at = app("ann").run()
+    at.button_group[0].set_value("Everyone").run()
+    at.text_input(key="tasks_search").input("march").run()
+    # March sales is the oldest task: not among the newest two, so not found yet, and the page says why.
+    assert listed(at) == []
+    assert shown_caption(at) == (
+        "Showing 0 of 2: search and filters cover the newest 2 of this store's tasks (loaded so far). "
+        "*Load older tasks* extends them."
+    )
+    assert "Load older tasks to search further back." in texts(at)
+    next(b for b in at.button if b.label == "Load older tasks (2 more)").click().run()
+    assert listed(at) == ["March sales"]
+    assert not [b for b in at.button if b.label.startswith("Load older tasks")]  # nothing older is left
+    assert shown_caption(at).startswith("Showing 1 of 4: search and filters cover all 4")
+
+
+def test_count_columns_are_wide_enough_for_any_count(app, service: TaskService) -> None:
+    """A count that grows while the list is open keeps its width: the grid sizes a column only once."""
+    task_id = submitted(service, "local", "big")
+    run_as_worker(service, task_id, output=b"name,age,error\n" + b"a,1,\n" * 3)
+    at = app().run()
+    columns = json.loads(at.dataframe[0].proto.columns)
+    numbers = {name: c for name, c in columns.items() if c.get("type_config", {}).get("type") == "number"}
+    assert "rows" in numbers
+    for name, column in numbers.items():
+        assert column["width"] >= tables.COUNT_WIDTH, name  # "123,456,789,012" is 94 px + 16 px padding
+
+
+# --- the Workers view ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def workers(store_dir: Path, tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen]]:
+    procs: list[subprocess.Popen] = []
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("S3TASK_")},
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+    }
+
+    def start(worker_id: str) -> subprocess.Popen:
+        log = open(tmp_path / f"{worker_id}.log", "wb")  # noqa: SIM115 - closed with the process
+        cmd = [
+            sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), "--poll-interval", str(POLL),
+            "--handlers", "worker_handlers", "--worker-id", worker_id,
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+
+
+def page_links(at: AppTest) -> dict[str, str]:
+    return {e.proto.label: f"{e.proto.page}?{e.proto.query_string}" for e in at.get("page_link")}
+
+
+def workers_page(at: AppTest) -> AppTest:
+    from ui import services
+
+    services.live_workers.clear()  # the page's 10-second cache of the presence objects
+    return goto(at, "pages/workers.py")
+
+
+def test_operators_see_each_worker_what_it_runs_and_when_it_last_beat(
+    app, service: TaskService, workers, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    ids = {
+        name: service.submit_file(Actor("ann"), name, "test_gated", {"gate": str(gate)}, CSV).task_id
+        for name in ("Held A", "Held B")
+    }
+    first, second = workers("worker-a"), workers("worker-b")
+
+    def both_running() -> dict[str, str] | None:
+        records = {name: read_record(service.store, service.layout, i)[0] for name, i in ids.items()}
+        holders = {r.worker_id for r in records.values() if r.status == "running"}
+        return {r.task_name: r.worker_id for r in records.values()} if holders == {"worker-a", "worker-b"} else None
+
+    held = wait_for(both_running, timeout=WORKER_START + 4 * POLL, what="each worker holding one task")
+    at = workers_page(app("boss"))
+    assert not at.exception
+    said = texts(at)
+    assert "**2 workers** · 2 busy, 0 idle" in said and said.count(":blue-badge[Busy]") == 2
+    for name, worker_id in held.items():
+        assert worker_id in said
+        link = next(target for label, target in page_links(at).items() if label.startswith(name))
+        assert link == f"task?id={ids[name]}", link
+    beats = [c.value for c in at.caption if c.value.startswith("Last beat ")]
+    assert len(beats) == 2 and all(" s ago · 20" in b for b in beats), beats  # relative, then absolute time
+    facts = [c.value for c in at.caption if "pid" in c.value]
+    assert any(f"pid {first.pid}" in f.replace("\\", "") for f in facts), facts
+    assert any(f"pid {second.pid}" in f.replace("\\", "") for f in facts), facts
+
+    # The tasks finish: until a worker's next beat its report still names the task, and the page says
+    # what the task's record says now.
+    gate.touch()
+    wait_for(
+        lambda: all(read_record(service.store, service.layout, i)[0].status == "completed" for i in ids.values()),
+        timeout=WORKER_START,
+        what="both tasks completed",
+    )
+    at = workers_page(at)
+    assert "**2 workers** · 0 busy, 2 idle" in texts(at)  # from the tasks' records, not the reports alone
+    reported = [
+        task_id
+        for key in service.store.list_keys(service.layout.workers_root)
+        for task_id in json.loads(service.store.get(key).body)["task_ids"]
+    ]
+    assert reported, "both workers beat again since their claim (they beat once a minute): nothing to check"
+    labels = [label for label in page_links(at) if label.startswith("Held")]
+    assert len(labels) == len(reported) and all(label.endswith("now Completed") for label in labels), labels
+
+    # A worker that stops says so, and is shown as stopped until it drops out of the window.
+    first.terminate()
+    first.wait(WORKER_START)
+    at = workers_page(at)
+    assert "1 stopped" in texts(at)
+
+
+def test_staff_who_open_the_workers_page_are_refused(app, store_dir: Path) -> None:
+    at = workers_page(app("ann"))
+    assert "This page is for operators only" in at.error[0].value
+    assert not [c for c in at.caption if c.value.startswith("Last beat")]
+    assert not at.exception
+
+
+def menu_for(user: str, operator: bool) -> dict[str, str]:
+    """An AppTest script: the app's pages as ``nav.pages()`` builds them for this run's user."""
+    from unittest import mock
+
+    import streamlit as st
+
+    from s3task.config import Settings
+    from s3task.tasks import Actor
+    from ui import context, nav, services
+    from ui.appsettings import AppSettings
+    from ui.identity import Identity
+
+    settings = Settings.load()
+    who = Identity("header", actor=Actor(user, operator=operator))
+    ctx = context.Context(settings, AppSettings.load(), who, services.service_for(settings), services.Worker(False))
+    context.put(ctx)
+    # The menu as built for this run (st.Page itself needs the page files next to the script).
+    with mock.patch.object(nav.st, "Page", lambda path, **kwargs: kwargs):
+        pages = nav.pages()
+    st.json({page["url_path"]: page.get("visibility", "visible") for page in pages})
+
+
+@pytest.mark.parametrize(("user", "operator", "visibility"), [("ann", False, "hidden"), ("boss", True, "visible")])
+def test_the_workers_page_is_in_the_menu_of_operators_only(store_dir: Path, user, operator, visibility) -> None:
+    at = AppTest.from_function(menu_for, args=(user, operator), default_timeout=20).run()
+    assert not at.exception
+    assert json.loads(at.json[0].value)["workers"] == visibility
+
+
+def test_a_report_from_another_version_is_shown_without_what_it_lacks(app, service: TaskService) -> None:
+    from s3task.record import to_iso
+    from s3task.store.base import PutMode
+
+    odd = {"worker_id": "old-box", "last_seen": to_iso(service.store.now()), "task_ids": "not a list"}
+    service.store.put(service.layout.worker_key("old-box"), json.dumps(odd).encode(), PutMode.OVERWRITE)
+    at = workers_page(app("boss"))
+    assert not at.exception
+    said = texts(at)
+    assert "**1 worker** · 0 busy, 1 idle" in said and "old-box" in said and "Not running a task." in said
