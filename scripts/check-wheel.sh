@@ -137,6 +137,8 @@ task_id=$("$bin/s3task" --store store submit data.csv --name "wheel check" --typ
   fail "s3task-worker --once exited with $?: $(cat worker.log)"
 "$bin/s3task" --store store show "$task_id" --json >show.json
 "$bin/s3task" --store store download "$task_id" -o out.csv >/dev/null
+# The Excel copy needs xlsxwriter, a runtime dependency: made from the output on this first request.
+"$bin/s3task" --store store download "$task_id" --excel -o out.xlsx >/dev/null || fail "the Excel copy failed"
 "$bin/python" - <<'PYEOF' || fail "the task did not round-trip (worker log: $(cat worker.log))"
 import csv
 import json
@@ -146,10 +148,15 @@ record = json.load(open("show.json"))
 if record.get("status") != "completed":
     sys.exit(f"task is {record.get('status')!r}, not completed: {record}")
 rows_in = list(csv.reader(open("data.csv", newline="", encoding="utf-8")))
-rows_out = list(csv.reader(open("out.csv", newline="", encoding="utf-8")))
-# copy writes every row unchanged, plus the row-error column every output has (empty here).
-if rows_out != [rows_in[0] + ["error"]] + [row + [""] for row in rows_in[1:]]:
+raw = open("out.csv", "rb").read()
+if not raw.startswith(b"\xef\xbb\xbf"):
+    sys.exit("the output has no UTF-8 byte-order mark (Windows Excel would misread it)")
+rows_out = list(csv.reader(open("out.csv", newline="", encoding="utf-8-sig")))
+# copy writes every row unchanged.
+if rows_out != rows_in:
     sys.exit(f"output rows differ from the input:\n{rows_in}\n{rows_out}")
+if not open("out.xlsx", "rb").read(4) == b"PK\x03\x04":
+    sys.exit("the Excel copy is not a workbook (an .xlsx is a zip file)")
 print(f"task {record['task_id']} completed, {len(rows_out) - 1} rows back", file=sys.stderr)
 PYEOF
 

@@ -149,6 +149,11 @@ def watch_until_completed(page, prefix: str) -> None:
     cells = grid_cells(page, 0)  # the preview, above the timeline
     assert cells[:4] == ["ann", "007", "first", "bob"]  # name, age, note: copy adds no column
     assert "=1+1" in cells  # the preview shows the value as it is (the CSV file has a ' before it)
+    # Beside the Completed badge, one bar and it is full (not the running bar still sliding up).
+    expect(page.locator(".stMarkdownBadge", has_text="Completed")).to_be_visible()
+    bars = page.get_by_role("progressbar")
+    expect(bars).to_have_count(1)
+    expect(bars).to_have_attribute("aria-valuenow", "100")
     shot(page, f"{prefix}-4-task-completed")
 
 
