@@ -63,7 +63,8 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     s.add_argument(
         "--encoding",
         default="detect",
-        help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be; default: detect from the file",
+        help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be, "
+        "utf-16 (the byte order its byte-order mark says); default: detect from the file",
     )
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 

@@ -127,12 +127,27 @@ ORIGINS = each(matching(_ORIGIN, ""), "comma-separated origins like https://task
 USERS = each(Rule("", lambda v: 0 < len(v) <= 200 and v.isprintable()), "comma-separated user names")
 # Notifications (s3task.notify, docs/NOTIFICATIONS.md): endpoints come from the deployment, never a request.
 _HTTP_URL = re.compile(r"https?://[^/\s?#@]+(/\S*)?")
-_SMTP_URL = re.compile(r"(smtp|smtps|smtp\+starttls)://([^@\s/]+@)?[^@\s/:]+(:[0-9]{1,5})?/?")
+# The user name and password must be percent-encoded: a raw ? # / @ would end them early, and the
+# rest of the password would then be read as the host or the port (and end up in an error message).
+_SMTP_URL = re.compile(r"(smtp|smtps|smtp\+starttls)://([^@\s/?#\[\]]+@)?[^@\s/:?#\[\]]+(?::([0-9]{1,5}))?/?")
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+")
 WEBHOOK_URLS = each(matching(_HTTP_URL, ""), "comma-separated http:// or https:// URLs (no user:password@)")
+
+
+def _smtp_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    if value == "":
+        return True
+    found = _SMTP_URL.fullmatch(value)
+    return found is not None and (found.group(3) is None or 1 <= int(found.group(3)) <= 65535)
+
+
 SMTP_URL = Rule(
-    "nothing (no email), or smtp://host[:port], smtps://user:password@host[:465] (TLS) or smtp+starttls://…",
-    lambda v: isinstance(v, str) and (v == "" or _SMTP_URL.fullmatch(v) is not None),
+    "nothing (no email), or smtp://host[:port], smtps://user:password@host[:465] (TLS) or smtp+starttls://…"
+    " with a port from 1 up to 65535; percent-encode ? # / @ [ ] in the user name and password"
+    " (%3F %23 %2F %40 %5B %5D)",
+    _smtp_url,
 )
 ADDRESS = Rule("nothing, or one email address (tasks@example.com)", lambda v: v == "" or bool(_ADDRESS.fullmatch(v)))
 APP_URL = Rule(
@@ -186,7 +201,8 @@ class Settings:
     smtp_url: str = setting("", rule=SMTP_URL, secret=True)
     smtp_from: str = setting("", rule=ADDRESS)
     #: Receive a signed JSON event for every state change (docs/NOTIFICATIONS.md); off while empty.
-    webhook_urls: tuple[str, ...] = setting((), rule=WEBHOOK_URLS)
+    #: Secret: a URL may carry a token in its path or query (Slack's do); logs show scheme://host[:port] only.
+    webhook_urls: tuple[str, ...] = setting((), rule=WEBHOOK_URLS, secret=True)
     webhook_secret: str = setting("", rule=SECRET, secret=True)
     #: Seconds one delivery (an HTTP POST, an SMTP session) may take before it counts as failed.
     notify_timeout: float = setting(5.0, rule=number(0.1, 60, unit="of seconds"))

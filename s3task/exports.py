@@ -9,7 +9,8 @@ block, in constant memory:
 ``xlsx``
     An Excel workbook: every cell a text cell holding exactly the value (no formula is ever
     written, so no ``'`` is needed). Refused above Excel's limits: 1,048,576 rows (the
-    header included) and 32,767 characters in a cell.
+    header included), 16,384 columns, and 32,767 characters in a cell (counted as Excel counts
+    them, in UTF-16 units: an emoji is two).
 ``exact``
     The CSV with the values exactly as the task produced them (no ``'`` added), for pandas
     and scripts. Still UTF-8 with a BOM (``pandas.read_csv`` and ``encoding="utf-8-sig"``
@@ -27,15 +28,20 @@ two app replicas making the same copy at once is harmless: one put wins, the oth
 made. Downloads then go through the same presigned URL / signed ``/transfer`` route as the
 output: the bytes never pass through the app on S3.
 
-:class:`Exports` runs the making in the background (one daemon thread per copy being made,
-one at a time per copy in this process) so that a page can say "Preparing…" and poll.
+:class:`Exports` runs the making in the background so that a page can say "Preparing…" and
+poll: at most :data:`MAX_AT_ONCE` copies are made at once in a process (daemon threads; the
+others wait their turn, "preparing" too), each copy once. A copy refused for a reason that
+cannot change (:class:`CannotExport`: above an Excel limit) is remembered, not tried again.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -46,8 +52,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .csvio import CsvReader
-from .csvio.common import BOM, TEXT
+from .csvio import CsvReader, scan_exact
+from .csvio.common import BOM, MAX_ROW_BYTES, TEXT
 from .csvio.writing import CsvWriter, unprotect
 from .errors import AlreadyExists, InvalidTransition, NotFound, OutputPreparing, S3TaskError
 from .layout import CSV_TYPE, XLSX_TYPE, Layout
@@ -71,8 +77,12 @@ LABELS = {
 
 #: Rows in an Excel worksheet, the header row included.
 EXCEL_MAX_ROWS = 1_048_576
-#: Characters in an Excel cell.
+#: Columns in an Excel worksheet.
+EXCEL_MAX_COLUMNS = 16_384
+#: Characters in an Excel cell, in UTF-16 code units (a character beyond U+FFFF, an emoji, is two).
 EXCEL_MAX_CELL = 32_767
+#: Copies made at once in a process (each reads the output and writes a copy; the rest wait).
+MAX_AT_ONCE = 2
 SHEET_NAME = "Result"
 #: Rows turned into Python strings at a time for the workbook (a block holds tens of thousands).
 _PY_ROWS = 2048
@@ -204,9 +214,17 @@ def _exact_name(name: str, legacy: bool) -> str:
 
 
 def _exact_tables(stream: Any, legacy: bool) -> tuple[list[str], Iterator[pa.Table]]:
-    """The output's header and its rows, block by block, with the protection taken off."""
-    reader = CsvReader(stream)
-    names = [str(v) for v in unprotect(pa.array(reader.names, TEXT), legacy=legacy).to_pylist()]
+    """The output's header and its rows, block by block, with the protection taken off.
+
+    The output is our own file, so the input's limit on columns does not apply to it (a task may
+    add columns to an input at that limit): its header row is read here, and the reader reads the
+    rows under it.
+    """
+    header, rest = _split_header(stream)
+    raw_names = next(csv.reader(io.StringIO(header.decode("utf-8"), newline="")), [])
+    names = [str(v) for v in unprotect(pa.array(raw_names, TEXT), legacy=legacy).to_pylist()]
+    reader = CsvReader(_Prefixed(b"_\n" + rest, stream))  # a stand-in header: the rows are read under ``names``
+    reader.names = list(raw_names)
 
     def tables() -> Iterator[pa.Table]:
         fed = False
@@ -217,6 +235,26 @@ def _exact_tables(stream: Any, legacy: bool) -> tuple[list[str], Iterator[pa.Tab
             yield pa.table([pa.array([], TEXT) for _ in names], names=names)
 
     return names, tables()
+
+
+def _split_header(stream: Any) -> tuple[bytes, bytes]:
+    """The output's header row (without its BOM) and the bytes read after it."""
+    buf = b""
+    while True:
+        more = stream.read(1 << 16)
+        buf += more
+        if buf.startswith(BOM):
+            buf = buf[len(BOM) :]
+        end, _open = scan_exact(buf, b"\n", stop_at_first=True, delimiter=b",")
+        if end >= 0 or not more:
+            break
+        if len(buf) > MAX_ROW_BYTES:
+            raise S3TaskError(f"the output's header row is longer than {MAX_ROW_BYTES >> 20} MB")
+    if end < 0:
+        end = len(buf) - 1
+    if not buf.strip(b"\r\n"):
+        raise S3TaskError("the output is empty")
+    return buf[: end + 1], buf[end + 1 :]
 
 
 def write_csv(stream: Any, sink: Any, *, legacy: bool, errors_only: bool, error_column: str | None) -> int:
@@ -245,6 +283,8 @@ def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None
     import xlsxwriter  # type: ignore[import-untyped]  # the app and the CLI need it; a worker never does
 
     names, tables = _exact_tables(stream, legacy)
+    if len(names) > EXCEL_MAX_COLUMNS:
+        raise CannotExport(too_many_columns(len(names)))
     book = xlsxwriter.Workbook(
         _WriteOnly(sink),
         {
@@ -275,12 +315,29 @@ def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None
 def _write_row(write: Any, row: int, values: Any) -> None:
     for col, value in enumerate(values):
         if value:
-            if len(value) > EXCEL_MAX_CELL:
-                raise CannotExport(
-                    f"row {row:,} of the result has a value of {len(value):,} characters and an Excel cell "
-                    f"holds at most {EXCEL_MAX_CELL:,}; download the CSV instead"
-                )
-            write(row, col, value)
+            # Excel counts UTF-16 units (an emoji is two); only a value past half the limit can exceed it.
+            if len(value) > EXCEL_MAX_CELL // 2 and _excel_length(value) > EXCEL_MAX_CELL:
+                raise CannotExport(too_long(row, value))
+            if write(row, col, value) != 0:  # xlsxwriter cuts what it finds too long and says so (-2)
+                raise CannotExport(too_long(row, value))
+
+
+def _excel_length(value: str) -> int:
+    return len(value.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def too_long(row: int, value: str) -> str:
+    return (
+        f"row {row:,} of the result has a value of {_excel_length(value):,} characters (as Excel counts them) and "
+        f"an Excel cell holds at most {EXCEL_MAX_CELL:,}; download the CSV instead"
+    )
+
+
+def too_many_columns(columns: int) -> str:
+    return (
+        f"the result has {columns:,} columns and an Excel worksheet holds at most {EXCEL_MAX_COLUMNS:,}; "
+        "download the CSV instead"
+    )
 
 
 class _WriteOnly:
@@ -301,14 +358,19 @@ class _WriteOnly:
 
 
 class Exports:
-    """Makes copies in background threads, one at a time per copy, and says where each stands."""
+    """Makes copies in background threads, each copy once, at most ``max_at_once`` at a time, and says
+    where each stands."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, max_at_once: int = MAX_AT_ONCE) -> None:
         self.store = store
+        self.max_at_once = max(1, max_at_once)
         self._lock = threading.Lock()
+        #: Copies being made or waiting their turn, the last failure of each, and refusals (kept).
         self._jobs: dict[str, Future[ObjectMeta]] = {}
         #: Copies known to exist (they never change): key -> size.
         self._ready: dict[str, int] = {}
+        self._queue: deque[tuple[str, Callable[[], ObjectMeta], Future[ObjectMeta]]] = deque()
+        self._threads = 0
 
     def state(self, key: str) -> State:
         """Where the copy at ``key`` stands; a HEAD only when this process has not seen it made."""
@@ -318,8 +380,10 @@ class Exports:
             job = self._jobs.get(key)
         if job is not None:
             if not job.done():
-                return State("preparing")
+                return State("preparing")  # being made, or waiting its turn
             error = job.exception()
+            if isinstance(error, CannotExport):
+                return State("refused", message=error.message)
             if error is not None:
                 return State("failed", message=_reason(error))
         try:
@@ -330,14 +394,15 @@ class Exports:
             self._ready[key] = size
         return State("ready", size)
 
-    def start(self, key: str, make_copy: Any) -> Future[ObjectMeta]:
-        """Run ``make_copy()`` (which writes ``key``) in the background, unless it is running or made here.
+    def start(self, key: str, make_copy: Callable[[], ObjectMeta]) -> Future[ObjectMeta]:
+        """Queue ``make_copy()`` (which writes ``key``), unless it is queued, running, made here, or refused.
 
-        A copy whose last try failed is tried again.
+        A copy whose last try failed is tried again; one refused (:class:`CannotExport`) is not: its
+        refusal is the answer.
         """
         with self._lock:
             job = self._jobs.get(key)
-            if job is not None and (not job.done() or job.exception() is None):
+            if job is not None and (not job.done() or not _retryable(job.exception())):
                 return job
             if key in self._ready:  # made already: nothing to do
                 made: Future[ObjectMeta] = Future()
@@ -346,22 +411,37 @@ class Exports:
             job = Future()
             job.set_running_or_notify_cancel()
             self._jobs[key] = job
-
-        def run() -> None:
-            try:
-                meta = make_copy()
-            except BaseException as e:
-                if not isinstance(e, S3TaskError):
-                    log.exception("making %s failed", key)
-                job.set_exception(e)
-                return
-            with self._lock:
-                self._ready[key] = meta.size
-                self._jobs.pop(key, None)  # made: its size is all this process keeps
-            job.set_result(meta)
-
-        threading.Thread(target=run, name="s3task-export", daemon=True).start()
+            self._queue.append((key, make_copy, job))
+            spawn = self._threads < self.max_at_once
+            if spawn:
+                self._threads += 1
+        if spawn:
+            threading.Thread(target=self._work, name="s3task-export", daemon=True).start()
         return job
+
+    def _work(self) -> None:
+        """Make queued copies one after another until none is left."""
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._threads -= 1
+                    return
+                key, make_copy, job = self._queue.popleft()
+            self._run(key, make_copy, job)
+
+    def _run(self, key: str, make_copy: Callable[[], ObjectMeta], job: Future[ObjectMeta]) -> None:
+        try:
+            meta = make_copy()
+            size = meta.size
+        except BaseException as e:  # the job carries it to whoever waits; this thread goes on
+            if not isinstance(e, S3TaskError):
+                log.exception("making %s failed", key)
+            job.set_exception(e)
+            return
+        with self._lock:
+            self._ready[key] = size
+            self._jobs.pop(key, None)  # made: its size is all this process keeps
+        job.set_result(meta)
 
     def wait(self, key: str, make_copy: Any, timeout: float | None = None) -> ObjectMeta:
         """The copy at ``key``, made now if it is not there yet (waiting for it); raises why it cannot be.
@@ -377,6 +457,11 @@ class Exports:
             raise OutputPreparing(
                 f"the copy is still being made; ask again in a few seconds (it was asked for {timeout:g} s ago)"
             ) from None
+
+
+def _retryable(error: BaseException | None) -> bool:
+    """Whether a copy that failed with ``error`` may be made on another try (a refusal stays one)."""
+    return error is not None and not isinstance(error, CannotExport)
 
 
 def _reason(error: BaseException) -> str:

@@ -290,11 +290,32 @@ def update_record(
 
 
 def _announce(store: ObjectStore, layout: Layout, old: TaskRecord, new: TaskRecord) -> Any:
+    """The notification of a state change about to be written, or None. Never raises: no state
+    change fails because of a notification (the log line names the exception's type only, since
+    its text could quote a URL or a password from the settings)."""
     if old.state is new.state:
         return None  # heartbeats and progress: never a notification, never a request
-    from . import notify  # here: s3task.notify builds on this module
+    try:
+        from . import notify  # here: s3task.notify builds on this module
 
-    return notify.before_write(store, layout, old, new)
+        note = notify.before_write(store, layout, old, new)
+        return None if note is None else _Quiet(note)
+    except Exception as e:
+        log.error("no notification for task %s: preparing it failed (%s)", new.task_id, type(e).__name__)
+        return None
+
+
+class _Quiet:
+    """A notification's ``done(won)`` that never raises into update_record."""
+
+    def __init__(self, note: Any) -> None:
+        self.note = note
+
+    def done(self, won: bool) -> None:
+        try:
+            self.note.done(won)
+        except Exception as e:
+            log.error("a notification could not be queued (%s)", type(e).__name__)
 
 
 def _landed(store: ObjectStore, layout: Layout, new: TaskRecord) -> bool:

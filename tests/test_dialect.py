@@ -244,7 +244,7 @@ def test_formats_are_checked_where_they_are_accepted() -> None:
     # The API's request model offers exactly the values the reader knows.
     fields = InputFormatModel.model_fields
     assert set(typing.get_args(fields["delimiter"].annotation)) == {*DELIMITERS, "detect"}
-    assert set(typing.get_args(fields["encoding"].annotation)) == {*ENCODINGS, "detect"}
+    assert set(typing.get_args(fields["encoding"].annotation)) == {*ENCODINGS, "detect", "utf-16"}
 
 
 def test_the_task_carries_its_format_and_detect_is_settled_when_it_is_submitted() -> None:
@@ -387,3 +387,51 @@ def test_junk_in_any_format_never_crashes(read_as: InputFormat) -> None:
             assert counts.bytes_processed == len(data), data
             outcomes["ok"] += 1
     assert outcomes["ok"] > 10 and outcomes["invalid"] > 10, outcomes
+
+
+def test_a_quoted_comma_in_a_semicolon_file_does_not_make_it_comma_separated() -> None:
+    """Commas split both lines in two as well, but only by cutting through quoted values."""
+    data = b'Name;"Street, No"\r\nAnn;"Main St, 5"\r\n'
+    found = detect(data, whole=True)
+    assert found == InputFormat(";", "utf-8")
+    start = read_start(data, whole=True, input_format=found)
+    assert start is not None
+    names, rows = start
+    assert names == ["Name", "Street, No"]
+    assert rows.to_pylist() == [{"Name": "Ann", "Street, No": "Main St, 5"}]
+    # A comma file with the same shape stays a comma file.
+    assert detect(b'Name,"Street; No"\r\nAnn,"Main St; 5"\r\n', whole=True).delimiter == ","
+
+
+def test_an_encoding_the_file_contradicts_is_refused_and_utf_16_follows_the_byte_order_mark() -> None:
+    service = TaskService(MemoryStore("dialect"), Layout())
+    ann = Actor("ann")
+    text = "Name\tCity\r\nAnn\tKöln\r\n"
+    little = ("\ufeff" + text).encode("utf-16-le")
+    big = ("\ufeff" + text).encode("utf-16-be")
+    utf8_bom = ("\ufeff" + text).encode("utf-8")
+    western = text.encode("cp1252")
+    refused = (
+        (little, "utf-16-be", "starts with a UTF-16 little-endian byte-order mark"),
+        (big, "utf-16-le", "starts with a UTF-16 big-endian byte-order mark"),
+        (little, "utf-8", "starts with a UTF-16 little-endian byte-order mark"),
+        (utf8_bom, "windows-1252", "starts with a UTF-8 byte-order mark"),
+        (western, "utf-16-le", "has no byte-order mark and, .* it is not UTF-16"),
+        (western, "utf-16-be", "has no byte-order mark and, .* it is not UTF-16"),
+    )
+    for data, encoding, says in refused:
+        with pytest.raises(InvalidInput, match=f"the uploaded file cannot be processed: the file {says}"):
+            service.submit_file(ann, "wrong", "copy", None, data, {"delimiter": "detect", "encoding": encoding})
+        if encoding != "utf-8":  # the New task page's preview, read with the chosen encoding
+            with pytest.raises(InvalidInput, match=f"the file {says}"):
+                read_start(data, whole=True, input_format=InputFormat("\t", encoding))
+    # "utf-16", the name most tools use, means the byte order the mark shows.
+    for data, settled in ((little, "utf-16-le"), (big, "utf-16-be")):
+        record = service.submit_file(ann, "u16", "copy", None, data, {"delimiter": "detect", "encoding": "UTF-16"})
+        assert record.input_format == {"delimiter": "\t", "encoding": settled}
+    for data in (text.encode("utf-16-le"), utf8_bom):
+        with pytest.raises(InvalidInput, match=r"does not start with a UTF-16 byte-order mark.*utf-16-le or utf-16-be"):
+            service.submit_file(ann, "no mark", "copy", None, data, {"encoding": "utf-16"})
+    # A file that agrees with its choice is read as before.
+    assert service.submit_file(ann, "ok", "copy", None, little, {"encoding": "utf-16-le", "delimiter": "tab"})
+    assert service.submit_file(ann, "ok", "copy", None, text.encode("utf-16-le"), {"encoding": "utf-16-le"})

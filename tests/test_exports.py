@@ -16,6 +16,7 @@ from pathlib import Path
 import openpyxl
 import pandas as pd
 import pytest
+from conftest import wait_for
 from support import csv_bytes
 
 from s3task import exports, lifecycle
@@ -297,3 +298,103 @@ def test_a_copy_that_takes_long_is_answered_later_not_held(service: TaskService,
             what="the Excel file to be made",
         )
         assert done.json()["filename"].endswith(".xlsx")
+
+
+# --- Excel's limits as Excel counts them; wide outputs; copies made a few at a time -------------
+
+
+def test_a_cell_of_emoji_past_excels_limit_is_refused_not_cut(service: TaskService) -> None:
+    """Excel counts UTF-16 units: 20,000 emoji are 40,000 of them, refused like 40,000 letters (never cut)."""
+    emoji = completed(service, [["note"], ["😀" * 20_000]])
+    letters = completed(service, [["note"], ["a" * 40_000]])
+    for record in (emoji, letters):
+        with pytest.raises(exports.CannotExport) as refused:
+            service.ensure_output(ADA, record.task_id, "xlsx")
+        assert "row 1 of the result has a value of 40,000 characters" in refused.value.message
+        assert "an Excel cell holds at most 32,767; download the CSV instead" in refused.value.message
+        with pytest.raises(NotFound):  # nothing half made
+            service.store.head(service.layout.export_key(record.task_id, 1, "xlsx"))
+    # Exactly at the limit (16,383 emoji and a letter: 32,767 units) the cell comes back whole.
+    full = "😀" * 16_383 + "a"
+    record = completed(service, [["note"], [full]])
+    sheet = openpyxl.load_workbook(io.BytesIO(read(service, record, "xlsx"))).active
+    assert sheet["A2"].value == full
+
+
+def test_an_output_wider_than_the_input_limit_gives_every_copy_but_excel(
+    service: TaskService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """email_enrichment adds columns to an input at the column limit: the CSV copies are made; Excel is refused.
+
+    The limits are made small (an input of 16,384 columns takes seconds); the code paths are the same.
+    """
+    from s3task.csvio import parsing
+
+    MAX_COLUMNS = 12
+    monkeypatch.setattr(parsing, "MAX_COLUMNS", MAX_COLUMNS)  # what an input may have
+    monkeypatch.setattr(exports, "EXCEL_MAX_COLUMNS", MAX_COLUMNS + 2)  # the output has 4 more
+    header = ["email", *(f"c{i}" for i in range(1, MAX_COLUMNS))]
+    rows = [header, ["not an address", *(["=x"] * (MAX_COLUMNS - 1))], ["a@example.com", *(["y"] * (MAX_COLUMNS - 1))]]
+    record = completed(service, rows, "email_enrichment")
+    exact = list(csv.reader(io.StringIO(read(service, record, "exact").decode("utf-8-sig"), newline="")))
+    assert len(exact[0]) > MAX_COLUMNS and exact[0][:MAX_COLUMNS] == header
+    assert exact[1][1:MAX_COLUMNS] == ["=x"] * (MAX_COLUMNS - 1)  # exact: no ' added
+    errors = list(csv.reader(io.StringIO(read(service, record, "errors").decode("utf-8-sig"), newline="")))
+    assert len(errors) == 2 and errors[0][0] == "error" and errors[1][1] == "not an address"
+    assert errors[1][2] == "'=x"  # protected: it is opened in a spreadsheet
+    columns = len(exact[0])
+    with pytest.raises(exports.CannotExport, match=f"the result has {columns:,} columns and an Excel worksheet"):
+        service.ensure_output(ADA, record.task_id, "xlsx")
+    state = service.export_state(ADA, record.task_id, "xlsx")
+    assert state.kind == "refused" and f"at most {MAX_COLUMNS + 2}" in state.message
+
+
+def test_copies_are_made_a_few_at_a_time_and_a_refusal_is_not_tried_again(tmp_path: Path) -> None:
+    made = exports.Exports(LocalStore(tmp_path / "store"), max_at_once=2)
+    gates = {key: threading.Event() for key in ("a", "b", "c")}
+    running: set[str] = set()
+    most = []
+
+    def copy(key: str):
+        def run():
+            running.add(key)
+            most.append(len(running))
+            gates[key].wait(30)
+            running.discard(key)
+            made.store.put(key, b"made", PutMode.CREATE)
+            return made.store.head(key)
+
+        return run
+
+    jobs = {key: made.start(key, copy(key)) for key in gates}
+    wait_for(lambda: len(running) == 2, what="two copies being made")
+    waiting = next(key for key in gates if key not in running)
+    assert made.state(waiting).kind == "preparing"  # waits its turn
+    for key in gates:
+        gates[key].set()
+    for job in jobs.values():
+        job.result(30)
+    assert max(most) == 2 and all(made.state(key).kind == "ready" for key in gates)
+
+    tries = []
+
+    def refused():
+        tries.append(1)
+        raise exports.CannotExport("too big for Excel")
+
+    with pytest.raises(exports.CannotExport):
+        made.start("x", refused).result(30)
+    with pytest.raises(exports.CannotExport):
+        made.start("x", refused).result(30)
+    assert tries == [1] and made.state("x") == exports.State("refused", message="too big for Excel")
+
+    def broken():
+        tries.append(2)
+        raise OSError("network down")
+
+    with pytest.raises(OSError):
+        made.start("y", broken).result(30)
+    assert made.state("y").kind == "failed"
+    with pytest.raises(OSError):
+        made.start("y", broken).result(30)
+    assert tries == [1, 2, 2]  # a failure that may pass is tried again

@@ -223,10 +223,10 @@ def test_the_owner_gets_one_email_per_ending_with_a_link(tmp_path: Path, smtp: M
     by_subject = {m["Subject"]: m for m in smtp.messages}
     assert sorted(by_subject) == [
         "[s3task] Broken list — failed",
-        "[s3task] March customer list — completed, 2 rows",
+        "[s3task] March customer list — completed, 2 rows read, 2 rows written",
         "[s3task] Stopped by ops — cancelled by ops@example.com",
     ]  # one each; none for the task its owner cancelled, none for "bob", none for queued/started
-    mail = by_subject["[s3task] March customer list — completed, 2 rows"]
+    mail = by_subject["[s3task] March customer list — completed, 2 rows read, 2 rows written"]
     assert mail["To"] == "ann@example.com" and mail["From"] == "tasks@example.com"
     assert f"https://tasks.example.com/task?id={done}" in mail.get_content()
     assert "deliberate failure" in by_subject["[s3task] Broken list — failed"].get_content()
@@ -575,7 +575,12 @@ def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser,
             first_gate.touch()
             expect(page).to_have_title("✓ March customer list — completed", timeout=30_000)
             notes = page.evaluate("window.__notes.map(n => [n.title, n.body])")
-            assert notes == [["March customer list — completed, 5 rows", "Click to open the task."]]
+            assert notes == [
+                [
+                    "March customer list — completed, 5 rows read, 5 rows written, 0 rows with errors",
+                    "Click to open the task.",
+                ]
+            ]
 
             # 2. The task list is open; another of my tasks ends; the notification opens it.
             service.submit(me, second)
@@ -584,7 +589,9 @@ def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser,
             wait_for(lambda: seen(second), timeout=30, what="the list page showing the second task")
             second_gate.touch()
             expect(page).to_have_title("✓ April list — completed", timeout=60_000)
-            assert page.evaluate("window.__notes.map(n => n.title)") == ["April list — completed, 5 rows"]
+            assert page.evaluate("window.__notes.map(n => n.title)") == [
+                "April list — completed, 5 rows read, 5 rows written, 0 rows with errors"
+            ]
             page.evaluate("window.__notes[0].onclick()")
             page.wait_for_url(f"**/task?id={second}", timeout=20_000)
             settle(page)
@@ -601,3 +608,218 @@ def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser,
             expect(page.get_by_role("button", name="Notify me when my tasks finish")).to_be_visible()
         finally:
             fresh.close()
+
+
+# --- review fixes: secrets, a stuck receiver, no failed state change, the counts' words ----------------
+
+PASSWORD = "hunter2"
+
+
+def cli(tmp_path: Path, env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "s3task", "--store", str(tmp_path / "data"), *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=full,
+    )  # fmt: skip
+
+
+def test_an_smtp_password_with_a_question_mark_is_refused_at_load_and_never_shown(tmp_path: Path) -> None:
+    (tmp_path / "in.csv").write_text("a,b\n1,2\n")
+    for url in [
+        f"smtps://user:{PASSWORD}?x@smtp.example.com:465",
+        f"smtps://user:{PASSWORD}#x@smtp.example.com:465",
+        f"smtp://user:{PASSWORD}@smtp.example.com:99999",
+    ]:
+        with pytest.raises(SettingsError) as caught:
+            Settings.load(environ={"S3TASK_SMTP_URL": url})
+        assert PASSWORD not in str(caught.value) and "percent-encode" in str(caught.value)
+        with pytest.raises(ValueError) as parsed:  # and the parser itself never quotes it either
+            from s3task.notify.email import Smtp
+
+            Smtp.parse(url)
+        assert PASSWORD not in str(parsed.value) and "S3TASK_SMTP_URL" in str(parsed.value)
+    run = cli(tmp_path, {"S3TASK_SMTP_URL": f"smtps://user:{PASSWORD}?x@smtp.example.com:465"},
+              "submit", str(tmp_path / "in.csv"), "--name", "t")  # fmt: skip
+    assert run.returncode != 0
+    assert "S3TASK_SMTP_URL" in run.stderr and "percent-encode" in run.stderr
+    assert PASSWORD not in run.stdout + run.stderr
+    # Percent-encoded, the same password is fine.
+    assert Smtp.parse("smtps://user:hunter2%3Fx@smtp.example.com:465").password == "hunter2?x"
+
+
+def test_no_state_change_fails_because_of_notifications(
+    tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET)
+    secret_text = "https://hooks.example.com/T0/B0/s3cr3t-token"
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise ValueError(f"cannot use {secret_text}")
+
+    monkeypatch.setattr(notify.Notifier, "before", broken)
+    caplog.set_level("DEBUG")
+    task_id = env.task(ANN, "goes on", submit=False)
+    env.service.submit(ANN, task_id)  # the notification cannot even be prepared: the submit still lands
+    assert env.record(task_id).status == "queued"
+    monkeypatch.undo()
+    monkeypatch.setattr(notify.sender.Outgoing, "done", broken)  # nor queued after the write
+    env.service.cancel(ANN, task_id)
+    assert env.record(task_id).state == "abandoned"
+    assert "s3cr3t-token" not in caplog.text and "no notification for task" in caplog.text
+
+
+class Trickler:
+    """A webhook receiver that answers a status line, then one header line every ``every`` seconds."""
+
+    def __init__(self, every: float) -> None:
+        import socket
+
+        self.every = every
+        self.stop = threading.Event()
+        self.requests = 0
+        self.durations: list[float] = []  # from a request's arrival to the sender hanging up
+        self.lock = threading.Lock()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/slow"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: Any) -> None:
+        with conn:
+            conn.recv(65536)
+            started = time.monotonic()
+            with self.lock:
+                self.requests += 1
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not self.stop.is_set():
+                    if self.stop.wait(self.every):
+                        return
+                    conn.sendall(b"X-Still-Thinking: yes\r\n")
+            except OSError:  # the sender hung up: its deadline
+                with self.lock:
+                    self.durations.append(time.monotonic() - started)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def trickler() -> Iterator[Trickler]:
+    slow = Trickler(every=0.2)  # never silent for a whole socket timeout: only a deadline ends it
+    yield slow
+    slow.close()
+
+
+def test_a_trickling_receiver_holds_up_no_other_receiver(
+    tmp_path: Path, receiver: Receiver, trickler: Trickler
+) -> None:
+    timeout = 1.0
+    env = local_env(
+        tmp_path, webhook_urls=(trickler.url, receiver.url), webhook_secret=SECRET, notify_timeout=timeout,
+        notify_retries=2, notify_backoff_seconds=0.05,
+    )  # fmt: skip
+    ids = []
+    for i in range(8):  # each a submit and a cancel: 16 events, each to both receivers
+        task_id = env.task(ANN, f"t{i}")
+        env.service.cancel(ANN, task_id)
+        ids.append(task_id)
+    # The good receiver's lane is its own: it gets all 16 while the slow one is still being tried.
+    wait_for(lambda: len(receiver.ids()) == 16, timeout=10 * timeout, what="every event at the good receiver")
+    assert trickler.requests < 16 * 3, "the slow receiver is still being tried"
+    # Each delivery to the trickler ends at its deadline, though it never goes quiet for `timeout`.
+    wait_for(lambda: len(trickler.durations) >= 2, timeout=10 * timeout, what="two deliveries cut off")
+    assert max(trickler.durations) < timeout + 1.0, trickler.durations
+    assert set(receiver.ids().values()) == {1}
+
+
+def test_the_cli_does_not_wait_for_a_stuck_receiver_at_exit(
+    tmp_path: Path, receiver: Receiver, trickler: Trickler
+) -> None:
+    from s3task.notify.sender import EXIT_WAIT_SECONDS
+
+    (tmp_path / "in.csv").write_text("a,b\n1,2\n")
+    timeout = 5.0
+    plain = {"S3TASK_NOTIFY_TIMEOUT": str(timeout)}
+    started = time.monotonic()
+    assert cli(tmp_path, plain, "submit", str(tmp_path / "in.csv"), "--name", "baseline").returncode == 0
+    baseline = time.monotonic() - started  # the same command with no notifications: start-up and the store
+    hooks = {**plain, "S3TASK_WEBHOOK_URLS": f"{trickler.url},{receiver.url}", "S3TASK_WEBHOOK_SECRET": SECRET}
+    started = time.monotonic()
+    run = cli(tmp_path, hooks, "submit", str(tmp_path / "in.csv"), "--name", "t")
+    took = time.monotonic() - started
+    assert run.returncode == 0, run.stderr
+    assert took < baseline + EXIT_WAIT_SECONDS + 2.0 < baseline + timeout, (took, baseline)
+    wait_for(lambda: len(receiver.ids()) == 1, timeout=timeout, what="the good receiver's event")
+    # The slow receiver's delivery was cut short by the exit: its entry waits for a worker's sweep.
+    layout = Layout("batch-tasks")
+    assert len(LocalStore(tmp_path / "data").list_keys(layout.outbox_root())) == 1
+
+
+def test_webhook_urls_are_secret_wherever_they_could_be_shown(
+    tmp_path: Path, receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver.fail_first = 1000
+    port = receiver.url.split(":")[2].split("/")[0]
+    url = f"http://127.0.0.1:{port}/services/T0/B0/path-s3cr3t?token=query-s3cr3t"
+    other = "https://hooks.example.invalid/other-s3cr3t"
+    caplog.set_level("DEBUG")
+    env = local_env(tmp_path, webhook_urls=(other, url), webhook_secret=SECRET, notify_retries=1, notify_timeout=2)
+    assert "s3cr3t" not in repr(env.settings)
+    task_id = env.task(ANN, "t", submit=False)
+    env.service.cancel(ANN, task_id)
+    missed_root = env.layout.outbox_root("missed")
+    wait_for(lambda: env.store.list_keys(missed_root), timeout=30, what="the event listed as missed")
+    assert drained()
+    entries = [env.store.get(k).body.decode() for k in env.store.list_keys(missed_root)]
+    listed = [
+        subprocess.run(
+            [sys.executable, "-m", "s3task.notify", "--store", str(tmp_path / "data"), "missed", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            check=True,
+        )
+        for extra in ([], ["--json"])
+    ]
+    shown = [caplog.text, *entries, *(r.stdout + r.stderr for r in listed)]
+    for text in shown:
+        assert "s3cr3t" not in text
+    assert f"webhook 2 of 2 (http://127.0.0.1:{port})" in listed[0].stdout
+    assert "webhook 1 of 2 (https://hooks.example.invalid)" in entries[0]
+    with pytest.raises(SettingsError) as caught:
+        Settings.load(environ={"S3TASK_WEBHOOK_URLS": f"{url},ftp://x.example/ftp-s3cr3t"})
+    assert "s3cr3t" not in str(caught.value) and "S3TASK_WEBHOOK_URLS" in str(caught.value)
+
+
+@pytest.mark.parametrize("task_type", ["profile", "clean"])
+def test_emails_and_the_browser_say_what_the_task_page_says(tmp_path: Path, smtp: Mailbox, task_type: str) -> None:
+    from s3task.counts import counts_of
+    from ui.notify import for_browser
+
+    env = local_env(tmp_path, smtp_url=smtp.url, smtp_from="tasks@example.com", handlers=())
+    body = b"a,b\n1,2\n1,2\n,\n3,4\n1,2\n"  # 5 rows: 2 repeats and an empty one for clean to leave out
+    task_id = env.task(ANN, "Counted", body=body, task_type=task_type)
+    env.work()
+    record = env.record(task_id)
+    assert record.status == "completed", record.last_error
+    wait_for(lambda: smtp.messages, timeout=30, what="the email")
+    mail = smtp.messages[0]
+    lines = counts_of(record).lines()
+    assert lines[0] == ("Rows read", "5")
+    words = ", ".join(f"{value} {label.lower()}" for label, value in lines)
+    assert mail["Subject"] == f"[s3task] Counted — completed, {words}"
+    assert [f"{label}: {value}" for label, value in lines] == [
+        line for line in mail.get_content().splitlines() if line.startswith(tuple(label for label, _ in lines))
+    ]
+    assert "with errors" not in mail.get_content() and "fine" not in mail.get_content()
+    assert for_browser(record)["text"] == f"Counted — completed, {words}"

@@ -6,7 +6,8 @@ remembers each task's state while the app is open in that tab; when a task of th
 person goes from live to ended (completed, failed for good, cancelled), the tab's title becomes
 "✓ March customer list — completed" and, if the person pressed **Notify me when my tasks finish**
 and the browser allowed it (``Notification.requestPermission``), a desktop notification says
-"March customer list — completed, 1,000 rows, 205 with errors"; clicking it opens the task.
+"March customer list — completed, 1,000 rows read, 1,000 rows written, 205 rows with errors";
+clicking it opens the task.
 
 Nothing is loaded from the network. Email and webhooks are s3task.notify (docs/NOTIFICATIONS.md).
 """
@@ -45,7 +46,8 @@ _component = st.components.v2.component("s3task_notify", html=_HTML, css=_CSS, j
 
 
 def for_browser(record: TaskRecord) -> dict[str, Any]:
-    """What the page tells the browser about one task (the same words as the emails)."""
+    """What the page tells the browser about one task: the emails' words, whose counts are the task
+    page's (s3task.counts, through the event's ``row_counts``)."""
     event = events.build(record, record)
     name = " ".join(record.task_name.split())
     return {

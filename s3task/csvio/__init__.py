@@ -68,6 +68,7 @@ from .dialect import (
     ENCODINGS,
     InputFormat,
     Transcoder,
+    check_start,
     detect,
     input_bytes,
     parse_input_format,
@@ -278,6 +279,7 @@ def read_start(
     worker's reader transcodes the whole.
     """
     input_format = input_format or InputFormat()
+    check_start(data, input_format.encoding)  # a choice the file's byte-order mark contradicts: said plainly
     if input_format.encoding != "utf-8":
         data = transcode_part(data, input_format.encoding, whole=whole)
         input_format = InputFormat(input_format.delimiter)

@@ -37,6 +37,9 @@ ENCODINGS: dict[str, str] = {
 }
 #: A value of either setting that asks for detection (resolved when the file is submitted).
 DETECT = "detect"
+#: An encoding that says "UTF-16, the byte order its byte-order mark shows" (resolved when the file is
+#: submitted; a file without the mark is refused).
+BY_BOM = "utf-16"
 
 _DELIMITER_ALIASES = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|"}
 _ENCODING_ALIASES = {
@@ -49,9 +52,12 @@ _ENCODING_ALIASES = {
     "iso-8859-1": "windows-1252",
     "utf-16le": "utf-16-le",
     "utf-16be": "utf-16-be",
+    "utf16": BY_BOM,
 }
 _CODECS = {"utf-8": "utf-8", "windows-1252": "cp1252", "utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}
 _BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+#: What each byte-order mark is called in a message.
+_BOM_NAMES = {"utf-8": "UTF-8", "utf-16-le": "UTF-16 little-endian", "utf-16-be": "UTF-16 big-endian"}
 _C1 = "s3task-c1"
 
 
@@ -65,14 +71,17 @@ codecs.register_error(_C1, _c1)
 
 
 def _canonical(value: str, names: Mapping[str, str], aliases: Mapping[str, str], what: str, allow_detect: bool) -> str:
-    if value in names or (allow_detect and value == DETECT):
+    # Settled from the file when it is submitted: "detect", and "utf-16" (the byte order by the file's mark).
+    later = {DETECT, BY_BOM} if what == "encoding" else {DETECT}
+    if value in names or (allow_detect and value in later):
         return value
     key = value.strip().lower()
-    if key in names or (allow_detect and key == DETECT):
+    if key in names or (allow_detect and key in later):
         return key
-    if key in aliases:
+    if key in aliases and (allow_detect or aliases[key] in names):
         return aliases[key]
-    choices = ", ".join(repr(n) for n in names) + (f" or {DETECT!r}" if allow_detect else "")
+    shown = [*names, *(sorted(later - {DETECT}) if allow_detect else [])]
+    choices = ", ".join(repr(n) for n in shown) + (f" or {DETECT!r}" if allow_detect else "")
     raise InvalidInput(f"the input format's {what} must be one of {choices}, not {value!r}")
 
 
@@ -111,8 +120,9 @@ class InputFormat:
 
 def parse_input_format(data: Mapping[str, Any] | None, *, allow_detect: bool = False) -> dict[str, str]:
     """Check a requested format: only ``delimiter`` and ``encoding``, each a known value (names such as
-    ``semicolon`` or ``cp1252`` are taken too), or ``detect`` where allowed. Keys left out are
-    filled with the defaults (comma, UTF-8)."""
+    ``semicolon`` or ``cp1252`` are taken too), or, where detection is allowed, ``detect`` (either)
+    and ``utf-16`` (the encoding: UTF-16 in the byte order the file's byte-order mark shows). Keys
+    left out are filled with the defaults (comma, UTF-8)."""
     data = dict(data or {})
     unknown = sorted(set(data) - {"delimiter", "encoding"})
     if unknown:
@@ -131,16 +141,59 @@ def parse_input_format(data: Mapping[str, Any] | None, *, allow_detect: bool = F
 
 
 def resolve(settings: Mapping[str, str], head: bytes, *, whole: bool) -> InputFormat:
-    """``settings`` (from :func:`parse_input_format`) with each ``detect`` replaced by what ``head`` shows."""
-    if DETECT not in settings.values():
-        return InputFormat(**settings)
+    """``settings`` (from :func:`parse_input_format`) with each ``detect`` (and ``utf-16``) replaced by what
+    ``head``, the start of the file, shows.
+
+    A chosen encoding that the file's byte-order mark contradicts is refused (:func:`check_start`).
+    """
     encoding = settings["encoding"]
     if encoding == DETECT:
         encoding = detect_encoding(head, whole=whole)
+    elif encoding == BY_BOM:
+        encoding = _bom(head) or ""
+        if not encoding.startswith("utf-16"):
+            raise InvalidInput(
+                "the file was to be read as UTF-16, but it does not start with a UTF-16 byte-order mark"
+                + (f" (it starts with the {_BOM_NAMES[encoding]} one)" if encoding else "")
+                + ", so its byte order is unknown: choose utf-16-le or utf-16-be, or detect"
+            )
+    check_start(head, encoding)
     delimiter = settings["delimiter"]
     if delimiter == DETECT:
         delimiter = detect_delimiter(head, encoding, whole=whole)
     return InputFormat(delimiter, encoding)
+
+
+def _bom(head: bytes) -> str | None:
+    """The encoding the byte-order mark at the start of ``head`` names, if it has one."""
+    for bom, encoding in _BOMS.items():
+        if head.startswith(bom):
+            return encoding
+    return None
+
+
+def check_start(head: bytes, encoding: str) -> None:
+    """Refuse reading a file that starts with ``head`` as ``encoding`` when the file itself says otherwise.
+
+    A byte-order mark names its encoding: another choice would read it as garbage (a UTF-8 file's
+    mark read as Windows-1252 is "ï»¿"; UTF-16 in the wrong byte order is all CJK). Without a mark,
+    UTF-16 is refused when not one character of the start would be plain ASCII — not a line break,
+    not a delimiter — which any UTF-16 CSV has and text in another encoding never shows.
+    """
+    bom = _bom(head)
+    if bom is not None and bom != encoding:
+        raise InvalidInput(
+            f"the file starts with a {_BOM_NAMES[bom]} byte-order mark, which says it is {_BOM_NAMES[bom]} text, "
+            f"so it cannot be read as {ENCODINGS[encoding].split(' (')[0]}: choose {bom} (or detect)"
+        )
+    if bom is None and encoding in ("utf-16-le", "utf-16-be") and len(head) >= 2:
+        units = np.frombuffer(head[: len(head) // 2 * 2][:65536], dtype=np.uint8)
+        high = units[1::2] if encoding == "utf-16-le" else units[0::2]
+        if not (high == 0).any():
+            raise InvalidInput(
+                f"the file has no byte-order mark and, read as {ENCODINGS[encoding].split(' (')[0]}, its start holds "
+                "no line break and no plain character: it is not UTF-16; choose its encoding again (or detect)"
+            )
 
 
 # --- detection ---------------------------------------------------------------------------------
@@ -157,9 +210,9 @@ def detect_encoding(head: bytes, *, whole: bool = False) -> str:
 
     Text with zero bytes that is not UTF-16 stays "UTF-8", so the reader refuses it as binary data.
     """
-    for bom, encoding in _BOMS.items():
-        if head.startswith(bom):
-            return encoding
+    bom = _bom(head)
+    if bom is not None:
+        return bom
     sample = np.frombuffer(head[:4096], dtype=np.uint8)
     if len(sample) >= 8:
         even, odd = sample[0::2], sample[1::2]
@@ -182,7 +235,9 @@ def detect_delimiter(head: bytes, encoding: str, *, whole: bool = False) -> str:
     """The delimiter that splits the header into the most columns and the rows into as many.
 
     Each candidate reads the first lines as CSV; one that gives the header at least two columns
-    scores by the share of rows with the header's column count, then by that count. A header no
+    scores first by whether its values are cleanly quoted (a quote only around a whole value, as in
+    ``Name;"Street, No"``, which commas would cut inside the quotes), then by the share of rows with
+    the header's column count, then by that count. A header no
     candidate splits is one column: read with commas, unless commas split its rows and another
     candidate leaves every row whole ("Smith, John" under "Name").
     """
@@ -192,7 +247,7 @@ def detect_delimiter(head: bytes, encoding: str, *, whole: bool = False) -> str:
         text = text[: cut + 1] if cut >= 0 else text
     lines = text.splitlines(keepends=True)[:_SAMPLE_LINES]
     sample = "".join(lines)
-    best: tuple[float, int, int] | None = None
+    best: tuple[float, float, int, int] | None = None
     chosen = ","
     whole_rows: list[str] = []
     for rank, delimiter in enumerate(DELIMITERS):
@@ -203,12 +258,39 @@ def detect_delimiter(head: bytes, encoding: str, *, whole: bool = False) -> str:
             continue
         rows = counts[1:]
         share = sum(1 for n in rows if n == counts[0]) / len(rows) if rows else 1.0
-        score = (share, counts[0], -rank)
+        score = (float(_cleanly_quoted(sample, delimiter)), share, counts[0], -rank)
         if best is None or score > best:
             best, chosen = score, delimiter
     if best is None and whole_rows and "," not in whole_rows:
         return whole_rows[0]
     return chosen
+
+
+def _cleanly_quoted(sample: str, delimiter: str) -> bool:
+    """Whether, split by ``delimiter``, every quote in ``sample`` opens a value, closes it, or is doubled inside one.
+
+    A quote inside an unquoted value, or a closing quote followed by more of the value, means the
+    delimiter cuts through quoted values.
+    """
+    ends = (delimiter, "\r", "\n")
+    quoted = False  # inside a quoted value
+    i = sample.find('"')
+    while i >= 0:  # from quote to quote
+        if not quoted:
+            if i > 0 and sample[i - 1] not in ends:
+                return False  # a quote inside an unquoted value
+            quoted = True
+            i = sample.find('"', i + 1)
+            continue
+        after = sample[i + 1 : i + 2]
+        if after == '"':
+            i = sample.find('"', i + 2)  # a doubled quote inside the value
+        elif after and after not in ends:
+            return False  # the value goes on after its closing quote
+        else:
+            quoted = False
+            i = sample.find('"', i + 1)
+    return True
 
 
 def _field_counts(sample: str, delimiter: str) -> list[int]:
@@ -270,7 +352,11 @@ class Transcoder:
 
 
 def transcode_part(data: bytes, encoding: str, *, whole: bool) -> bytes:
-    """The start of a file (``whole``: all of it) as UTF-8, as :class:`Transcoder` reads it."""
+    """The start of a file (``whole``: all of it) as UTF-8, as :class:`Transcoder` reads it.
+
+    An encoding the start contradicts (:func:`check_start`) is refused.
+    """
+    check_start(data, encoding)
     try:
         return decode_part(data, encoding, whole=whole).encode("utf-8")
     except UnicodeDecodeError as e:

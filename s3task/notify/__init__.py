@@ -58,8 +58,14 @@ def current() -> Notifier | None:
     if not _loaded:
         try:
             configure(Settings.load())
-        except SettingsError as e:
+        except SettingsError as e:  # its text names the setting, never a secret one's value
             log.error("notifications are off: %s", e)
+            configure(None)
+        except Exception as e:  # anything else: its text might quote a URL, so not repeated
+            log.error(
+                "notifications are off: S3TASK_SMTP_URL or S3TASK_WEBHOOK_URLS could not be used (%s)",
+                type(e).__name__,
+            )
             configure(None)
     return _notifier
 

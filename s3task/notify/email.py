@@ -15,8 +15,16 @@ from email.message import EmailMessage
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..config import SettingsError
 from . import events
+from .deadline import Cutoff
 
+#: The one thing said about an unusable S3TASK_SMTP_URL (its value may hold a password).
+_UNUSABLE = (
+    "S3TASK_SMTP_URL (its value is not shown: it may hold a password) cannot be used: write"
+    " smtp://, smtps:// or smtp+starttls://[user:password@]host[:port] with a port from 1 up to 65535,"
+    " and percent-encode ? # / @ [ ] in the user name and password (%3F %23 %2F %40 %5B %5D)"
+)
 _PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
 
 
@@ -30,29 +38,44 @@ class Smtp:
 
     @classmethod
     def parse(cls, url: str) -> Smtp:
-        parts = urlsplit(url)
-        if parts.scheme not in _PORTS or not parts.hostname:
-            raise ValueError("S3TASK_SMTP_URL must be smtp://, smtps:// or smtp+starttls:// with a host")
-        user = unquote(parts.username) if parts.username else None
-        password = unquote(parts.password) if parts.password else None
-        return cls(parts.scheme, parts.hostname, parts.port or _PORTS[parts.scheme], user, password)
+        """The server of ``S3TASK_SMTP_URL``; :class:`SettingsError` (never showing the URL) if unusable."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port  # ValueError for a port that is not a number from 0 to 65535
+            ok = parts.scheme in _PORTS and bool(parts.hostname) and port != 0
+            user = unquote(parts.username) if parts.username else None
+            password = unquote(parts.password) if parts.password else None
+        except ValueError:  # its text would hold the part of the URL it choked on: maybe the password
+            ok = False
+        if not ok:
+            raise SettingsError(_UNUSABLE) from None
+        return cls(parts.scheme, str(parts.hostname), port or _PORTS[parts.scheme], user, password)
 
     def __repr__(self) -> str:  # never the password
         return f"Smtp({self.scheme}://{self.host}:{self.port})"
 
     def send(self, message: EmailMessage, timeout: float) -> None:
+        """One SMTP session; ``timeout`` bounds the whole of it (a server trickling its answers is cut off)."""
         context = ssl.create_default_context()
         server: smtplib.SMTP
         if self.scheme == "smtps":
             server = smtplib.SMTP_SSL(self.host, self.port, timeout=timeout, context=context)
         else:
             server = smtplib.SMTP(self.host, self.port, timeout=timeout)
-        with server:
-            if self.scheme == "smtp+starttls":
-                server.starttls(context=context)
-            if self.user:
-                server.login(self.user, self.password or "")
-            server.send_message(message)
+        cutoff = Cutoff(timeout, lambda: server.sock)
+        try:
+            with server:
+                if self.scheme == "smtp+starttls":
+                    server.starttls(context=context)
+                if self.user:
+                    server.login(self.user, self.password or "")
+                server.send_message(message)
+        except (OSError, smtplib.SMTPException) as e:
+            if cutoff.fired:
+                raise TimeoutError(f"no end of the SMTP session within {timeout:g}s") from e
+            raise
+        finally:
+            cutoff.cancel()
 
 
 def default_sender() -> str:
@@ -72,10 +95,10 @@ def message(event: dict[str, Any], to: str, sender: str, app_url: str) -> EmailM
     msg["To"] = to
     msg["Subject"] = f"[s3task] {events.summary(event)}"
     msg["Message-ID"] = f"<{event['id']}@s3task>"  # the same on a re-send: mail clients drop the copy
-    counts = task["counts"]
-    lines = [f'Your task "{name}" {events.outcome(event)}.', ""]
-    if task["state"] == "completed" and isinstance(counts["rows"], int):
-        lines.append(f"Rows: {counts['rows']:,} ({counts['succeeded']:,} fine, {counts['errors']:,} with errors)")
+    ended = "completed" if task["state"] == "completed" else events.outcome(event)
+    lines = [f'Your task "{name}" {ended}.', ""]
+    if task["state"] == "completed":
+        lines += [f"{label}: {value}" for label, value in events.count_lines(event)]  # as on the task's page
     if task["state"] == "failed_for_good" and task.get("last_error"):
         lines.append(f"Last error: {task['last_error']}")
     link = task_link(app_url, str(task["id"]))

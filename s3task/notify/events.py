@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..counts import Counts, counts_of
 from ..record import TaskRecord
 
 #: The lifecycle action of a write (its history entry) -> the event type.
@@ -60,6 +61,8 @@ def build(old: TaskRecord, new: TaskRecord) -> dict[str, Any]:
                 "succeeded": new.success_count,
                 "errors": new.error_count,
             },
+            # What the app, the CLI and the API show (s3task.counts): the words of every text below.
+            "row_counts": {**counts_of(new).as_dict(), "summary": counts_of(new).summary},
             "created_at": new.created_at,
             "queued_at": new.queued_at,
             "started_at": new.started_at,
@@ -97,22 +100,36 @@ def email_to(event: dict[str, Any]) -> str | None:
 
 
 def summary(event: dict[str, Any]) -> str:
-    """ "March customer list — completed, 205 rows with errors": the one line people read."""
+    """ "March customer list — completed, 1,000 rows read, 1,000 rows written, 205 rows with errors"."""
     task = event["task"]
     name = " ".join(str(task["name"]).split())
     return f"{name} — {outcome(event)}"
 
 
+def counts(event: dict[str, Any]) -> Counts | None:
+    """The task's counts as :func:`s3task.counts.counts_of` gave them when the event was built."""
+    found = event["task"].get("row_counts")
+    if not isinstance(found, dict):
+        return None  # an event from before row_counts (re-sent from an old outbox entry)
+    try:
+        return Counts(**found)
+    except TypeError:
+        return None
+
+
+def count_lines(event: dict[str, Any]) -> list[tuple[str, str]]:
+    """(words, number) of each count the task's page shows: "Rows read", "202"; none not known yet."""
+    found = counts(event)
+    return [(label, value) for label, value in found.lines() if value != "–"] if found else []
+
+
 def outcome(event: dict[str, Any]) -> str:
+    """ "completed, 202 rows read, 50 rows written, 152 rows left out": the page's words and numbers."""
     task = event["task"]
     state = task["state"]
-    errors = task["counts"]["errors"] or 0
     if state == "completed":
-        rows = task["counts"]["rows"]
-        done = f"completed, {rows:,} rows" if isinstance(rows, int) else "completed"
-        if errors:
-            return f"{done}, {errors:,} with errors"
-        return done
+        shown = ", ".join(f"{value} {label.lower()}" for label, value in count_lines(event))
+        return f"completed, {shown}" if shown else "completed"
     if state == "failed_for_good":
         return "failed"
     if state == "abandoned":

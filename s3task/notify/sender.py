@@ -1,8 +1,10 @@
-"""The background sender: a few daemon threads that deliver events, retry with backoff, then tidy the outbox.
+"""The background sender: daemon threads that deliver events, retry with backoff, then tidy the outbox.
 
 Nothing on a task's path waits for a receiver: a state-changing write only creates the outbox
-entry (one PUT) and queues the event here. A slow or failing receiver holds one of these threads,
-never a claim, a heartbeat or a completion.
+entry (one PUT) and queues the event here. Each receiver has a lane of its own — a queue and one
+thread per webhook URL, one for email, one for tidying lost writes' entries — so a slow or failing
+receiver holds its own lane only: never another receiver's deliveries, a claim, a heartbeat or a
+completion. Each delivery ends within ``notify_timeout`` (the whole of it, not each read).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import heapq
 import itertools
 import json
 import logging
+import smtplib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,10 +29,12 @@ from . import email, events, outbox, webhook
 
 log = logging.getLogger("s3task.notify")
 
-THREADS = 4
-#: Deliveries waiting at most; past it an event stays in the outbox for a worker's sweep.
+#: Deliveries waiting at most (all lanes); past it an event stays in the outbox for a worker's sweep.
 MAX_QUEUED = 10_000
 BACKOFF_MAX_SECONDS = 300.0
+#: At exit a process waits at most this long for deliveries in flight; what is left undelivered
+#: stays in the outbox, where a worker's sweep re-sends it after ``outbox_recover_seconds``.
+EXIT_WAIT_SECONDS = 1.0
 
 
 @dataclass
@@ -44,6 +49,15 @@ class Delivery:
     give_up_at: float
     remaining: int = 0
     failed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Lane:
+    """The queue of one receiver (a webhook URL, email, or "discard") and its one thread."""
+
+    name: str
+    heap: list[tuple[float, int, Job]] = field(default_factory=list)
+    thread: threading.Thread | None = None
 
 
 @dataclass
@@ -92,10 +106,10 @@ class Notifier:
         self.backoff = settings.notify_backoff_seconds
         self.recover_seconds = settings.outbox_recover_seconds
         self.worker_id = settings.worker_id
-        self._heap: list[tuple[float, int, Job]] = []
+        self._lanes: dict[str, Lane] = {}
+        self._queued = 0
         self._order = itertools.count()
         self._cv = threading.Condition()
-        self._threads: list[threading.Thread] = []
         self._busy = 0
         self._closed = False
         self._last_sweep = float("-inf")
@@ -144,27 +158,36 @@ class Notifier:
 
     def _push(self, job: Job, delay: float = 0.0) -> None:
         with self._cv:
-            if len(self._heap) >= MAX_QUEUED:
+            if self._closed:
+                return  # shutting down: the entry waits in the outbox for a sweep
+            if self._queued >= MAX_QUEUED:
                 log.warning("notification queue full; %s waits in the outbox for a sweep", job.delivery.key)
                 return
-            heapq.heappush(self._heap, (time.monotonic() + delay, next(self._order), job))
-            if len(self._threads) < THREADS and not self._closed:
-                thread = threading.Thread(target=self._run, name=f"s3task-notify-{len(self._threads)}", daemon=True)
-                self._threads.append(thread)
-                thread.start()
-            self._cv.notify()
+            name = _lane_of(job.target)
+            lane = self._lanes.get(name)
+            if lane is None:
+                lane = self._lanes[name] = Lane(name)
+            heapq.heappush(lane.heap, (time.monotonic() + delay, next(self._order), job))
+            self._queued += 1
+            if lane.thread is None:
+                lane.thread = threading.Thread(
+                    target=self._run, args=(lane,), name=f"s3task-notify-{len(self._lanes)}", daemon=True
+                )
+                lane.thread.start()
+            self._cv.notify_all()
 
-    def _run(self) -> None:
+    def _run(self, lane: Lane) -> None:
         while True:
             with self._cv:
                 while True:
-                    if self._closed and not self._heap:
+                    if self._closed:
                         return
-                    if self._heap and self._heap[0][0] <= time.monotonic():
-                        job = heapq.heappop(self._heap)[2]
+                    if lane.heap and lane.heap[0][0] <= time.monotonic():
+                        job = heapq.heappop(lane.heap)[2]
+                        self._queued -= 1
                         self._busy += 1
                         break
-                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    wait = lane.heap[0][0] - time.monotonic() if lane.heap else None
                     self._cv.wait(wait)
             try:
                 self._do(job)
@@ -185,28 +208,23 @@ class Notifier:
             return
         try:
             self._deliver(job.target, delivery)
-        except Exception as e:
+        except Exception as caught:
+            e = self._why(job.target, caught)
             retry_in = min(BACKOFF_MAX_SECONDS, self.backoff * 2**job.attempt)
             if job.attempt < self.retries and time.monotonic() + retry_in < delivery.give_up_at:
-                log.info(
-                    "notification %s to %s failed (%s); trying again in %.1fs",
-                    delivery.event["id"], _shown(job.target), e, retry_in,
-                )  # fmt: skip
+                log.info("notification %s failed (%s); trying again in %.1fs", delivery.event["id"], e, retry_in)
                 self._push(Job(delivery, job.target, job.attempt + 1), delay=retry_in)
                 return
-            log.error(
-                "gave up on notification %s to %s after %d tries: %s",
-                delivery.event["id"], _shown(job.target), job.attempt + 1, e,
-            )  # fmt: skip
-            self._finished(delivery, f"{_shown(job.target)}: {e}")
+            log.error("gave up on notification %s after %d tries: %s", delivery.event["id"], job.attempt + 1, e)
+            self._finished(delivery, e)
             return
-        log.debug("notification %s delivered to %s", delivery.event["id"], _shown(job.target))
+        log.debug("notification %s delivered to %s", delivery.event["id"], self._shown(job.target))
         self._finished(delivery, None)
 
     def _deliver(self, target: str, delivery: Delivery) -> None:
         kind, _, where = target.partition(":")
         if kind == "webhook":
-            webhook.post(where, self.secret, delivery.event, delivery.body, self.timeout)
+            webhook.post(where, self.secret, delivery.event, delivery.body, self.timeout, self._shown(target))
         elif kind == "email" and self.smtp is not None:
             self.smtp.send(email.message(delivery.event, where, self.sender, self.app_url), self.timeout)
 
@@ -255,35 +273,56 @@ class Notifier:
 
     def idle(self) -> bool:
         with self._cv:
-            return not self._heap and self._busy == 0
+            return self._queued == 0 and self._busy == 0
 
     def drain(self, timeout: float) -> bool:
         """Wait (at most ``timeout``) for deliveries due now to finish; True if none is left."""
         deadline = time.monotonic() + timeout
         with self._cv:
-            while self._busy or (self._heap and self._heap[0][0] <= deadline):
+            while self._busy or any(lane.heap and lane.heap[0][0] <= deadline for lane in self._lanes.values()):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self._cv.wait(min(left, 0.1))
-            return not self._heap
+            return self._queued == 0
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop: deliveries not finished within ``timeout`` stay in the outbox for a sweep."""
         self.drain(timeout)
         with self._cv:
             self._closed = True
-            self._heap.clear()
+            for lane in self._lanes.values():
+                lane.heap.clear()
+            self._queued = 0
             self._cv.notify_all()
 
+    def _why(self, target: str, e: Exception) -> str:
+        """A failed delivery in words that name the target as :meth:`_shown` does and quote nothing else."""
+        if isinstance(e, webhook.DeliveryFailed):
+            return str(e)  # made by webhook.post from the shown target
+        detail = f"{type(e).__name__}: {e.strerror}" if isinstance(e, OSError) and e.strerror else type(e).__name__
+        if isinstance(e, smtplib.SMTPResponseException):
+            detail = f"the server answered {e.smtp_code}"
+        return f"{self._shown(target)}: {detail}"
 
-def _shown(target: str) -> str:
-    kind, _, where = target.partition(":")
-    return "the owner's email" if kind == "email" else where
+    def _shown(self, target: str) -> str:
+        """A target as logs and missed entries name it: never an email address or a URL's path or query."""
+        kind, _, where = target.partition(":")
+        if kind == "email":
+            return "the owner's email"
+        if kind == "webhook" and where in self.urls:
+            return webhook.shown(where, self.urls.index(where) + 1, len(self.urls))
+        return webhook.shown(where) if kind == "webhook" else kind
+
+
+def _lane_of(target: str) -> str:
+    """Webhooks: one lane per URL; all email goes through one SMTP server, so one lane."""
+    kind = target.partition(":")[0]
+    return target if kind == "webhook" else kind
 
 
 def _close_at_exit(notifier: Notifier) -> None:
-    notifier.close(min(5.0, notifier.timeout + 1))
+    notifier.close(min(EXIT_WAIT_SECONDS, notifier.timeout))
 
 
 def register_exit(notifier: Notifier) -> None:

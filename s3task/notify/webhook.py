@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
+import ssl
 import time
-import urllib.error
-import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
+
+from .deadline import Cutoff
 
 SIGNATURE_HEADER = "S3Task-Signature"
 EVENT_ID_HEADER = "S3Task-Event-Id"
@@ -41,24 +44,62 @@ def headers(secret: str, event: dict[str, Any], body: bytes, timestamp: int | No
     }
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a 3xx is then an HTTPError: a failed delivery
+def shown(url: str, index: int | None = None, total: int | None = None) -> str:
+    """How logs, errors and missed entries name a URL: ``webhook 2 of 3 (https://host[:port])``.
 
-
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
-def post(url: str, secret: str, event: dict[str, Any], body: bytes, timeout: float) -> None:
-    """Deliver once; :class:`DeliveryFailed` unless the receiver answers 2xx within ``timeout``."""
-    request = urllib.request.Request(url, data=body, headers=headers(secret, event, body), method="POST")
+    Never its path or query: a receiver's URL may be a capability (a token in the path or a
+    ``?token=``), as secret as a password.
+    """
     try:
-        with _opener.open(request, timeout=timeout) as response:
-            response.read(65536)
-            status = int(response.status)
-    except urllib.error.HTTPError as e:
-        raise DeliveryFailed(f"{url} answered HTTP {e.code}") from e
-    except (OSError, ValueError) as e:  # URLError, timeouts, refused connections, a bad answer
-        raise DeliveryFailed(f"{url}: {getattr(e, 'reason', e)}") from e
+        parts = urlsplit(url)
+        where = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    except ValueError:
+        where = "an unreadable URL"
+    if index is None:
+        return f"webhook ({where})"
+    return f"webhook {index} of {total} ({where})"
+
+
+def post(url: str, secret: str, event: dict[str, Any], body: bytes, timeout: float, label: str = "") -> None:
+    """Deliver once; :class:`DeliveryFailed` unless the receiver answers 2xx within ``timeout``.
+
+    ``timeout`` bounds the whole delivery — connecting, sending, the status line and headers —
+    not each read: a receiver that trickles its answer is cut off at the deadline. Redirects are
+    not followed (a 3xx is a failure). ``label`` (:func:`shown`) names the receiver in the error.
+    """
+    label = label or shown(url)
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    except ValueError:
+        raise DeliveryFailed(f"{label}: the URL cannot be read") from None
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    cutoff = Cutoff(timeout, lambda: conn.sock)
+    try:
+        conn.request("POST", target, body=body, headers=headers(secret, event, body))
+        if cutoff.fired:  # connected just as the time ran out (the timer found no socket yet)
+            raise TimeoutError
+        response = conn.getresponse()
+        response.read(65536)
+        status = int(response.status)
+    except (OSError, http.client.HTTPException, ValueError) as e:  # refused, reset, timed out, a bad answer
+        if cutoff.fired or isinstance(e, TimeoutError):
+            raise DeliveryFailed(f"{label}: no answer within {timeout:g}s") from None
+        raise DeliveryFailed(f"{label}: {_reason(e)}") from None
+    finally:
+        cutoff.cancel()
+        conn.close()
     if not 200 <= status < 300:
-        raise DeliveryFailed(f"{url} answered HTTP {status}")
+        raise DeliveryFailed(f"{label} answered HTTP {status}")
+
+
+def _reason(e: Exception) -> str:
+    """What went wrong, without text that might quote the URL."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{type(e).__name__}: {e.strerror}"
+    return type(e).__name__

@@ -132,10 +132,11 @@ class InputFormat(_Request):
         description="What separates the values: comma, semicolon, tab or pipe; `detect`: what the file's first "
         "64 KB show, settled when the task is submitted.",
     )
-    encoding: Literal["utf-8", "windows-1252", "utf-16-le", "utf-16-be", "detect"] = Field(
+    encoding: Literal["utf-8", "windows-1252", "utf-16-le", "utf-16-be", "utf-16", "detect"] = Field(
         default="utf-8",
         description="The file's text encoding: UTF-8 (with or without a byte-order mark), Windows-1252 (Excel's "
-        "plain 'CSV' in Western Europe), UTF-16 (Excel's 'Unicode text'); `detect`: by the byte-order mark, "
+        "plain 'CSV' in Western Europe), UTF-16 (Excel's 'Unicode text'; `utf-16`: the byte order its byte-order mark "
+        "says); `detect`: by the byte-order mark, "
         "else UTF-8 if the first 64 KB are UTF-8, else Windows-1252.",
     )
 
