@@ -250,3 +250,42 @@ def test_a_presence_write_that_fails_with_an_os_error_stops_nothing(tmp_path: Pa
     finally:
         w.stop(timeout=20)
         thread.join(20)
+
+
+def test_a_stop_while_an_attempt_is_being_started_waits_for_it(env, tmp_path: Path) -> None:
+    """A stop (SIGTERM, the app shutting down) that drains the attempts while one is being started must
+    find it started: before, an attempt listed but not yet started made the stop fail ("cannot join
+    thread before it is started") and the task waited for its lease to expire."""
+    store, layout, service = env
+    w = Worker(Settings(store=str(tmp_path / "store"), worker_id="w1", **SETTINGS), store=store, layout=layout)
+    task_id = submit(service, "started while stopping")
+    entered, release = threading.Event(), threading.Event()
+    beat = w.presence.beat
+
+    def slow_beat(task_ids, **kwargs):  # the presence write made as the attempt is started, held
+        if task_ids:
+            entered.set()
+            release.wait(WITHIN)
+        return beat(task_ids, **kwargs)
+
+    w.presence.beat = slow_beat  # type: ignore[method-assign]
+    polling = threading.Thread(target=w.poll_once, daemon=True)
+    polling.start()
+    assert entered.wait(WITHIN), "the claim never started an attempt"
+    errors: list[BaseException] = []
+
+    def stop() -> None:
+        try:
+            w.stop(timeout=WITHIN)
+        except BaseException as e:  # what the stop raised before
+            errors.append(e)
+
+    stopping = threading.Thread(target=stop, daemon=True)
+    stopping.start()
+    wait_for(w.stop_event.is_set, timeout=WITHIN, what="the stop to begin")
+    release.set()
+    stopping.join(WITHIN)
+    polling.join(WITHIN)
+    assert errors == [] and not stopping.is_alive()
+    # The attempt ended through the lifecycle: released by the stop, or completed first (it is tiny).
+    assert record(env, task_id).status in ("queued", "completed")

@@ -143,7 +143,9 @@ class Worker:
 
     def _drain(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in list(self._running.values()):
+        with self._lock:
+            running = list(self._running.values())
+        for thread in running:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         self.presence.beat([], force=True, stopped=self.stop_event.is_set())
 
@@ -336,6 +338,7 @@ class Worker:
                 self._slots.release()
                 with self._lock:
                     self._running.pop(record.task_id, None)
+                    self._attempts.pop(record.task_id, None)
                 self._fail_unstarted(*claimed, e)
                 continue
             started += 1
@@ -411,10 +414,12 @@ class Worker:
 
         thread = threading.Thread(target=body, name=f"attempt-{record.task_id}", daemon=True)
         with self._lock:
+            # Started under the lock that publishes it: a stop draining the running attempts (another
+            # thread) never finds one that is listed but not started, which it could not join.
             self._running[record.task_id] = thread
             self._attempts[record.task_id] = attempt
+            thread.start()
         self.presence.beat(self.task_ids(), force=True)
-        thread.start()
 
 
 def _in_progress(record: TaskRecord) -> bool:
