@@ -11,12 +11,10 @@ moto's S3 server over HTTP, each worker's requests counted by a proxy of its own
 from __future__ import annotations
 
 import contextlib
-import http.server
 import itertools
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,9 +23,9 @@ from typing import Any
 
 import boto3
 import pytest
-import requests
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
+from s3proxy import RequestLog, counting_proxy
 from support import csv_rows
 
 from s3task import markers
@@ -227,18 +225,8 @@ def test_the_apps_service_wakes_the_apps_embedded_worker(tmp_path: Path) -> None
 # --- real worker processes on moto over HTTP: what an idle worker asks, and time-driven events ---
 
 
-@dataclass
-class Log:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    seen: list[tuple[float, str, str]] = field(default_factory=list)  # (monotonic, method, path?query)
-
-    def add(self, method: str, path: str) -> None:
-        with self.lock:
-            self.seen.append((time.monotonic(), method, path))
-
-    def since(self, start: float) -> list[tuple[float, str, str]]:
-        with self.lock:
-            return [r for r in self.seen if r[0] >= start]
+class Log(RequestLog):
+    """The proxy's log, with the listings an idle worker makes."""
 
     def listings(self, start: float = 0.0) -> list[float]:
         return [t for t, method, path in self.since(start) if method == "GET" and is_listing(path)]
@@ -250,43 +238,6 @@ def is_listing(path: str) -> bool:
 
 def is_bell(method: str, path: str) -> bool:
     return method == "HEAD" and path.split("?")[0].endswith("/active-bell")
-
-
-class _Counting(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    upstream = ""
-    log: Log
-
-    def _forward(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "expect")}
-        self.log.add(self.command, self.path)
-        resp = requests.request(self.command, self.upstream + self.path, headers=headers, data=body, timeout=30)
-        self.send_response(resp.status_code)
-        for k, v in resp.headers.items():
-            if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(resp.content)))
-        self.end_headers()
-        self.wfile.write(resp.content)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def counting_proxy(upstream: str) -> Iterator[tuple[str, Log]]:
-    log = Log()
-    attrs = {"upstream": upstream, "log": log}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Counting", (_Counting,), attrs))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", log
-    finally:
-        server.shutdown()
 
 
 @dataclass
@@ -303,7 +254,7 @@ class Env:
 
     def worker(self, name: str, **settings: str) -> tuple[subprocess.Popen, Log]:
         """A ``worker.py`` whose every request goes through a counting proxy of its own."""
-        proxy, log = self.stack.enter_context(counting_proxy(self.endpoint))
+        proxy, log = self.stack.enter_context(counting_proxy(self.endpoint, Log()))
         out = open(self.tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         env = {**self.env, "AWS_ENDPOINT_URL_S3": proxy, **{f"S3TASK_{k.upper()}": v for k, v in settings.items()}}
         cmd = [

@@ -7,13 +7,10 @@ reader's GETs per look at a running task.
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import itertools
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +22,8 @@ import requests
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from apps.http_server import serve
 from conftest import wait_for
+from s3proxy import RequestLog as Log
+from s3proxy import counting_proxy
 
 from s3task import live
 from s3task.config import Settings
@@ -52,59 +51,6 @@ def blocks(n: int) -> bytes:
 
 
 # --- a proxy that counts requests ----------------------------------------------------------
-
-
-@dataclass
-class Log:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: (monotonic time, method, path with query)
-    seen: list[tuple[float, str, str]] = field(default_factory=list)
-
-    def add(self, method: str, path: str) -> None:
-        with self.lock:
-            self.seen.append((time.monotonic(), method, path))
-
-    def between(self, start: float, end: float, part: str = "") -> list[tuple[float, str, str]]:
-        with self.lock:
-            return [r for r in self.seen if start <= r[0] <= end and part in r[2]]
-
-
-class _Counting(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    upstream = ""
-    log: Log
-
-    def _forward(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "expect")}
-        self.log.add(self.command, self.path)
-        resp = requests.request(self.command, self.upstream + self.path, headers=headers, data=body, timeout=30)
-        self.send_response(resp.status_code)
-        for k, v in resp.headers.items():
-            if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(resp.content)))
-        self.end_headers()
-        self.wfile.write(resp.content)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def counting_proxy(upstream: str) -> Iterator[tuple[str, Log]]:
-    log = Log()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), type("Counting", (_Counting,), {"upstream": upstream, "log": log})
-    )
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", log
-    finally:
-        server.shutdown()
 
 
 # --- the set-up ---------------------------------------------------------------------------
