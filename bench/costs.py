@@ -58,6 +58,8 @@ def measure(
         time.sleep(0.5)
         result = {"idle": _idle(moto, window, poll_interval or 3.0)}
         result["task_life"] = [_task_life(moto, site, worker, path, handler) for path in paths]
+        # The New task page on S3: create, the browser's PUT to a presigned URL, then the submit.
+        result["task_life"].insert(1, _task_life(moto, site, worker, paths[0], handler, browser=True))
     finally:
         worker.stop()
         worker.finish(60)
@@ -101,16 +103,33 @@ def _idle(moto: h.MotoServer, window: float, interval: float) -> dict[str, Any]:
     }
 
 
-def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: Path, handler: str) -> dict[str, Any]:
+def _task_life(
+    moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: Path, handler: str, browser: bool = False
+) -> dict[str, Any]:
+    """One task from create to download, the requests on its keys counted at the server, in order.
+
+    ``browser``: the input goes as the New task page sends it (a PUT to the presigned URL, then
+    the submit); otherwise in one call (``submit_file``: the page's uploader through the app, the
+    CLI's ``submit``). A submit by another process than the create's reads the record once more
+    (tests/test_requests.py)."""
     moto.reset_counts()
     started = time.monotonic()
     service = site.service
-    created = service.create(h.ALICE, "requests", handler)
-    task_id = created.record.task_id
     with open(path, "rb") as f:
-        service.upload_input(h.ALICE, task_id, f)
-    service.submit(h.ALICE, task_id)
+        if browser:
+            created = service.create(h.ALICE, "requests", handler)
+            task_id = created.record.task_id
+            assert created.upload_url is not None
+            size = path.stat().st_size
+            requests.put(
+                created.upload_url, data=f, headers={"Content-Type": "text/csv"}, timeout=600
+            ).raise_for_status()
+            service.finish_upload(h.ALICE, task_id, size=size)
+        else:
+            task_id = service.submit_file(h.ALICE, "requests", handler, None, f).task_id
+    submitted = len(moto.trail())
     run = worker.wait_completed(task_id)
+    worked = len(moto.trail())
     # Download as the app does: read the record, get a presigned URL, the browser GETs it.
     record = service.get(h.ALICE, task_id)
     url = service.output_url(h.ALICE, task_id)
@@ -120,12 +139,19 @@ def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: 
             pass
     elapsed = time.monotonic() - started
     counts = moto.counts()
+    trail = moto.trail()
+    steps = []
+    for i, (kind, key) in enumerate(trail):
+        if task_id in key:
+            phase = "submit" if i < submitted else "worker" if i < worked else "download"
+            steps.append({"phase": phase, "kind": kind, "object": _object(key, site.layout.prefix, task_id)})
     per_task = dict(h.by_kind(counts, "task:" + task_id))
     polls = dict(h.by_kind(counts, "active"))
     presence = dict(h.by_kind(counts, "workers"))
     bell = dict(h.by_kind(counts, "other"))  # <prefix>/active-bell: the submit's ring, the worker's HEADs
     return {
         "input_mb": round(path.stat().st_size / 1e6, 1),
+        "flow": "browser" if browser else "one call",
         "task_type": handler,
         "rows": record.processed_count,
         "running_seconds": round(run.seconds or 0, 2),
@@ -133,6 +159,7 @@ def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: 
         "requests": dict(sorted(per_task.items())),
         "requests_total": sum(per_task.values()),
         "dollars_per_1000_tasks": round(dollars(per_task) * 1000, 4),
+        "steps": _squeezed(steps),
         "shared_during_life": {
             "poll LIST of active/": polls.get("LIST", 0),
             "poll HEAD of active-bell": bell.get("HEAD", 0),
@@ -142,26 +169,20 @@ def _task_life(moto: h.MotoServer, site: h.Site, worker: h.WorkerProcess, path: 
     }
 
 
-def backoff_model(list_per_poll: float, interval: float) -> list[dict[str, Any]]:
-    """What plain exponential back-off while idle would trade: idle $ against pickup after an idle spell.
+def _object(key: str, prefix: str, task_id: str) -> str:
+    """The key as the report names it: without the prefix, the user as ``<user>``, the task id as ``<id>``."""
+    key = key.removeprefix(prefix + "/")
+    if key.startswith("by-user/"):
+        return "by-user/<user>/<id>"
+    return key.replace(task_id, "<id>")
 
-    Computed from the measured requests per poll (not a measurement of a back-off worker, which
-    s3task does not have): polls an hour at the capped interval, and the pickup delay of the first
-    task after an idle spell (up to the cap, about half of it on average).
-    """
-    rows = []
-    list_per_poll = max(list_per_poll, 1.0)  # the model is of a worker that lists every poll (no bell)
-    for cap in (interval, 15.0, 30.0, 60.0):
-        per_hour = 3600 / cap * list_per_poll
-        rows.append(
-            {
-                "idle_interval_cap_s": cap,
-                "list_per_hour": round(per_hour),
-                "dollars_per_idle_worker_month": round(
-                    dollars({"LIST": per_hour * HOURS_PER_MONTH, "PUT": 60 * HOURS_PER_MONTH}), 2
-                ),
-                "first_pickup_after_idle_max_s": cap,
-                "first_pickup_after_idle_mean_s": round(cap / 2, 1),
-            }
-        )
-    return rows
+
+def _squeezed(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of the same request (the parts of a multipart upload) as one step with a count."""
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        if out and {k: out[-1][k] for k in step} == step:
+            out[-1]["n"] += 1
+        else:
+            out.append({**step, "n": 1})
+    return out

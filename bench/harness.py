@@ -95,6 +95,12 @@ class MotoServer:
         resp.raise_for_status()
         return [tuple(x) for x in resp.json()]
 
+    def trail(self) -> list[tuple[str, str]]:
+        """Every request on a key since the last reset, in order: (kind, key)."""
+        resp = self._session.get(self.url + "/_bench/trail", timeout=10)
+        resp.raise_for_status()
+        return [(kind, key) for kind, key in resp.json()]
+
     def set_latency(self, ms: float, upload_mb_s: float = 0.0) -> None:
         url = self.url + f"/_bench/latency?ms={ms}&upload_mb_s={upload_mb_s}"
         self._session.post(url, timeout=10).raise_for_status()

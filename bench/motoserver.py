@@ -78,12 +78,17 @@ def _subject(key: str, listing: bool = False) -> str:
     return "root" if listing else "other"
 
 
+TRAIL_LIMIT = 100_000
+
+
 class Counting:
     def __init__(self, app, latency: float) -> None:
         self.app = app
         self.latency = latency
         self.upload_rate = 0.0  # bytes/s; 0 = as fast as moto goes
         self.counts: Counter[tuple[str, str]] = Counter()
+        #: Every request on a key, in order: (kind, key). Read with /_bench/trail; capped, as a safety.
+        self.trail: list[tuple[str, str]] = []
         self.lock = threading.Lock()  # the counts
         self.moto = threading.RLock()  # one request through moto at a time
 
@@ -96,6 +101,8 @@ class Counting:
         if kind is not None:
             with self.lock:
                 self.counts[kind] += 1
+                if kind[1] != "root" and len(self.trail) < TRAIL_LIMIT:
+                    self.trail.append((kind[0], unquote(path).lstrip("/").split("/", 1)[-1]))
             wait = self.latency
             if self.upload_rate and kind[0] in ("PUT", "PART"):
                 wait += int(environ.get("CONTENT_LENGTH") or 0) / self.upload_rate
@@ -109,9 +116,13 @@ class Counting:
         if path == "/_bench/counts":
             with self.lock:
                 body = json.dumps([[k, s, n] for (k, s), n in sorted(self.counts.items())]).encode()
+        elif path == "/_bench/trail":
+            with self.lock:
+                body = json.dumps(self.trail).encode()
         elif path == "/_bench/reset":
             with self.lock:
                 self.counts.clear()
+                self.trail.clear()
         elif path == "/_bench/latency":
             query = parse_qs(environ.get("QUERY_STRING", ""))
             self.latency = float(query["ms"][0]) / 1000

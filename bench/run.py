@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make `bench` and `s3task` importable
     sys.path.insert(0, str(ROOT))
 
-from bench import costs, data, listing, pickup, report, throughput  # noqa: E402
+from bench import costs, data, listing, pickup, report, startup, throughput  # noqa: E402
 from bench import harness as h  # noqa: E402
 from bench import passthrough as _passthrough  # noqa: E402  (registers the pass-through here too)
 from bench import profile as prof  # noqa: E402
@@ -49,6 +49,7 @@ FULL = {
     "pickup_tasks": 20,
     "profile_mb": 100,
     "fixed_tasks": 10,
+    "startup_rounds": 5,
 }
 QUICK = {
     "sizes": {16: 1, 64: 1},
@@ -62,6 +63,7 @@ QUICK = {
     "pickup_tasks": 3,
     "profile_mb": None,
     "fixed_tasks": 0,
+    "startup_rounds": 2,
 }
 
 #: Every section of the full run on small inputs: for working on the benchmark itself (not for figures).
@@ -77,6 +79,7 @@ SMOKE = {
     "pickup_tasks": 3,
     "profile_mb": 24,
     "fixed_tasks": 2,
+    "startup_rounds": 2,
 }
 
 #: Gross-regression floors: about a third of what this machine measures at the quick sizes under load
@@ -194,8 +197,6 @@ def run(mode: str, out: Path, sections: set[str]) -> dict[str, Any]:
             )
             res["requests"] = {"prices_per_1000": costs.PRICE_PER_1000}
             res["requests"].update(costs.measure(moto, paths, EMAIL, out, cfg["idle_window"]))
-            idle = res["requests"]["idle"]
-            res["requests"]["backoff_model"] = costs.backoff_model(idle["list_per_poll"], idle["poll_interval_s"])
             if "listing" in sections:
                 step(f"listing, {' vs '.join(map(str, cfg['listing_sizes']))} tasks on moto")
                 res["listing"] = listing.on_moto(moto, cfg["listing_sizes"], cfg["listing_repeats"], cfg["latency_ms"])
@@ -207,15 +208,25 @@ def run(mode: str, out: Path, sections: set[str]) -> dict[str, Any]:
 
     if "pickup" in sections:
         tiny = tiny_csv(out)
-        step(f"pickup latency, {cfg['pickup_tasks']} tasks, local store, default poll interval")
-        res["pickup"] = {"local": pickup.measure(h.local_site(out / "store-pickup"), tiny, cfg["pickup_tasks"], out)}
-        if not quick:
-            moto = h.MotoServer()
-            try:
-                step(f"pickup latency, {cfg['pickup_tasks']} tasks, S3 (moto), default poll interval")
-                res["pickup"]["s3_moto"] = pickup.measure(h.s3_site(moto), tiny, cfg["pickup_tasks"], out)
-            finally:
-                moto.stop()
+        n = cfg["pickup_tasks"]
+        step(f"pickup latency, {n} tasks, local store, default poll interval")
+        res["pickup"] = {"local": pickup.measure(h.local_site(out / "store-pickup"), tiny, n, out)}
+        moto = h.MotoServer()
+        try:
+            if not quick:
+                step(f"pickup latency, {n} tasks, S3 (moto), default poll interval")
+                res["pickup"]["s3_moto"] = pickup.measure(h.s3_site(moto), tiny, n, out)
+            # The app's embedded worker: moto first, so that the attempts' fork server (started by
+            # the first attempt of this process) has the moto endpoint in its environment.
+            step(f"pickup latency, {n} tasks, the app's embedded worker, S3 (moto) and local store")
+            res["pickup"]["embedded_s3_moto"] = pickup.measure_embedded(h.s3_site(moto), tiny, n)
+            res["pickup"]["embedded_local"] = pickup.measure_embedded(h.local_site(out / "store-embedded"), tiny, n)
+        finally:
+            moto.stop()
+
+    if "startup" in sections:
+        step(f"start-up: worker.py --once, the CLI, a worker's first claim; best of {cfg['startup_rounds']}")
+        res["startup"] = startup.measure(out, tiny_csv(out), cfg["startup_rounds"])
 
     res["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     res["seconds"] = round(time.monotonic() - started, 1)
@@ -275,6 +286,10 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
             t[f"{mb} MB: pass-through >= 2.0x pandas loop"] = _met(r.get(f"{PASS}/pandas_loop"), 2.0)
             t[f"{mb} MB: pass-through >= 0.8x Arrow loop"] = _met(r.get(f"{PASS}/arrow_loop"), 0.8)
             t[f"{mb} MB: email_enrichment >= 1.0x pandas loop"] = _met(r.get(f"{EMAIL}/pandas_loop"), 1.0)
+            cpu = entry.get("cpu_s", {})
+            if mb >= 100 and cpu.get(PASS) and cpu.get("arrow_loop"):
+                ratio = round(cpu[PASS] / cpu["arrow_loop"], 2)
+                t[f"{mb} MB: pass-through CPU-seconds <= 1.15x the Arrow loop's"] = _within(ratio, 1.15)
         mem = memory_curve(res)
         if mem:
             worst = max(v for p in mem for k, v in p.items() if k.startswith("child_"))
@@ -289,11 +304,36 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
                 }
             w = max(p["worker"] for p in mem if p.get("worker"))
             t["peak RSS of the worker process < 300 MB"] = {"value": w, "met": w < 300}
+    for name, entry in res.get("pickup", {}).items():
+        where = "local store" if name.endswith("local") else "S3 (moto)"
+        if name.startswith("embedded"):
+            t[f"embedded worker, {where}: pickup p50 <= 0.1 s"] = _within(entry["median_s"], 0.1)
+            t[f"embedded worker, {where}: pickup p95 <= 0.3 s"] = _within(entry["p95_s"], 0.3)
+        else:
+            limit = entry["poll_interval_s"]
+            t[f"worker.py, {where}: pickup p95 <= the poll interval ({limit:g} s)"] = _within(entry["p95_s"], limit)
+    req = res.get("requests", {})
+    if "idle" in req:
+        t["an idle worker <= $0.50 a month"] = _within(req["idle"]["dollars_per_idle_worker_month"], 0.5)
+    for life in req.get("task_life", []):
+        if life["input_mb"] <= 1:
+            flow = life.get("flow", "one call")
+            t[f"requests of a {life['input_mb']:g} MB task ({flow}) <= 15"] = _within(life["requests_total"], 15)
+    su = res.get("startup")
+    if su:
+        t["worker.py --once on an empty store <= 0.6 s"] = _within(su["worker_once_empty_s"], 0.6)
+        t["a worker's first claim <= 1 s after it starts"] = _within(su["first_claim_s"], 1.0)
+        t["python -m s3task list <= 0.3 s"] = _within(su["cli_list_s"], 0.3)
+        t["python -m s3task show <= 0.3 s"] = _within(su["cli_show_s"], 0.3)
     return t
 
 
 def _met(value: float | None, floor: float) -> dict[str, Any]:
     return {"value": value, "met": value is not None and value >= floor}
+
+
+def _within(value: float | None, limit: float) -> dict[str, Any]:
+    return {"value": value, "met": value is not None and value <= limit}
 
 
 def memory_curve(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -341,7 +381,7 @@ def checks(res: dict[str, Any]) -> dict[str, Any]:
     for life in req.get("task_life", []):
         if life["input_mb"] <= 8:  # no multipart parts, no heartbeats: a fixed count
             total = life["requests_total"]
-            c[f"requests of a {life['input_mb']} MB task"] = {
+            c[f"requests of a {life['input_mb']} MB task ({life.get('flow', 'one call')})"] = {
                 "value": total,
                 "limit": MAX_TASK_REQUESTS,
                 "ok": total <= MAX_TASK_REQUESTS,
@@ -361,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="small sizes only, about a minute (CI)")
     p.add_argument("--smoke", action="store_true", help="every section on small inputs (developing the benchmark)")
     p.add_argument("--out", type=Path, help="where results.json and scratch files go (default bench/out)")
-    p.add_argument("--only", help="comma-separated sections: throughput,profile,requests,listing,pickup")
+    p.add_argument("--only", help="comma-separated sections: throughput,profile,requests,listing,pickup,startup")
     p.add_argument("--no-report", action="store_true", help="do not rewrite BENCHMARKS.md and the plot")
     p.add_argument(
         "--report", action="store_true", help="only rewrite BENCHMARKS.md and the plot from <out>/results.json"
@@ -373,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         report.write(res, ROOT / "BENCHMARKS.md", ROOT / "bench" / "throughput-memory.png")
         step("wrote BENCHMARKS.md and bench/throughput-memory.png")
         return 0
-    all_sections = {"throughput", "profile", "requests", "listing", "pickup"}
+    all_sections = {"throughput", "profile", "requests", "listing", "pickup", "startup"}
     sections = set(args.only.split(",")) if args.only else all_sections
     mode = "quick" if args.quick else "smoke" if args.smoke else "full"
     res = run(mode, out, sections)

@@ -46,19 +46,17 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from .csvio import CsvReader, scan_exact
-from .csvio.common import BOM, MAX_ROW_BYTES, TEXT
-from .csvio.writing import CsvWriter, unprotect
+from .csvio.common import BOM, MAX_ROW_BYTES
 from .errors import AlreadyExists, InvalidTransition, NotFound, OutputPreparing, S3TaskError
 from .layout import CSV_TYPE, XLSX_TYPE, Layout
 from .record import TaskRecord, parse_iso
 from .store.base import ObjectMeta, ObjectStore, PutMode
+
+if TYPE_CHECKING:  # imported where used: the CLI and workers read task states without them
+    import pandas as pd
+    import pyarrow as pa
 
 log = logging.getLogger("s3task.exports")
 
@@ -202,6 +200,12 @@ def peek_bom(raw: BinaryIO) -> tuple[bool, _Prefixed]:
 
 def exact_frame(frame: pd.DataFrame, *, legacy: bool) -> pd.DataFrame:
     """A frame read from an output (every column text) with the protection taken off (names too)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from .csvio.common import TEXT
+    from .csvio.writing import unprotect
+
     exact = {}
     for name in frame.columns:
         values = unprotect(pa.array(frame[name], TEXT, from_pandas=True), legacy=legacy).to_pylist()
@@ -210,6 +214,11 @@ def exact_frame(frame: pd.DataFrame, *, legacy: bool) -> pd.DataFrame:
 
 
 def _exact_name(name: str, legacy: bool) -> str:
+    import pyarrow as pa
+
+    from .csvio.common import TEXT
+    from .csvio.writing import unprotect
+
     return str(unprotect(pa.array([name], TEXT), legacy=legacy)[0].as_py())
 
 
@@ -220,6 +229,12 @@ def _exact_tables(stream: Any, legacy: bool) -> tuple[list[str], Iterator[pa.Tab
     add columns to an input at that limit): its header row is read here, and the reader reads the
     rows under it.
     """
+    import pyarrow as pa
+
+    from .csvio import CsvReader
+    from .csvio.common import TEXT
+    from .csvio.writing import unprotect
+
     header, rest = _split_header(stream)
     raw_names = next(csv.reader(io.StringIO(header.decode("utf-8"), newline="")), [])
     names = [str(v) for v in unprotect(pa.array(raw_names, TEXT), legacy=legacy).to_pylist()]
@@ -239,6 +254,8 @@ def _exact_tables(stream: Any, legacy: bool) -> tuple[list[str], Iterator[pa.Tab
 
 def _split_header(stream: Any) -> tuple[bytes, bytes]:
     """The output's header row (without its BOM) and the bytes read after it."""
+    from .csvio.boundary import scan_exact
+
     buf = b""
     while True:
         more = stream.read(1 << 16)
@@ -259,6 +276,10 @@ def _split_header(stream: Any) -> tuple[bytes, bytes]:
 
 def write_csv(stream: Any, sink: Any, *, legacy: bool, errors_only: bool, error_column: str | None) -> int:
     """The exact CSV (or, ``errors_only``, the protected errors-only CSV); returns the data rows written."""
+    import pyarrow.compute as pc
+
+    from .csvio.writing import CsvWriter
+
     names, tables = _exact_tables(stream, legacy)
     if errors_only:
         if error_column is None or error_column not in names:

@@ -88,6 +88,7 @@ WORKER_UP = Gauge("s3task_worker_up", "Worker loops running in this process (1 w
 #: Store methods counted, and the operation each is counted as (S3's names: a streamed read is a get).
 OPERATIONS = {
     "get": "get",
+    "get_start": "get",
     "open_read": "get",
     "head": "head",
     "put": "put",

@@ -212,21 +212,24 @@ def read_record(store: ObjectStore, layout: Layout, task_id: str) -> tuple[TaskR
     return record_from_json(got.body, key), got.etag
 
 
-def create_record(store: ObjectStore, layout: Layout, record: TaskRecord) -> TaskRecord:
+def create_record(store: ObjectStore, layout: Layout, record: TaskRecord) -> tuple[TaskRecord, str | None]:
     """Write the first version of a record; fails if the id is already taken.
 
-    Lost-response safety, as in :func:`update_record`: an SDK retry of a create
-    that landed sees its own object and reports ``AlreadyExists``; a timeout
-    says nothing either way. The record's ``write_id`` tells whether the
-    object there is ours.
+    Returns the record and the ETag it was stored with (None when a lost
+    answer left it unknown). Lost-response safety, as in :func:`update_record`:
+    an SDK retry of a create that landed sees its own object and reports
+    ``AlreadyExists``; a timeout says nothing either way. The record's
+    ``write_id`` tells whether the object there is ours.
     """
     try:
-        store.put(layout.status_key(record.task_id), record.to_json(), PutMode.CREATE, content_type="application/json")
+        etag = store.put(
+            layout.status_key(record.task_id), record.to_json(), PutMode.CREATE, content_type="application/json"
+        )
     except (AlreadyExists, StoreUnavailable):
         if record.write_id and _created(store, layout, record):
-            return record
+            return record, None
         raise
-    return record
+    return record, etag
 
 
 def _created(store: ObjectStore, layout: Layout, record: TaskRecord) -> bool:
@@ -255,21 +258,56 @@ def update_record(
     to refuse. On a lost race we re-read and call it again on the fresh
     record — the decision is always made against what is really stored.
 
+    ``first``: a record and the ETag it was read or written with, to start
+    from instead of reading (one GET less). The write is conditional on that
+    ETag, so it lands only if the record is still exactly that; if ``change``
+    refuses a ``first`` record, the refusal is checked again on a fresh read.
+    "Nothing to do" on ``first`` is taken as it is (a poll's expiry check on
+    the record it just read must not cost a second read).
+
     Lost-response safety: the new record carries a fresh ``write_id``. If the
     put reports a failed precondition or times out, the write may still have
     landed (an SDK retry after a lost response sees its own write as a
     change). We re-read: if the stored ``write_id`` is ours, we won.
     """
+    return write_record(store, layout, task_id, change, tries=tries, first=first)[0]
+
+
+def write_record(
+    store: ObjectStore,
+    layout: Layout,
+    task_id: str,
+    change: Change,
+    *,
+    tries: int = CAS_TRIES,
+    first: tuple[TaskRecord, str] | None = None,
+) -> tuple[TaskRecord, str | None]:
+    """:func:`update_record`, also returning the ETag the record now has (None when not known:
+    a write whose answer was lost, found landed by a read). The pair is a ``first`` for the next write."""
     key = layout.status_key(task_id)
+    known = first
     for attempt in range(tries):
-        record, etag = first if first is not None and attempt == 0 else read_record(store, layout, task_id)
-        new = change(record, store.now())
+        if known is None:
+            record, etag = read_record(store, layout, task_id)
+            new = change(record, store.now())
+        else:
+            record, etag = known
+            try:
+                new = change(record, store.now())
+            except Exception:
+                if known is not first:
+                    raise
+                # Refused on what the caller remembered: decide again on what is stored.
+                record, etag = read_record(store, layout, task_id)
+                new = change(record, store.now())
+        known = None
         if new is None:
-            return record
+            return record, etag
         # A state change is announced by its writer (s3task.notify; None when no channel is set up).
         note = _announce(store, layout, record, new)
+        new_etag: str | None = None
         try:
-            store.put(key, new.to_json(), PutMode.update(etag), content_type="application/json")
+            new_etag = store.put(key, new.to_json(), PutMode.update(etag), content_type="application/json")
             won = True
         except PreconditionFailed:
             won = _landed(store, layout, new)  # if this raises, the outbox entry is settled by a sweep
@@ -284,7 +322,7 @@ def update_record(
         if note is not None:
             note.done(won)
         if won:
-            return new
+            return new, new_etag
         time.sleep(random.uniform(0, 0.02 * (attempt + 1)))
     raise TooManyConflicts(f"task {task_id} kept changing under us; try again in a moment")
 
@@ -321,7 +359,10 @@ class _Quiet:
 def _landed(store: ObjectStore, layout: Layout, new: TaskRecord) -> bool:
     """Is the stored record the one we wrote? Asked when the store just failed us, so a read that
     fails too is tried again a few times: giving up leaves the outcome unknown, and a claim that
-    landed but was given up by its worker expires and costs the task a failed attempt."""
+    landed but was given up by its worker expires and costs the task a failed attempt.
+
+    (A lost race re-reads after its pause rather than reuse this read: a record written often,
+    a heartbeat at a time, would change again during the pause.)"""
     for attempt in range(1, LANDED_READS + 1):
         try:
             current, _ = read_record(store, layout, new.task_id)

@@ -8,6 +8,7 @@ Clients never decide a transition from their own copy or clock.
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import json
 import logging
@@ -17,9 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from . import csvio, exports, handlers, lifecycle, live, markers, metrics
 from .errors import (
@@ -49,6 +48,9 @@ from .states import State
 from .store.base import ObjectMeta, ObjectStore, PutMode
 from .uploads import InputFiles
 
+if TYPE_CHECKING:  # read_output's frame; pandas is imported when rows are read
+    import pandas as pd
+
 log = logging.getLogger("s3task.tasks")
 
 MAX_LIST = 200
@@ -56,6 +58,8 @@ MAX_LIST = 200
 MARKER_CHECK_AFTER = 60.0
 MAX_NAME = 200
 MAX_PAYLOAD_BYTES = 64 * 1024
+#: Created records a service keeps for their submit (older ones are read again when submitted).
+REMEMBERED_CREATES = 500
 _READERS = 16
 
 
@@ -116,6 +120,8 @@ class TaskService(InputFiles):
         self.url_signer = url_signer
         # Completed and abandoned records never change again: cache them.
         self._finished: dict[str, TaskRecord] = {}
+        #: Records this service created and has not submitted yet, with their ETags (see submit).
+        self._created: collections.OrderedDict[str, tuple[TaskRecord, str]] = collections.OrderedDict()
         self._lock = threading.Lock()
         #: When each pending task's marker was last checked (monotonic seconds).
         self._marker_checked: dict[str, float] = {}
@@ -188,19 +194,46 @@ class TaskService(InputFiles):
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, task_id), b"", PutMode.OVERWRITE)
-        create_record(self.store, self.layout, record)
+        record, etag = create_record(self.store, self.layout, record)
         url = self.store.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
         if url is None and self.url_signer is not None:
             url = self.url_signer.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
+        if etag is not None:
+            self._remember(record, etag)
         return Created(record, url)
 
-    def submit(self, actor: Actor, task_id: str) -> TaskRecord:
-        """Check the input, pin its ETag, add the active marker, then queue the task."""
-        record = self.get(actor, task_id)
+    def submit(self, actor: Actor, task_id: str, *, size: int | None = None) -> TaskRecord:
+        """Check the input, pin its ETag, add the active marker, then queue the task.
+
+        ``size``: the input's size as the uploader knows it; a stored file of another size is refused.
+        A task this service created (the New task page's, whose browser upload comes back to the
+        same service) is not read again: its record as created, and the write that queues it is
+        conditional on the record being unchanged since.
+        """
+        validate_task_id(task_id)
+        known = self._recall(task_id)
+        record, etag = known if known is not None else read_record(self.store, self.layout, task_id)
         self._require(actor, record, "submit")
         if record.status != lifecycle.Status.CREATED:
             raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
-        meta, read_as = self._check_input(record)
+        meta, read_as = self._check_input(record, size)
+        return self._queue(record, etag, meta, read_as)
+
+    def _remember(self, record: TaskRecord, etag: str) -> None:
+        """Keep a record this service created, and its ETag, for the submit (the newest few hundred)."""
+        with self._lock:
+            self._created[record.task_id] = (record, etag)
+            while len(self._created) > REMEMBERED_CREATES:
+                self._created.popitem(last=False)
+
+    def _recall(self, task_id: str) -> tuple[TaskRecord, str] | None:
+        """The record this service created under ``task_id`` and its ETag, once (None: not known here)."""
+        with self._lock:
+            return self._created.pop(task_id, None)
+
+    def _queue(self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: csvio.InputFormat) -> TaskRecord:
+        """Queue a created task whose input passed the check: ``etag`` is the record's as last seen."""
+        task_id = record.task_id
         # Marker before record: a queued task without a marker would never be
         # polled; a marker on a still-created task is harmless (workers leave
         # created tasks alone) and the next submit reuses it.
@@ -210,7 +243,10 @@ class TaskService(InputFiles):
             submitted = lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
             return submitted.replace(input_format=read_as.to_dict())  # detection settled: the worker reads so
 
-        record = update_record(self.store, self.layout, task_id, change)
+        # Conditional on the record as read (or as created): one read less, and a record changed
+        # in between (a cancel) fails the condition and is decided on again as it is now.
+        first = None if etag is None else (record, etag)
+        record = update_record(self.store, self.layout, task_id, change, first=first)
         self._queued(task_id, "submit")
         return record
 
@@ -451,6 +487,8 @@ class TaskService(InputFiles):
 
     @staticmethod
     def _read_rows(f: Any, rows: int, errors_only: bool) -> pd.DataFrame:
+        import pandas as pd
+
         if not errors_only:
             return pd.read_csv(f, nrows=rows, dtype=str, keep_default_na=False)
         found: list[pd.DataFrame] = []

@@ -143,6 +143,10 @@ class MemoryStore:
     def head(self, key: str) -> ObjectMeta:
         return self._current(key, None).meta(key)
 
+    def get_start(self, key: str, size: int) -> GetResult:
+        found = self._current(key, None)
+        return GetResult(found.body[:size], found.meta(key))
+
     @contextlib.contextmanager
     def open_read(self, key: str, *, if_match: str | None = None) -> Iterator[BinaryIO]:
         with io.BytesIO(self._current(key, if_match).body) as f:

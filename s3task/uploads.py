@@ -18,7 +18,7 @@ from .csvio import INSPECT_BYTES, InputFormat, parse_input_format, read_start, r
 from .errors import InvalidInput, InvalidTransition, NotFound, S3TaskError
 from .layout import CSV_TYPE, Layout
 from .record import TaskRecord
-from .store.base import MultipartStore, ObjectMeta, ObjectStore, PutMode
+from .store.base import MultipartStore, ObjectMeta, ObjectStore, PutMode, get_start
 
 if TYPE_CHECKING:
     from .tasks import Actor, Created
@@ -43,7 +43,11 @@ class InputFiles:
             payload: dict[str, Any] | None = None,
             input_format: Mapping[str, Any] | None = None,
         ) -> Created: ...
-        def submit(self, actor: Actor, task_id: str) -> TaskRecord: ...
+        def submit(self, actor: Actor, task_id: str, *, size: int | None = None) -> TaskRecord: ...
+        def _recall(self, task_id: str) -> tuple[TaskRecord, str] | None: ...
+        def _queue(
+            self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: InputFormat
+        ) -> TaskRecord: ...
         def cancel(self, actor: Actor, task_id: str) -> TaskRecord: ...
 
     # --- the whole operation, as the page, the CLI and the API call it -----------------------
@@ -60,12 +64,16 @@ class InputFiles:
         """Create a task, store its input from ``stream`` and queue it; on failure, no task is left half-made.
 
         ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows)."""
-        task_id = self.create(actor, name, task_type, payload, input_format).record.task_id
+        record = self.create(actor, name, task_type, payload, input_format).record
         try:
-            self.upload_input(actor, task_id, stream)
-            return self.submit(actor, task_id)
+            # The file passes through here: its first bytes are checked as they go by and its
+            # ETag comes back with the write, so neither the record nor the file is read again.
+            meta, head = self._store_input(record, stream)
+            read_as = self._judge_input(record, head, meta)
+            known = self._recall(record.task_id)
+            return self._queue(record, None if known is None else known[1], meta, read_as)
         except S3TaskError:
-            self.abandon_upload(actor, task_id)
+            self.abandon_upload(actor, record.task_id)
             raise
 
     def finish_upload(
@@ -80,16 +88,17 @@ class InputFiles:
         """A browser says the file is in the store: join its parts, check its size, queue the task.
 
         If any of that fails the parts are dropped and the task is cancelled (and the
-        error raised), so a failed upload never leaves a task waiting for a file.
+        error raised), so a failed upload never leaves a task waiting for a file. A task
+        that is no longer waiting for its file (submitted or cancelled meanwhile) is left
+        as it is.
         """
         try:
             if upload_id:
-                meta = self.complete_multipart(actor, task_id, upload_id, list(parts))
-            else:
-                meta = self.store.head(self.layout.input_key(task_id))
-            if size is not None and meta.size != size:
-                raise InvalidInput(f"the store holds {meta.size:,} bytes of the file's {size:,}; upload it again")
-            return self.submit(actor, task_id)
+                self.complete_multipart(actor, task_id, upload_id, list(parts))
+            # The submit reads the file's size with its start, and checks it against ``size``.
+            return self.submit(actor, task_id, size=size)
+        except InvalidTransition:
+            raise
         except S3TaskError:
             self.abandon_upload(actor, task_id, upload_id)
             raise
@@ -114,11 +123,18 @@ class InputFiles:
 
     def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
         """Store the input (streamed). Allowed until the task is submitted."""
-        record = self._uploadable(actor, task_id)
+        return self._store_input(self._uploadable(actor, task_id), stream)[0]
+
+    def _store_input(self, record: TaskRecord, stream: BinaryIO | bytes | Iterable[bytes]) -> tuple[ObjectMeta, bytes]:
+        """Write the input; its size and ETag as stored, and its first ``INSPECT_BYTES`` (for the check)."""
+        size, head = 0, bytearray()
         with self.store.open_write(record.input_object_path, PutMode.OVERWRITE, content_type=CSV_TYPE) as w:
             for chunk in _chunks(stream):
+                if len(head) < INSPECT_BYTES:
+                    head += chunk[: INSPECT_BYTES - len(head)]
+                size += len(chunk)
                 w.write(chunk)
-        return self.store.head(record.input_object_path)
+        return ObjectMeta(record.input_object_path, size, w.etag, content_type=CSV_TYPE), bytes(head)
 
     # --- the input in parts, straight from a browser (stores with presigned part URLs: S3) ---
 
@@ -158,38 +174,33 @@ class InputFiles:
         self._require(actor, record, "upload to")
         self._multipart_store().abort_multipart(record.input_object_path, upload_id)
 
-    def _check_input(self, record: TaskRecord) -> tuple[ObjectMeta, InputFormat]:
-        """The input exists and its header row passes the worker's own reading of it, in its format.
+    def _check_input(self, record: TaskRecord, size: int | None = None) -> tuple[ObjectMeta, InputFormat]:
+        """The input exists (of ``size`` bytes, if given) and its header row passes the worker's own
+        reading of it, in its format. One request: the file's start, with its size and ETag."""
+        try:
+            got = get_start(self.store, record.input_object_path, INSPECT_BYTES)
+        except NotFound as e:
+            raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
+        if size is not None and got.meta.size != size:
+            raise InvalidInput(f"the store holds {got.meta.size:,} bytes of the file's {size:,}; upload it again")
+        return got.meta, self._judge_input(record, got.body, got.meta)
 
-        Only the header: rows are the worker's to judge (with line numbers, as a failed task).
+    @staticmethod
+    def _judge_input(record: TaskRecord, head: bytes, meta: ObjectMeta) -> InputFormat:
+        """Only the header: rows are the worker's to judge (with line numbers, as a failed task).
+
         A ``detect`` in the task's input format is settled here, on the first bytes (as the New
         task page's preview detects it).
         """
-        try:
-            meta = self.store.head(record.input_object_path)
-        except NotFound as e:
-            raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
-        with self.store.open_read(record.input_object_path, if_match=meta.etag) as f:
-            head = _read_up_to(f, INSPECT_BYTES)
         whole = len(head) >= meta.size
         try:
             read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
             read_start(head, whole=whole, rows=False, input_format=read_as)
         except InvalidInput as e:  # the worker's words, saying whose they are
             raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
-        return meta, read_as
+        return read_as
 
     # --- reading -----------------------------------------------------------
-
-
-def _read_up_to(f: BinaryIO, size: int) -> bytes:
-    """The first ``size`` bytes of ``f`` (fewer only at its end): a network body may return short reads."""
-    parts: list[bytes] = []
-    left = size
-    while left > 0 and (chunk := f.read(left)):
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
 
 
 def _chunks(stream: BinaryIO | bytes | Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:

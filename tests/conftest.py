@@ -271,6 +271,8 @@ TIERS = {
     "test_operators": "system",
     "test_metrics": "system",
     "test_notify": "system",
+    "test_startup": "system",
+    "test_requests": "system",
 }
 #: Modules left out of the development loop (``./test.sh --fast``), as are the S3 (moto) runs of the
 #: store contract; CI runs everything.

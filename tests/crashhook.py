@@ -120,6 +120,10 @@ class CrashStore:
         with self._call("head", key):
             return self.inner.head(key)
 
+    def get_start(self, key: str, size: int):
+        with self._call("get", key):
+            return self.inner.get_start(key, size)
+
     def list_keys(self, prefix: str, **kwargs: Any) -> list[str]:
         with self._call("list", prefix):
             return self.inner.list_keys(prefix, **kwargs)

@@ -161,6 +161,10 @@ class FaultyStore:
         self._fail_before(self._pick(write=False, update=False), key)
         return self.inner.head(key)
 
+    def get_start(self, key: str, size: int):
+        self._fail_before(self._pick(write=False, update=False), key)
+        return self.inner.get_start(key, size)
+
     def list_keys(self, prefix: str, *, start_after: str | None = None, limit: int | None = None) -> list[str]:
         self._fail_before(self._pick(write=False, update=False), prefix)
         return self.inner.list_keys(prefix, start_after=start_after, limit=limit)

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from s3task.layout import Layout
+from s3task.store.local import LocalStore
+from s3task.tasks import Actor, TaskService
+
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def csv_rows(n: int) -> bytes:
     """A CSV with a header ``id,name`` and ``n`` rows."""
@@ -17,3 +30,49 @@ def csv_bytes(rows: list[list[str]], eol: str = "\n", quote_all: bool = False) -
         return value
 
     return "".join(",".join(map(cell, row)) + eol for row in rows).encode("utf-8")
+
+
+class CountingStore(LocalStore):
+    """The local store, noting each call's kind and key (on S3, each is one request). Not ``head``:
+    the local store's own conditional writes call it (on S3 the condition travels with the PUT)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.calls: list[tuple[str, str]] = []
+
+    def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("put", key))
+        return super().put(key, *args, **kwargs)
+
+    def delete(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("delete", key))
+        return super().delete(key, *args, **kwargs)
+
+    def get(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("get", key))
+        return super().get(key, *args, **kwargs)
+
+    def get_start(self, key: str, size: int) -> Any:
+        self.calls.append(("get", key))
+        return super().get_start(key, size)
+
+    def list_keys(self, prefix: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("list", prefix))
+        return super().list_keys(prefix, *args, **kwargs)
+
+
+def queue_tiny_task(store_dir: Path) -> str:
+    """A two-row ``copy`` task, queued on the local store in ``store_dir``."""
+    service = TaskService(LocalStore(store_dir), Layout())
+    return service.submit_file(Actor("startup"), "startup", "copy", None, b"a,b\n1,2\n").task_id
+
+
+def timed_worker_once(store_dir: Path, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> float:
+    """Seconds one ``worker.py --once`` takes here to start, probe the store, load its fork server (pandas
+    and pyarrow), run one tiny task and exit: machine time, which no setting gives. A measurement, not a
+    wait for a condition: the process ends by itself (a hang is caught by the suite's per-test timeout)."""
+    queue_tiny_task(store_dir)
+    cmd = [sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), *args, "--once"]
+    started = time.monotonic()
+    subprocess.run(cmd, env=None if env is None else dict(env), check=True, capture_output=True)
+    return time.monotonic() - started

@@ -43,7 +43,7 @@ import worker_handlers  # noqa: F401  (registers the gated task type in this pro
 from conftest import wait_for
 from crashhook import CrashStore
 from faults import Expect, check_invariants, save_figures
-from support import csv_rows
+from support import csv_rows, queue_tiny_task
 
 from s3task import lifecycle
 from s3task.config import Settings
@@ -114,7 +114,7 @@ class Clock:
     by how long its own worker takes to make its first store call (``seen``).
     """
 
-    #: a lone worker process: start, poll an empty store once, exit (measured)
+    #: a lone worker process: start, run one tiny task, exit (measured)
     startup: float
     #: the same process: start to its first store call (measured)
     first_call: float
@@ -308,12 +308,14 @@ def start_worker(run: Run, crash_at: str | None) -> subprocess.Popen:
 
 @pytest.fixture(scope="module")
 def clock(tmp_path_factory: pytest.TempPathFactory) -> Clock:
-    """Measure, right now, how long one worker process takes to start, poll an empty store once and exit.
+    """Measure, right now, how long one worker process takes to start, load its fork server, run one
+    tiny task and exit.
 
     A measurement, not a wait for a condition: the process ends by itself (``--once``); a hang
     would be caught by the suite's per-test timeout.
     """
     tmp = tmp_path_factory.mktemp("startup")
+    queue_tiny_task(tmp / "store")
     cmd, env = worker_process(tmp, None, "--once")
     started = time.monotonic()
     with open(tmp / "worker.log", "wb") as log:

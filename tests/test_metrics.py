@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,7 @@ import yaml
 from conftest import free_port, wait_for
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
-from support import csv_rows
+from support import csv_rows, timed_worker_once
 
 import s3task.store as store_mod
 from s3task import metrics
@@ -113,12 +112,9 @@ def serving(proc: subprocess.Popen, url: str, log: Path, timeout: float) -> Samp
 
 @pytest.fixture(scope="module")
 def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
-    """Seconds a worker process takes here to start, probe a store and stop, with headroom (as in
-    test_worker: on a busy 2-core machine interpreter start, imports and the probe take 1–20 s)."""
-    started = time.monotonic()
-    store = tmp_path_factory.mktemp("startup") / "store"
-    subprocess.run([sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--once"], check=True, timeout=300)
-    return 5 * (time.monotonic() - started)
+    """Seconds a worker process takes here to start, probe a store, load its fork server, run one tiny
+    task and stop, with headroom (as in test_worker: 1–20 s on a busy 2-core machine)."""
+    return 5 * timed_worker_once(tmp_path_factory.mktemp("startup") / "store")
 
 
 # --- worker.py --metrics-port ------------------------------------------------------------------------

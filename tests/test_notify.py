@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import CHROMIUM, free_port, wait_for
-from support import csv_rows
+from support import CountingStore, csv_rows
 from test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
 
 from s3task import lifecycle, notify
@@ -241,30 +241,6 @@ def test_no_channel_means_no_notification_and_no_extra_request(tmp_path: Path, s
     assert env.record(task_id).status == "completed"
     assert not (tmp_path / "data" / "batch-tasks" / "outbox").exists()
     assert smtp.messages == []
-
-
-class CountingStore(LocalStore):
-    """The local store, noting each request's kind and key."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.calls: list[tuple[str, str]] = []
-
-    def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(("put", key))
-        return super().put(key, *args, **kwargs)
-
-    def delete(self, key: str, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(("delete", key))
-        return super().delete(key, *args, **kwargs)
-
-    def get(self, key: str, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(("get", key))
-        return super().get(key, *args, **kwargs)
-
-    def list_keys(self, prefix: str, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(("list", prefix))
-        return super().list_keys(prefix, *args, **kwargs)
 
 
 @pytest.mark.parametrize("on", [False, True], ids=["off", "webhooks"])

@@ -149,6 +149,38 @@ def test_formula_neutralisation_exact_cells() -> None:
     ]
 
 
+def _protected(value: str | None) -> str | None:
+    """The rule of csvio.neutralise for one value, written plainly."""
+    if not value or value[0] not in "=+-@\t\r'":
+        return value
+    if value[0] in "+-" and re.fullmatch(r"[+-](?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", value):
+        return value
+    return "'" + value
+
+
+def test_formula_neutralisation_follows_the_rule_on_any_array() -> None:
+    """Empty values next to risky ones (an empty value starts where the next one does), nulls, slices,
+    both string types and several chunks: each value is judged on its own first byte."""
+    import pyarrow as pa
+
+    rng = random.Random(15)
+    pieces = ["=", "+", "-", "@", "\t", "\r", "'", "1", "2", ".", "e", "E", "a", " ", "\n", "é", "-1", "+.5", "1e5"]
+    for _ in range(400):
+        values = [
+            None if rng.random() < 0.05 else "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+            for _ in range(rng.randint(0, 25))
+        ]
+        arr = pa.array(values, rng.choice([pa.string(), pa.large_string()]))
+        if len(values) > 3 and rng.random() < 0.4:
+            start = rng.randint(0, 2)
+            arr, values = arr.slice(start, len(values) - start - 1), values[start:-1]
+        if rng.random() < 0.3:
+            arr, values = pa.chunked_array([arr, arr[1:]], type=arr.type), values + values[1:]
+        fixed = csvio.neutralise(arr)
+        assert fixed.to_pylist() == [_protected(v) for v in values], values
+        assert fixed.type == arr.type
+
+
 def test_output_is_rfc4180_with_a_header_once() -> None:
     output, _, _ = process(csv_bytes([HEADER, *numbered(3000)]), block_size=1000)
     assert output.startswith(csvio.BOM + b'"id","name","amount"\r\n')

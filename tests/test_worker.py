@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,7 +16,7 @@ import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
 from s3proxy import proxy_server
-from support import csv_rows
+from support import csv_rows, timed_worker_once
 
 from s3task import lifecycle
 from s3task.layout import Layout
@@ -69,16 +68,14 @@ class Env:
 
 @pytest.fixture(scope="module")
 def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
-    """Seconds a worker process takes here to start, probe a store and stop (measured, with headroom).
+    """Seconds a worker process takes here to start, probe a store, load its fork server, run one tiny
+    task and stop (measured, with headroom).
 
-    Machine time is no setting: on a busy 2-core machine a worker's interpreter, its pandas and
-    pyarrow imports (twice: the worker and its fork server) and the store probe take from one to
-    twenty seconds. Every wait below is the settings' own time plus this.
+    Machine time is no setting: on a busy 2-core machine a worker's interpreter, its fork server's
+    pandas and pyarrow imports and the store probe take from one to twenty seconds. Every wait
+    below is the settings' own time plus this.
     """
-    started = time.monotonic()
-    store = tmp_path_factory.mktemp("startup") / "store"
-    subprocess.run([sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--once"], check=True, timeout=300)
-    return 5 * (time.monotonic() - started)
+    return 5 * timed_worker_once(tmp_path_factory.mktemp("startup") / "store")
 
 
 @pytest.fixture

@@ -43,14 +43,12 @@ in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds
 from __future__ import annotations
 
 import codecs
+import importlib
 import io
 from collections.abc import Iterator
-from typing import Protocol
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInput
-from .boundary import _in_quotes, count_byte, find_boundary, open_quote_at_end, scan_exact
 from .common import (
     ARROW_BLOCK_SIZE,
     BOM,
@@ -59,7 +57,6 @@ from .common import (
     MAX_ROW_BYTES,
     QUOTE,
     SAVE_AS_UTF8,
-    TEXT,
     line_label,
 )
 from .dialect import (
@@ -75,8 +72,42 @@ from .dialect import (
     resolve,
     transcode_part,
 )
-from .parsing import Block, BlockParser, _not_text, diagnose, parse_header
-from .writing import CsvWriter, Written, neutralise, to_text_table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .boundary import count_byte, find_boundary, open_quote_at_end, scan_exact
+    from .common import TEXT
+    from .parsing import Block, BlockParser, diagnose, parse_header
+    from .writing import CsvWriter, Written, neutralise, to_text_table
+
+#: The names this package offers that need pyarrow or numpy, and the module that holds each: imported
+#: when first asked for (``__getattr__``), so that the formats and limits are read without them.
+_HEAVY = {
+    "count_byte": "boundary",
+    "find_boundary": "boundary",
+    "open_quote_at_end": "boundary",
+    "scan_exact": "boundary",
+    "TEXT": "common",
+    "Block": "parsing",
+    "BlockParser": "parsing",
+    "diagnose": "parsing",
+    "parse_header": "parsing",
+    "CsvWriter": "writing",
+    "Written": "writing",
+    "neutralise": "writing",
+    "to_text_table": "writing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HEAVY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ARROW_BLOCK_SIZE",
@@ -165,6 +196,9 @@ class CsvReader:
         return input_bytes(data, self._encoding)
 
     def _read_header(self) -> None:
+        from .boundary import scan_exact
+        from .parsing import parse_header
+
         buf = self._read(self._block_size)
         if buf.startswith(BOM):  # a UTF-16 file's byte-order mark arrives transcoded, as this one
             buf = buf[len(BOM) :]
@@ -203,6 +237,9 @@ class CsvReader:
 
     def blocks(self) -> Iterator[Block]:
         """Yield the body as blocks of whole rows; raise InvalidInput on an unterminated quote."""
+        from .boundary import _in_quotes, count_byte, find_boundary
+        from .parsing import Block
+
         offset = self.bytes_consumed
         line = self._next_line
         pending = self._pending
@@ -233,6 +270,8 @@ class CsvReader:
 
     def _final_end(self, buf: bytes, line: int) -> int:
         """The whole rest is the last block, unless a quote is left open."""
+        from .boundary import open_quote_at_end
+
         if b'"' in buf:
             open_quote = open_quote_at_end(buf, self._eol, self._delimiter)
             if open_quote >= 0:
@@ -244,6 +283,8 @@ class CsvReader:
 
         The block's bytes are let go as soon as Arrow has parsed them.
         """
+        from .parsing import BlockParser
+
         parse = BlockParser(self.names, self._delimiter)
         for block in self.blocks():
             table = parse(block)
@@ -252,6 +293,10 @@ class CsvReader:
             yield table, end
 
     def empty_table(self) -> pa.Table:
+        import pyarrow as pa
+
+        from .common import TEXT
+
         return pa.table({name: pa.array([], TEXT) for name in self.names})
 
 
@@ -278,6 +323,10 @@ def read_start(
     part in another encoding is transcoded first (a character cut by its end left out), as the
     worker's reader transcodes the whole.
     """
+    import pyarrow as pa
+
+    from .boundary import find_boundary
+
     input_format = input_format or InputFormat()
     check_start(data, input_format.encoding)  # a choice the file's byte-order mark contradicts: said plainly
     if input_format.encoding != "utf-8":
@@ -299,6 +348,8 @@ def read_start(
 
 def _check_part_of_header(part: bytes) -> None:
     """parse_header's text checks on the first part of a header row (whose last character may be cut)."""
+    from .parsing import _not_text
+
     try:
         codecs.getincrementaldecoder("utf-8")().decode(part, final=False)
     except UnicodeDecodeError as e:

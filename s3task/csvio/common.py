@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Bytes of input per block handed to Arrow (the unit of progress and of memory). Measured on
 #: a 100 MB, 11-column file: 4 MB is as fast as 8 MB and peaks about 50-80 MB lower
 #: (email_enrichment: ~220 MB instead of ~300 MB); 2 MB starts to cost per-block overhead.
 DEFAULT_BLOCK_SIZE = 4 << 20
-#: Arrow parses a block in pieces of this size, in parallel.
+#: The smallest read block given to Arrow (a block of input is parsed in one piece of at least this size).
 ARROW_BLOCK_SIZE = 1 << 20
 #: A single row (usually one huge cell) may be at most this big.
 MAX_ROW_BYTES = 64 << 20
@@ -20,8 +23,9 @@ BOM = b"\xef\xbb\xbf"
 QUOTE = 0x22
 
 #: Arrow type of every text column. pandas keeps text as large_string, so reading it that way
-#: makes ``to_pandas`` zero-copy (string would be converted, offsets and all).
-TEXT = pa.large_string()
+#: makes ``to_pandas`` zero-copy (string would be converted, offsets and all). Made on first use
+#: (``__getattr__`` below), so that the limits here are read without importing pyarrow.
+TEXT: pa.DataType
 
 SAVE_AS_UTF8 = "save the file as 'CSV UTF-8' and upload it again"
 #: The advice for text that is not in the encoding the file is read with.
@@ -33,3 +37,11 @@ CHOOSE_ENCODING = (
 
 def line_label(line: int) -> str:
     return f"line {line:,}"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TEXT":
+        import pyarrow as pa
+
+        return pa.large_string()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from ..errors import InvalidInput
 
 #: Delimiters offered, with how the page names them.
@@ -187,6 +185,8 @@ def check_start(head: bytes, encoding: str) -> None:
             f"so it cannot be read as {ENCODINGS[encoding].split(' (')[0]}: choose {bom} (or detect)"
         )
     if bom is None and encoding in ("utf-16-le", "utf-16-be") and len(head) >= 2:
+        import numpy as np  # here, not at the top: InputFormat is read without numpy
+
         units = np.frombuffer(head[: len(head) // 2 * 2][:65536], dtype=np.uint8)
         high = units[1::2] if encoding == "utf-16-le" else units[0::2]
         if not (high == 0).any():
@@ -213,6 +213,8 @@ def detect_encoding(head: bytes, *, whole: bool = False) -> str:
     bom = _bom(head)
     if bom is not None:
         return bom
+    import numpy as np
+
     sample = np.frombuffer(head[:4096], dtype=np.uint8)
     if len(sample) >= 8:
         even, odd = sample[0::2], sample[1::2]
@@ -380,6 +382,8 @@ def input_bytes(utf8: bytes | memoryview, encoding: str) -> int:
     """How many bytes of the file in ``encoding`` the UTF-8 text ``utf8`` was transcoded from."""
     if encoding == "utf-8":
         return len(utf8)
+    import numpy as np
+
     data = np.frombuffer(utf8, dtype=np.uint8)
     chars = int(np.count_nonzero((data & 0xC0) != 0x80))
     if encoding == "windows-1252":

@@ -32,6 +32,12 @@ _SIGN[list(b"+-")] = True
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
 
 
+#: Rows Arrow encodes into one buffer before it hands the buffer to the sink. Each hand-over takes the
+#: GIL from the other stages' threads; with Arrow's default (1,024 rows, about 130 kB here) a 100 MB
+#: pass-through used 0.1 CPU-seconds more and ran 7% longer than with 16,384 (about 2 MB).
+WRITE_BATCH_ROWS = 16_384
+
+
 class _SinkFile:
     """What ``pa.PythonFile`` needs around a sink that only has ``write``.
 
@@ -116,7 +122,8 @@ class CsvWriter:
         if self._writer is None:
             assert self._schema is not None
             self._raw.write(BOM)  # as a view the sink must be done with, like Arrow's buffers
-            self._writer = pacsv.CSVWriter(self._file, self._schema, write_options=pacsv.WriteOptions(eol="\r\n"))
+            options = pacsv.WriteOptions(eol="\r\n", batch_size=WRITE_BATCH_ROWS)
+            self._writer = pacsv.CSVWriter(self._file, self._schema, write_options=options)
         if self._protect:
             columns = []
             for col in table.columns:
@@ -191,19 +198,26 @@ def protect(col: pa.ChunkedArray | pa.Array) -> tuple[pa.ChunkedArray | pa.Array
 
 
 def _neutralise_chunk(chunk: pa.Array) -> tuple[pa.Array, int]:
-    candidates = _first_byte_in(chunk, _PROTECT_START)
+    candidates, first = _first_bytes_in(chunk, _PROTECT_START)
     if not len(candidates):
         return chunk, 0
-    values = chunk.take(pa.array(candidates))
-    formula = _is_formula(values)
-    count = int(formula.sum())
+    text = chunk if chunk.type in (pa.string(), pa.large_string()) else chunk.cast(TEXT)
+    # Only a value that starts with a sign can be a plain number; only those go through the pattern.
+    signed = _SIGN[first]
+    formula: np.ndarray = ~signed
+    which = np.flatnonzero(signed)
+    if len(which):
+        maybe = text.take(pa.array(candidates[which]))
+        formula[which] = ~pc.match_substring_regex(maybe, _NUMBER).to_numpy(zero_copy_only=False)
+    count = int(np.count_nonzero(formula))
     if not count:
         return chunk, 0
+    chosen = candidates[formula]
     mask = np.zeros(len(chunk), dtype=bool)
-    mask[candidates[formula]] = True
-    quote, nothing = pa.scalar("'", values.type), pa.scalar("", values.type)
-    fixed = pc.binary_join_element_wise(quote, values.filter(pa.array(formula)), nothing)
-    return pc.replace_with_mask(chunk, pa.array(mask), fixed), count
+    mask[chosen] = True
+    quote, nothing = pa.scalar("'", text.type), pa.scalar("", text.type)
+    fixed = pc.binary_join_element_wise(quote, text.take(pa.array(chosen)), nothing)
+    return pc.replace_with_mask(text, pa.array(mask), fixed), count
 
 
 def unprotect(col: pa.ChunkedArray | pa.Array, *, legacy: bool = False) -> pa.ChunkedArray | pa.Array:
@@ -241,21 +255,6 @@ def _unprotect_chunk(chunk: pa.Array, legacy: bool) -> pa.Array:
     return pc.replace_with_mask(chunk, pa.array(mask), fixed)
 
 
-def _is_formula(values: pa.Array) -> np.ndarray:
-    """Which of ``values`` (each non-empty, starting with one of = + - @ tab CR ') get a ``'``.
-
-    Only a value that starts with a sign can be a plain number; only those go through the pattern.
-    """
-    offsets, data = _offsets_and_data(values)
-    signed = _SIGN[data[offsets[:-1]]]
-    formula: np.ndarray = ~signed
-    which = np.flatnonzero(signed)
-    if len(which):
-        maybe = values if len(which) == len(values) else values.take(pa.array(which))
-        formula[which] = ~pc.match_substring_regex(maybe, _NUMBER).to_numpy(zero_copy_only=False)
-    return formula
-
-
 def _offsets_and_data(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The offsets (one per value, plus the end) and bytes of a string array, without copying."""
     _validity, offsets_buf, data_buf = chunk.buffers()
@@ -267,14 +266,23 @@ def _offsets_and_data(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def _first_byte_in(chunk: pa.Array, table: np.ndarray) -> np.ndarray:
     """Positions of the non-empty values whose first byte is marked in ``table``."""
+    return _first_bytes_in(chunk, table)[0]
+
+
+def _first_bytes_in(chunk: pa.Array, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the non-empty values whose first byte is marked in ``table``, and those first bytes."""
+    none = np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.uint8)
     if len(chunk) == 0:
-        return np.zeros(0, dtype=np.intp)
+        return none
     if chunk.type not in (pa.string(), pa.large_string()):
         chunk = chunk.cast(TEXT)
     offsets, data = _offsets_and_data(chunk)
-    if data.size == 0:
-        return np.zeros(0, dtype=np.intp)
     starts = offsets[:-1]
-    filled = offsets[1:] > starts
-    first = data[np.minimum(starts, len(data) - 1)]
-    return np.flatnonzero(filled & table[first])
+    # Offsets never decrease, so the values that start inside the data buffer come first; the rest are
+    # empty. An empty value's start is the next value's first byte: candidates are checked for that below.
+    inside = starts[: int(np.searchsorted(starts, data.size))]
+    first = np.take(data, inside)  # np.take: about twice as fast as indexing here
+    candidates = np.flatnonzero(np.take(table, first))
+    if len(candidates):
+        candidates = candidates[offsets[candidates + 1] > offsets[candidates]]
+    return candidates, np.take(first, candidates)

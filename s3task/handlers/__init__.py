@@ -22,11 +22,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import InvalidInput, UnknownTaskType
+
+if TYPE_CHECKING:  # only in annotations: task types are read (names, parameters) without pandas
+    import pandas as pd
 
 ERROR_COLUMN = "error"
 

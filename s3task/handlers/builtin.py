@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from . import TaskType, register
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @register

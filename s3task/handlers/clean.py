@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from . import Param, TaskType, register
+
+if TYPE_CHECKING:  # used in annotations; imported where used, so listing task types needs no pandas
+    import numpy as np
+    import pandas as pd
 
 
 def normalise_headers(names: list[str]) -> list[str]:
@@ -56,6 +55,9 @@ class Clean(TaskType):
         self._seen = SeenRows()
 
     def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
+        import numpy as np
+        import pandas as pd
+
         if self._names is None:
             names = [str(c) for c in chunk.columns]
             self._names = normalise_headers(names) if self.values["normalize_headers"] else names
@@ -87,6 +89,10 @@ def row_hashes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     contain the separator or the escape character are escaped first, so two
     different rows never join to the same string.
     """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     columns = []
     for i in range(frame.shape[1]):
         col = pa.array(frame.iloc[:, i], type=pa.string(), from_pandas=True)
@@ -114,6 +120,9 @@ class SeenRows:
 
     def add(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         """Add the rows; return a mask of those not seen before (earlier in this batch counts as before)."""
+        import numpy as np
+        import pandas as pd
+
         fresh = ~pd.DataFrame({"hi": hi, "lo": lo}).duplicated().to_numpy(dtype=bool)
         for run_hi, run_lo in self._runs:
             idx = np.flatnonzero(fresh)
@@ -125,6 +134,8 @@ class SeenRows:
         return fresh
 
     def _push(self, hi: np.ndarray, lo: np.ndarray) -> None:
+        import numpy as np
+
         while self._runs and len(self._runs[-1][0]) <= len(hi):
             run_hi, run_lo = self._runs.pop()
             hi, lo = np.concatenate([run_hi, hi]), np.concatenate([run_lo, lo])
@@ -133,6 +144,8 @@ class SeenRows:
 
 
 def _member(run_hi: np.ndarray, run_lo: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     left = np.searchsorted(run_hi, hi, side="left")
     right = np.searchsorted(run_hi, hi, side="right")
     found = np.zeros(len(hi), dtype=bool)

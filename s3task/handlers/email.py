@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from . import ERROR_COLUMN, Param, TaskType, register
+
+if TYPE_CHECKING:  # used in annotations; imported where used, so listing task types needs no pandas
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
 
 ADDED_COLUMNS = ("email_normalized", "email_domain", "is_free_provider", "is_role_account")
 
@@ -143,6 +143,10 @@ def enrich(raw: pd.Series) -> dict[str, pd.Series]:
     One regular expression decides which addresses are valid; the reasons are
     worked out only for the invalid ones, which are usually few.
     """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     email = pc.utf8_lower(pc.utf8_trim_whitespace(_text(raw)))
     if pc.any(pc.starts_with(email, "mailto:")).as_py() or pc.any(pc.starts_with(email, "<")).as_py():
         email = pc.replace_substring_regex(pc.replace_substring_regex(email, "^mailto:", ""), "^<(.*)>$", r"\1")
@@ -186,6 +190,9 @@ PROBLEMS = (
 
 def _problems(email: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """For invalid addresses: 1 + the index in PROBLEMS of the first rule each one breaks."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     at = pc.count_substring(email, "@")
     local = pc.replace_substring_regex(email, "@.*$", "")
     domain = pc.replace_substring_regex(email, "^.*@", "")
@@ -208,12 +215,18 @@ def _problems(email: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _text(series: pd.Series) -> pa.ChunkedArray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     arr = pa.array(series.astype("str"), from_pandas=True)
     arr = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
     return pc.fill_null(arr.cast(pa.large_string()), "")
 
 
 def _bools(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    import numpy as np
+    import pyarrow.compute as pc
+
     return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -225,5 +238,9 @@ def _series(arr: pa.ChunkedArray, index: pd.Index) -> pd.Series:
 
 def _pick(texts: list[str], codes: np.ndarray, index: pd.Index) -> pd.Series:
     """A text column holding ``texts[code]`` for each code (built by Arrow, no Python strings per row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     column = pc.take(pa.array(texts, pa.large_string()), pa.array(codes.astype(np.int8)))
     return _series(pa.chunked_array([column]), index)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from . import TaskType, register
+
+if TYPE_CHECKING:  # used in annotations; imported where used, so listing task types needs no pandas
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
 
 TOP = 5
 #: Different values counted exactly, shared by all columns (per column at least MIN_EXACT).
@@ -51,6 +51,8 @@ class Profile(TaskType):
         return None
 
     def finish(self) -> pd.DataFrame:
+        import pandas as pd
+
         stats = self._stats or []
         rows = [column.summary(name, i) for i, (name, column) in enumerate(zip(self._names, stats, strict=True), 1)]
         return pd.DataFrame(rows, columns=COLUMNS, dtype="str")
@@ -74,6 +76,9 @@ class ColumnStats:
     """Running statistics of one column in bounded memory, counted with Arrow and numpy."""
 
     def __init__(self, cap: int) -> None:
+        import numpy as np
+        import pyarrow as pa
+
         self.cap = cap
         self.rows = 0
         self.filled = 0
@@ -90,6 +95,9 @@ class ColumnStats:
         self.sketch = HyperLogLog()
 
     def update(self, values: pd.Series) -> None:
+        import numpy as np
+        import pyarrow.compute as pc
+
         column = _text(values)
         self.rows += len(column)
         filled = column.filter(pc.not_equal(column, ""))
@@ -103,6 +111,10 @@ class ColumnStats:
         self._merge(found.field("values"), found.field("counts").to_numpy().astype(np.int64))
 
     def _merge(self, values: pa.Array, counts: np.ndarray) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if not self.exact:
             self.sketch.add(_hashes(values))
         where = pc.fill_null(pc.index_in(values, value_set=self.values), -1).to_numpy()
@@ -150,17 +162,26 @@ class ColumnStats:
 
 def _ranking(values: pa.Array, counts: np.ndarray) -> np.ndarray:
     """Positions, most common first; ties in value order, so the output is the same every run."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     table = pa.table({"value": values, "count": counts})
     return np.asarray(pc.sort_indices(table, sort_keys=[("count", "descending"), ("value", "ascending")]).to_numpy())
 
 
 def _text(values: pd.Series) -> pa.ChunkedArray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     arr = pa.array(values, from_pandas=True)
     arr = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
     return pc.fill_null(arr.cast(pa.large_string()), "")
 
 
 def _hashes(values: pa.Array) -> np.ndarray:
+    import pandas as pd
+
     return pd.util.hash_array(values.to_numpy(zero_copy_only=False).astype(object), categorize=False)
 
 
@@ -175,9 +196,13 @@ class HyperLogLog:
     M = 1 << P
 
     def __init__(self) -> None:
+        import numpy as np
+
         self.registers = np.zeros(self.M, dtype=np.uint8)
 
     def add(self, hashes: np.ndarray) -> None:
+        import numpy as np
+
         if not len(hashes):
             return
         hashes = hashes.astype(np.uint64, copy=False)
@@ -189,6 +214,8 @@ class HyperLogLog:
         np.maximum.at(self.registers, index, rank)
 
     def estimate(self) -> int:
+        import numpy as np
+
         m = self.M
         alpha = 0.7213 / (1 + 1.079 / m)
         raw = alpha * m * m / float(np.sum(np.ldexp(1.0, -self.registers.astype(np.int32))))

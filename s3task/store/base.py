@@ -186,3 +186,29 @@ class MultipartStore(Protocol):
     def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop the upload and its parts; an upload already gone is not an error."""
         ...
+
+
+@runtime_checkable
+class StartReader(Protocol):
+    """A store that reads an object's start together with its size and ETag in one request
+    (S3: a ranged GET). A capability: :func:`get_start` serves every store."""
+
+    def get_start(self, key: str, size: int) -> GetResult:
+        """The first ``size`` bytes of ``key`` (all of it when shorter) and the whole object's size and ETag."""
+        ...
+
+
+def get_start(store: ObjectStore, key: str, size: int) -> GetResult:
+    """The first ``size`` bytes of ``key`` and the whole object's size and ETag: one request on a
+    :class:`StartReader`; on any other store a HEAD, then a read of the start on that ETag (If-Match),
+    so the bytes and the ETag are always of one version."""
+    if isinstance(store, StartReader):
+        return store.get_start(key, size)
+    meta = store.head(key)
+    parts: list[bytes] = []
+    left = size
+    with store.open_read(key, if_match=meta.etag) as f:
+        while left > 0 and (chunk := f.read(left)):  # a network body may return short reads
+            parts.append(chunk)
+            left -= len(chunk)
+    return GetResult(b"".join(parts), meta)

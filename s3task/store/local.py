@@ -53,7 +53,9 @@ _XATTR = "user.s3task"
 #: Objects bigger than this get a multipart-style ETag (see the module docstring); S3's part size.
 MULTIPART_ETAG_ABOVE = 8 << 20
 #: While an object is written, the kernel is asked to start writing it to disk every this many bytes.
-WRITEBACK_EVERY = 8 << 20
+#: The fsync that seals a 12 MB object then waits for at most the last MiB (median 4.6 ms here, 8.5 ms
+#: when asked every 8 MiB).
+WRITEBACK_EVERY = 1 << 20
 
 
 class LocalStore:
@@ -137,6 +139,12 @@ class LocalStore:
     def head(self, key: str) -> ObjectMeta:
         with self._open(key) as f:
             return self._meta_of(key, f.fileno())
+
+    def get_start(self, key: str, size: int) -> GetResult:
+        with self._open(key) as f:
+            meta = self._meta_of(key, f.fileno())
+            f.seek(0)
+            return GetResult(f.read(size), meta)
 
     @contextlib.contextmanager
     def open_read(self, key: str, *, if_match: str | None = None) -> Iterator[BinaryIO]:
@@ -307,21 +315,56 @@ class ETagHasher:
 
 
 class _StagedFile:
-    """A temp file that hashes what is written to it."""
+    """A temp file that hashes what is written to it, for the ETag :class:`ETagHasher` gives.
+
+    Which hash the ETag takes depends on the final size, known only at :meth:`seal`; so neither is
+    run on every byte as it comes. Up to :data:`MULTIPART_ETAG_ABOVE` nothing is hashed while
+    writing and :meth:`seal` takes the MD5 of the staged file (read back from the page cache);
+    once the object passes that size, the SHA-1 starts with the bytes already staged (read
+    back) and then follows every write. A large output thus never pays for an MD5 it does not
+    use (12 ms for its first 8 MiB here), nor a small one for a SHA-1.
+    """
 
     def __init__(self, tmp_dir: Path) -> None:
         fd, self.path = tempfile.mkstemp(dir=tmp_dir, prefix="stage-")
         self._file = os.fdopen(fd, "wb")
-        self._hash = ETagHasher()
+        self._sha1: Any = None
+        self.size = 0
         self._flushed = 0
         self.etag = ""
 
     def write(self, data: bytes | memoryview) -> int:
-        self._hash.update(data)
         written = self._file.write(data)
-        if self._hash.size - self._flushed >= WRITEBACK_EVERY:
+        self.size += written
+        if self._sha1 is not None:
+            self._sha1.update(data)
+        elif self.size > MULTIPART_ETAG_ABOVE:
+            self._sha1 = hashlib.sha1(usedforsecurity=False)
+            self._hash_staged(self._sha1, self.size - written)
+            self._sha1.update(data)
+        if self.size - self._flushed >= WRITEBACK_EVERY:
             self._start_writeback()
         return written
+
+    def _hash_staged(self, digest: Any, end: int) -> None:
+        """Feed ``digest`` the first ``end`` bytes of the staged file."""
+        self._file.flush()
+        fd = self._file.fileno()
+        done = 0
+        while done < end:
+            piece = os.pread(fd, min(end - done, 1 << 20), done)
+            if not piece:
+                raise StoreError(f"the staged file {self.path} is shorter than what was written to it")
+            digest.update(piece)
+            done += len(piece)
+
+    def _etag(self) -> str:
+        if self._sha1 is not None:
+            parts = -(-self.size // MULTIPART_ETAG_ABOVE)
+            return f'"{self._sha1.hexdigest()[:32]}-{parts}"'
+        md5 = hashlib.md5(usedforsecurity=False)
+        self._hash_staged(md5, self.size)
+        return f'"{md5.hexdigest()}"'
 
     def _start_writeback(self) -> None:
         """Have the kernel start writing what we have so far to disk, without waiting for it.
@@ -334,11 +377,11 @@ class _StagedFile:
         if _sync_file_range is None:
             return
         self._file.flush()
-        start, self._flushed = self._flushed, self._hash.size
+        start, self._flushed = self._flushed, self.size
         _sync_file_range(self._file.fileno(), start, self._flushed - start, _SYNC_FILE_RANGE_WRITE)
 
     def seal(self, content_type: str | None, metadata: dict[str, str] | None) -> None:
-        self.etag = self._hash.etag()
+        self.etag = self._etag()
         attrs = {"etag": self.etag, "metadata": dict(metadata or {}), "content_type": content_type}
         self._file.flush()
         setxattr = _xattr_function("setxattr")

@@ -46,7 +46,9 @@ class EmbeddedWorker:
         return self
 
     def stop(self, timeout: float = 30) -> None:
-        """Release the task in hand back to the queue and stop."""
+        """Release the task in hand back to the queue and stop (once: the exit hook after a stop does nothing)."""
+        if self.worker.stop_event.is_set() and not self.thread.is_alive():
+            return
         self.worker.stop(timeout)
         self.thread.join(timeout)
 

@@ -23,7 +23,7 @@ from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConfl
 from ..layout import Layout
 from ..lifecycle import Lease
 from ..progress import Done, Failed, Message, Moved, Progress
-from ..record import Change, TaskRecord, read_record, update_record
+from ..record import Change, TaskRecord, read_record, write_record
 from ..states import Status
 from ..store.base import ObjectStore
 from . import child
@@ -38,18 +38,52 @@ _MP.set_forkserver_preload(["s3task.worker.preload"])
 TICK = 0.2
 
 
+#: Set once the fork server has loaded (or failed to start): see :func:`start_fork_server`.
+_server_ready = threading.Event()
+_server_lock = threading.Lock()
+_server_thread: threading.Thread | None = None
+
+
 def _noop() -> None:
     pass
 
 
-def warm_up() -> None:
-    """Start the fork server now, so the first claim does not wait seconds for imports with its lease ticking."""
-    proc = _MP.Process(target=_noop, name="s3task-warm-up")
+def start_fork_server() -> None:
+    """Start the fork server in the background, once per process, and return at once.
+
+    The server imports pandas and pyarrow and runs the warm-up (:mod:`s3task.worker.preload`) before
+    it forks anything, about a second here: a thread starts one empty process through it and then
+    sets :func:`fork_server_ready`. Meanwhile the worker polls and claims; an attempt waits for the
+    server with its lease renewed (:meth:`Attempt._wait_for_fork_server`).
+    """
+    global _server_thread
+    with _server_lock:
+        if _server_thread is None:
+            _server_thread = threading.Thread(target=_warm_up, name="s3task-fork-server", daemon=True)
+            _server_thread.start()
+
+
+def _warm_up() -> None:
     try:
+        proc = _MP.Process(target=_noop, name="s3task-warm-up")
         proc.start()
         proc.join(120)
     except (OSError, EOFError) as e:  # the fork server went away (the host is shutting down): attempts say so
         log.warning("could not warm up the task processes' fork server: %r", e)
+    finally:
+        _server_ready.set()
+
+
+def fork_server_ready(timeout: float | None = None) -> bool:
+    """Whether the fork server has loaded, waiting up to ``timeout`` seconds (starting it if need be)."""
+    start_fork_server()
+    return _server_ready.wait(timeout)
+
+
+def wait_for_fork_server(timeout: float) -> None:
+    """Wait (up to ``timeout`` seconds) for a fork server being started to finish, so none outlives its worker."""
+    if _server_thread is not None:
+        _server_thread.join(timeout)
 
 
 @dataclass
@@ -69,8 +103,13 @@ class Attempt:
         lease: Lease,
         stop: threading.Event,
         on_marker_lost: Callable[[str], None] = lambda _task_id: None,
+        etag: str | None = None,
     ) -> None:
         self.store, self.layout, self.settings = store, layout, settings
+        #: The record as this attempt last wrote it (the claim, then each write) and its ETag: the next
+        #: write is conditional on it instead of reading first. Anyone else's write in between (a cancel)
+        #: fails the condition, and the change is then decided on the record as it is.
+        self._known: tuple[TaskRecord, str] | None = None if etag is None else (record, etag)
         self._on_marker_lost = on_marker_lost
         self.record, self.lease, self.stop = record, lease, stop
         self.task_id = record.task_id
@@ -104,11 +143,43 @@ class Attempt:
             log.exception("could not end the attempt on %s; its lease expiry will", self.task_id)
             return Outcome("lost", str(error))
 
+    def _wait_for_fork_server(self) -> Outcome | None:
+        """While the fork server is still loading (a worker's first second or so), keep the lease.
+
+        A worker claims before its fork server is ready; the lease is renewed as in :meth:`_supervise`
+        meanwhile, so a short lease does not run out before the task's process can start.
+        """
+        interval = self.settings.lease_seconds / 3
+        last_renewal = self._renewed_at  # the claim
+        next_beat = last_renewal + interval
+        while not fork_server_ready(TICK):
+            if self.stop.is_set():
+                return self._release()
+            now = time.monotonic()
+            if now >= next_beat:
+                next_beat = now + interval
+                outcome, last_renewal = self._renew(now, last_renewal)
+                if outcome is not None:
+                    return outcome
+        return None
+
+    def _renew(self, now: float, last_renewal: float) -> tuple[Outcome | None, float]:
+        """A heartbeat; the outcome that ends the attempt (or None) and when the lease was last renewed."""
+        outcome = self._heartbeat(now, last_renewal)
+        if self._renewed:
+            last_renewal = now
+        self._renewed_at = last_renewal
+        return outcome, last_renewal
+
     def _supervise(self) -> Outcome:
+        outcome = self._wait_for_fork_server()
+        if outcome is not None:
+            return outcome
         conn = self._start_child()
         interval = self.settings.lease_seconds / 3
-        started = last_move = last_renewal = time.monotonic()
-        next_beat = started + interval
+        started = last_move = time.monotonic()
+        last_renewal = self._renewed_at  # the claim, or a renewal while the fork server loaded
+        next_beat = last_renewal + interval
         next_live = started + live.LIVE_SECONDS
         moved_bytes = -1
         max_runtime = self._max_runtime()
@@ -145,11 +216,9 @@ class Attempt:
                         return outcome
                 if now >= next_beat:
                     next_beat = now + interval
-                    outcome = self._heartbeat(now, last_renewal)
+                    outcome, last_renewal = self._renew(now, last_renewal)
                     if outcome is not None:
                         return outcome
-                    last_renewal = now if self._renewed else last_renewal
-                    self._renewed_at = last_renewal
         finally:
             self._kill_child()
             conn.close()
@@ -218,7 +287,11 @@ class Attempt:
     # --- writes to the record ------------------------------------------------
 
     def _write(self, change: Change) -> TaskRecord:
-        return update_record(self.store, self.layout, self.task_id, change)
+        known, self._known = self._known, None  # used once: a failed write leaves it unknown
+        record, etag = write_record(self.store, self.layout, self.task_id, change, first=known)
+        if etag is not None:
+            self._known = (record, etag)
+        return record
 
     def _write_final(self, change: Change) -> TaskRecord:
         """Complete, fail or release: retried through store errors for as long as the lease may be ours.

@@ -29,11 +29,11 @@ from ..config import Settings
 from ..errors import InvalidTransition, MarkerLost, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
 from ..lifecycle import Lease, Progress, Status
-from ..record import TaskRecord, read_record, update_record
+from ..record import TaskRecord, read_record, update_record, write_record
 from ..store import open_store
 from ..store.base import ObjectStore
 from ..store.probe import cas_probe
-from .attempt import Attempt, warm_up
+from .attempt import Attempt, fork_server_ready, start_fork_server, wait_for_fork_server
 from .presence import Presence
 
 log = logging.getLogger("s3task.worker")
@@ -86,8 +86,8 @@ class Worker:
             self._store_proven = True
 
     def run_forever(self) -> None:
+        start_fork_server()  # loads in the background while the worker polls (and claims)
         self.prove_store()
-        warm_up()
         log.info(
             "worker %s polling %s every %.1fs",
             self.settings.worker_id,
@@ -109,15 +109,23 @@ class Worker:
                 self._wake.wait(self.settings.poll_interval)
                 self._wake.clear()
             self._drain()
+            wait_for_fork_server(120)  # stopped in its first second: let the server finish loading and go
         finally:
             metrics.worker_stopped()
 
     def run_once(self) -> None:
-        """Work until nothing is claimable right now, then return (cron, tests)."""
+        """Work until nothing is claimable right now, then return (cron, tests).
+
+        A store with no active task is seen with one listing and the run ends there, without
+        starting the fork server. Otherwise the server is started and loaded before the first
+        claim, so a task's time from its claim to its end is its own.
+        """
         self.prove_store()
-        warm_up()
         metrics.worker_started()
         try:
+            if not self.store.list_keys(self.layout.active_root):
+                return
+            fork_server_ready()  # starts it, and waits while it loads
             while not self.stop_event.is_set():
                 started = self.poll_once()
                 if not started and not self.task_ids():
@@ -339,7 +347,7 @@ class Worker:
                 with self._lock:
                     self._running.pop(record.task_id, None)
                     self._attempts.pop(record.task_id, None)
-                self._fail_unstarted(*claimed, e)
+                self._fail_unstarted(claimed[0], claimed[1], e)
                 continue
             started += 1
         return started
@@ -363,7 +371,7 @@ class Worker:
         except Exception as e:  # the lease expiry hands it on instead
             log.error("could not end the attempt on %s: %s", record.task_id, e, extra={"task_id": record.task_id})
 
-    def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease] | None:
+    def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease, str | None] | None:
         holder: dict[str, Any] = {}
 
         def change(current: TaskRecord, now: Any) -> TaskRecord:
@@ -378,7 +386,7 @@ class Worker:
 
         try:
             # One try only: if someone else wrote in between, they won.
-            new = update_record(self.store, self.layout, record.task_id, change, tries=1, first=(record, etag))
+            new, new_etag = write_record(self.store, self.layout, record.task_id, change, tries=1, first=(record, etag))
         except (InvalidTransition, S3TaskError) as e:
             log.debug("lost the claim on %s: %s", record.task_id, e)
             return None
@@ -390,11 +398,18 @@ class Worker:
             extra={"task_id": new.task_id, "event": "claimed"},
         )
         metrics.claimed(new.task_type)
-        return new, holder["lease"]
+        return new, holder["lease"], new_etag
 
-    def _start(self, record: TaskRecord, lease: Lease) -> None:
+    def _start(self, record: TaskRecord, lease: Lease, etag: str | None = None) -> None:
         attempt = Attempt(
-            self.store, self.layout, self.settings, record, lease, self.stop_event, on_marker_lost=self.marker_lost
+            self.store,
+            self.layout,
+            self.settings,
+            record,
+            lease,
+            self.stop_event,
+            on_marker_lost=self.marker_lost,
+            etag=etag,
         )
 
         def body() -> None:

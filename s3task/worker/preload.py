@@ -20,7 +20,11 @@ import io
 
 from .. import processing
 from ..store import local, s3  # noqa: F401  (imported here so that attempts do not import them)
-from . import child  # noqa: F401
+
+# cli: multiprocessing runs the worker's main script (worker.py) again in every attempt process
+# before the attempt starts (spawn's "fix up __main__"); worker.py imports the command line,
+# which imported argparse and gettext there each time: 4.3 ms per attempt, 0.2 ms once they are here.
+from . import child, cli  # noqa: F401
 
 _SAMPLE = b'id,name,note\n1,Ada,"two\nlines"\n2,Grace,=1+1\n'
 
