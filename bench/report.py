@@ -233,12 +233,21 @@ def _headline(res: dict[str, Any]) -> list[str]:
             + f"; a refresh of an open Tasks page costs {_req(lst['requests']['refresh'])}."
         )
     for kind, p in res.get("pickup", {}).items():
+        who, where = _PICKUP_NAMES.get(kind, (kind, ""))
         out.append(
-            f"- **Pickup** ({'local store' if kind == 'local' else 'S3 on moto'}, poll every "
-            f"{p['poll_interval_s']:g} s): median {p['median_s']:.2f} s, p95 {p['p95_s']:.2f} s from submit to running."
+            f"- **Pickup** ({who}, {where}, poll every {p['poll_interval_s']:g} s): median {_s(p['median_s'])}, "
+            f"p95 {_s(p['p95_s'])} from submit to running."
         )
     out += ["", f"![rows/s and peak RSS against input size]({PLOT})", ""]
     return out
+
+
+_PICKUP_NAMES = {
+    "local": ("`worker.py`", "local store"),
+    "s3_moto": ("`worker.py`", "S3 (moto)"),
+    "embedded_local": ("the app's embedded worker", "local store"),
+    "embedded_s3_moto": ("the app's embedded worker", "S3 (moto)"),
+}
 
 
 def _req(counts: dict[str, int]) -> str:
@@ -249,7 +258,7 @@ def _targets(res: dict[str, Any]) -> list[str]:
     rows = []
     for name, t in res.get("targets", {}).items():
         value = t["value"]
-        shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+        shown = (f"{value:.3f}" if abs(value) < 1 else f"{value:.2f}") if isinstance(value, float) else str(value)
         rows.append([name, shown, "met" if t["met"] else "**missed**"])
     if not rows:
         return []
@@ -881,12 +890,7 @@ def _pickup(res: dict[str, Any]) -> list[str]:
     pk = res.get("pickup")
     if not pk:
         return []
-    names = {
-        "local": ("`worker.py`", "local store"),
-        "s3_moto": ("`worker.py`", "S3 (moto)"),
-        "embedded_local": ("the app's embedded worker", "local store"),
-        "embedded_s3_moto": ("the app's embedded worker", "S3 (moto)"),
-    }
+    names = _PICKUP_NAMES
     rows = [
         [
             *names.get(k, (k, "")),
