@@ -13,7 +13,9 @@ local store, every call.
 
 from __future__ import annotations
 
+import sys
 import threading
+import types
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,6 +197,13 @@ class CancelBeforeComplete(CountingStore):
             other = TaskService(CountingStore(self.root), LAYOUT)
             other.cancel(ALICE, key.split("/")[-2])
         return super().put(key, body, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def plain_main(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process worker's attempt processes import the host's ``__main__`` by its path; a Streamlit
+    AppTest run earlier in this pytest process leaves one there that only runs inside AppTest."""
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
 
 
 def run_one(store: CountingStore, tmp_path: Path) -> tuple[str, Worker]:

@@ -123,7 +123,9 @@ class Worker:
         self.prove_store()
         metrics.worker_started()
         try:
-            if not self.store.list_keys(self.layout.active_root):
+            if not self.store.list_keys(self.layout.active_root, limit=1):
+                self._restore_markers()
+                self.presence.beat([], force=True)  # a cron worker is seen even when there is no work
                 return
             fork_server_ready()  # starts it, and waits while it loads
             while not self.stop_event.is_set():
