@@ -55,7 +55,7 @@ def _sign_in() -> NoReturn:
 
 def main() -> None:
     # A file, not a ":material/…:" icon: Streamlit fetches those favicons from fonts.gstatic.com, and the app
-    # must work on a network with no internet (tests/test_browser.py checks no request leaves 127.0.0.1).
+    # must work on a network with no internet (tests/browser/test_browser.py checks no request leaves 127.0.0.1).
     st.set_page_config(page_title="s3task", page_icon=str(FAVICON), layout="wide")
     try:
         settings = Settings.load()

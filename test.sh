@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: ./test.sh [pytest args]
-# ./test.sh --fast: the development loop (everything not marked slow; see TIERS in tests/conftest.py).
+# ./test.sh --fast: the development loop: tests/unit and tests/contract on the local and in-memory
+# stores (everything not marked slow; a test's tier is its folder, see tests/conftest.py), on both cores.
 # Installs what it needs: a virtualenv with the runtime and pyproject.toml's
 # `dev` dependency group (tests, lint, benchmark tools), and (as root on a
 # machine with apt) Debian's chromium for the browser tests plus curl and jq for
@@ -18,6 +19,6 @@ if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/nu
 fi
 if [ "${1:-}" = "--fast" ]; then
   shift
-  set -- -m "not slow and not browser" "$@"
+  set -- -m "not slow and not browser" -n 2 "$@"
 fi
 exec .venv/bin/python -m pytest "$@"

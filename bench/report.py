@@ -142,7 +142,7 @@ def document(res: dict[str, Any]) -> str:
         "whose speed varies from minute to minute (one-minute load average "
         f"{m['load_average_start'][0]} at the start, {m['load_average_end'][0]} at the end), so each timing "
         "is the **best of N** rounds (N is given with each table) and small differences mean nothing. "
-        f"`{CMD} --quick` is the CI smoke test (`tests/test_bench_quick.py`); it fails only on gross regressions.",
+        f"`{CMD} --quick` is the CI smoke test (`tests/system/test_bench_quick.py`); it fails only on gross regressions.",
         "",
         "## Machine and code",
         "",
@@ -701,7 +701,7 @@ def _steps(lives: list[dict[str, Any]]) -> list[str]:
         f"Each request of the {life['input_mb']:g} MB browser-upload task, in the order the store saw them "
         "(the one-call way has no `GET` of the input at submit: the file passes through the submit, which "
         "checks its first bytes on the way and takes its ETag from the write). The order and the submit's "
-        "requests are also pinned by `tests/test_requests.py`.",
+        "requests are also pinned by `tests/system/test_requests.py`.",
         "",
         _table(["#", "by", "request", "why it must be there"], rows),
         "",
@@ -794,7 +794,7 @@ def _idle_worker(idle: dict[str, Any]) -> list[str]:
         "",
         "No event is missed: everything that makes a task claimable writes its marker first and rings last, "
         "and everything time-driven (a retry coming due, a lease running out) has a marker, which keeps the "
-        "worker listing (`tests/test_bell.py`: a poll between marker and bell, a ring during a listing, a "
+        "worker listing (`tests/system/test_bell.py`: a poll between marker and bell, a ring during a listing, a "
         "failed ring, a retry coming due, a lease running out, the embedded wake).",
         "",
     ]

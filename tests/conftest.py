@@ -112,7 +112,7 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """One headless Chromium per test module (tests/test_browser.py, tests/test_direct_transfer.py)."""
+    """One headless Chromium per test module (tests/browser/test_browser.py, tests/browser/test_direct_transfer.py)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -224,90 +224,40 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         figures.publish_all()
 
 
-# --- tiers: what each module exercises, and which are too slow for the development loop -------
+# --- tiers: a test module's tier is the folder it lives in ---------------------------------------
 
-#: Module -> tier. ``unit``: pure logic in this process; ``contract``: one contract run against every
-#: store (or the API's published document); ``system``: real processes, servers and stores together;
-#: ``browser``: a real Chromium. Every test module must be listed (checked at collection).
-TIERS = {
-    "test_ids": "unit",
-    "test_lifecycle": "unit",
-    "test_record": "unit",
-    "test_processing": "unit",
-    "test_handlers": "unit",
-    "test_settings": "unit",
-    "test_identity": "unit",
-    "test_store_registry": "unit",
-    "test_store_background": "unit",
-    "test_testing": "unit",
-    "test_exports": "unit",
-    "test_dialect": "unit",
-    "test_profile": "unit",
-    "test_counts": "unit",
-    "test_store_contract": "contract",
-    "test_store_multipart": "contract",
-    "test_store_s3_urls": "contract",
-    "test_tasks": "contract",
-    "test_transfer": "contract",
-    "test_api_contract": "contract",
-    "test_stranding": "system",
-    "test_worker_embedded": "system",
-    "test_worker_badinput": "system",
-    "test_worker": "system",
-    "test_cli": "system",
-    "test_http_api": "system",
-    "test_app": "system",
-    "test_access": "system",
-    "test_faults": "system",
-    "test_crash_points": "system",
-    "test_soak": "system",
-    "test_hostile": "system",
-    "test_bench_quick": "system",
-    "test_browser": "browser",
-    "test_direct_transfer": "browser",
-    "test_results_browser": "browser",
-    "test_live": "system",
-    "test_bell": "system",
-    "test_operators": "system",
-    "test_metrics": "system",
-    "test_notify": "system",
-    "test_startup": "system",
-    "test_requests": "system",
-}
-#: Modules left out of the development loop (``./test.sh --fast``), as are the S3 (moto) runs of the
-#: store contract; CI runs everything.
-SLOW = {
-    "test_api_contract",
-    "test_app",
-    "test_cli",
-    "test_worker_badinput",
-    "test_worker",
-    "test_faults",
-    "test_crash_points",
-    "test_soak",
-    "test_hostile",
-    "test_bench_quick",
-    "test_browser",
-    "test_direct_transfer",
-    "test_access",
-    "test_http_api",
-}
+#: ``unit``: pure logic in this process; ``contract``: one contract run against every store;
+#: ``system``: real processes, servers and stores together; ``browser``: a real Chromium.
+#: The development loop (``./test.sh --fast``) is ``unit`` and ``contract`` on the local and in-memory
+#: stores; everything else is marked ``slow``. CI runs everything.
+TIERS = ("unit", "contract", "system", "browser")
+SLOW_TIERS = ("system", "browser")
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for tier in ("unit", "contract", "system"):
-        config.addinivalue_line("markers", f"{tier}: test tier (tests/conftest.py TIERS)")
+    for tier in TIERS:
+        config.addinivalue_line("markers", f"{tier}: test tier (the folder under tests/)")
+
+
+def tier_of(item: pytest.Item) -> str | None:
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(TESTS)
+    except ValueError:
+        return None
+    return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    unlisted = sorted({item.module.__name__ for item in items if item.module.__name__ not in TIERS})
-    if unlisted:
-        raise pytest.UsageError(f"tests/conftest.py TIERS does not say which tier these are in: {unlisted}")
+    loose = sorted({str(item.path) for item in items if tier_of(item) is None})
+    if loose:
+        raise pytest.UsageError(f"test modules must live in a tier folder ({', '.join(TIERS)}) under tests/: {loose}")
     for item in items:
-        name = item.module.__name__
-        if TIERS[name] != "browser":  # browser modules mark their own browser tests
-            item.add_marker(getattr(pytest.mark, TIERS[name]))
+        tier = tier_of(item)
+        assert tier is not None
+        if tier != "browser":  # browser modules mark their own browser tests
+            item.add_marker(getattr(pytest.mark, tier))
         callspec = getattr(item, "callspec", None)
         over_s3 = callspec is not None and callspec.params.get("store") in ("moto", "moto_http")
-        if name in SLOW or over_s3:  # the loop runs the contract on the local and in-memory stores
+        if tier in SLOW_TIERS or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)

@@ -530,12 +530,12 @@ def save_figures(section: str, data: dict[str, Any]) -> None:
 
 
 COMMANDS = {
-    "faults": ".venv/bin/python -m pytest tests/test_faults.py",
-    "crash_points": ".venv/bin/python -m pytest tests/test_crash_points.py",
-    "soak": ".venv/bin/python -m pytest tests/test_soak.py",
-    "soak_long": "S3TASK_SOAK_SECONDS=180 .venv/bin/python -m pytest tests/test_soak.py",
-    "hostile": ".venv/bin/python -m pytest tests/test_hostile.py",
-    "access": ".venv/bin/python -m pytest tests/test_access.py",
+    "faults": ".venv/bin/python -m pytest tests/system/test_faults.py",
+    "crash_points": ".venv/bin/python -m pytest tests/system/test_crash_points.py",
+    "soak": ".venv/bin/python -m pytest tests/system/test_soak.py",
+    "soak_long": "S3TASK_SOAK_SECONDS=180 .venv/bin/python -m pytest tests/system/test_soak.py",
+    "hostile": ".venv/bin/python -m pytest tests/system/test_hostile.py",
+    "access": ".venv/bin/python -m pytest tests/system/test_access.py",
 }
 
 
@@ -565,8 +565,8 @@ def render_report(figures: dict[str, Any]) -> str:
         "",
         "## What the suites check",
         "",
-        "See the docstrings of tests/test_faults.py, tests/test_crash_points.py, tests/test_soak.py,",
-        "tests/test_hostile.py and tests/test_access.py; the invariants are `check_invariants` and",
+        "See the docstrings of tests/system/test_faults.py, tests/system/test_crash_points.py, tests/system/test_soak.py,",
+        "tests/system/test_hostile.py and tests/system/test_access.py; the invariants are `check_invariants` and",
         "`check_audit` in tests/faults.py.",
         "",
     ]
@@ -592,8 +592,8 @@ def _summary(figures: dict[str, Any]) -> list[str]:
         f"- tasks run to their end under faults, crashes or chaos: {tasks}",
         f"- lost: {lost}, duplicated: {duplicated}",
         "",
-        "Everything (the default set, short soak): `.venv/bin/python -m pytest tests/test_faults.py "
-        "tests/test_crash_points.py tests/test_soak.py tests/test_hostile.py tests/test_access.py`, then "
+        "Everything (the default set, short soak): `.venv/bin/python -m pytest tests/system/test_faults.py "
+        "tests/system/test_crash_points.py tests/system/test_soak.py tests/system/test_hostile.py tests/system/test_access.py`, then "
         "`.venv/bin/python tests/faults.py report` (or set `S3TASK_WRITE_RELIABILITY=1` for the run).",
         "",
     ]

@@ -21,7 +21,7 @@ def pages() -> list[Page]:
     workers: Literal["visible", "hidden"] = "visible" if _operator() else "hidden"
     # No ":material/…:" page icons: Streamlit makes a page's icon the tab's icon when the page opens, and
     # fetches a material one from fonts.gstatic.com; the app must work on a network with no internet
-    # (tests/test_browser.py fails on any request that leaves 127.0.0.1).
+    # (tests/browser/test_browser.py fails on any request that leaves 127.0.0.1).
     return [
         st.Page(TASKS, title="Tasks", url_path="tasks", default=True),
         st.Page(NEW_TASK, title="New task", url_path="new_task"),

@@ -55,7 +55,7 @@ from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker.loop import Worker
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 ROWS = 5
 _covered: dict[str, list[str]] = {}

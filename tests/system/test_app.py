@@ -22,7 +22,7 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # app.py's own helpers (ui/) live next to it, not in the installed package
 
 from badinput import Case, corpus  # noqa: E402
@@ -101,7 +101,7 @@ def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def through_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Streamlit's own uploader (the fallback to the browser's direct upload, tests/test_direct_transfer.py)."""
+    """Streamlit's own uploader (the fallback to the browser's direct upload, tests/browser/test_direct_transfer.py)."""
     monkeypatch.setenv("S3TASK_DIRECT_UPLOAD", "0")
 
 
@@ -457,7 +457,7 @@ def test_only_the_chosen_type_s_settings_are_shown(app, through_app) -> None:
 
 
 def test_the_preview_says_how_the_file_is_read_and_rereads_it_with_the_user_s_choice(app, through_app) -> None:
-    from test_dialect import FILES, ROWS
+    from tests.unit.test_dialect import FILES, ROWS
 
     at = goto(app(), "pages/new_task.py")
     data = FILES["excel csv, europe"][0]
@@ -497,7 +497,7 @@ def output_of(service: TaskService, task_id: str) -> list[list[str]]:
 
 def test_files_from_excel_are_read_as_previewed_by_a_real_worker(app, through_app, service, store_dir) -> None:
     """Excel's "CSV" in Europe, its "Unicode text" (a .txt), "CSV UTF-8", and a pipe file: form, worker, output."""
-    from test_dialect import FILES, ROWS
+    from tests.unit.test_dialect import FILES, ROWS
 
     files = {
         "export.csv": "excel csv, europe",

@@ -48,7 +48,7 @@ from s3task.tasks import Actor, TaskService
 from s3task.web.api import create_app
 from s3task.web.tokens import TokenTable, hash_token
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 BAD_IDS = [
     "../../etc/passwd",

@@ -38,7 +38,7 @@ from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker, start_embedded, stop_embedded, wake_embedded
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 LAYOUT = Layout("batch-tasks")
 POLL = 0.2

@@ -25,7 +25,7 @@ import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import CHROMIUM, free_port, wait_for
 from support import CountingStore, csv_rows
-from test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
+from tests.system.test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
 
 from s3task import lifecycle, notify
 from s3task.config import Settings, SettingsError
@@ -36,7 +36,7 @@ from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "NOTIFICATIONS.md"
 SECRET = "a-shared-secret-of-some-length"
 ANN = Actor("ann@example.com")
@@ -410,12 +410,12 @@ def test_a_lost_claim_race_sends_nothing_and_leaves_nothing(tmp_path: Path, rece
     wait_for(lambda: env.pending() == [], timeout=10, what="the loser's outbox entry removed")
 
 
-# --- real worker processes on one S3 store (moto over HTTP), as in tests/test_worker.py -------------
+# --- real worker processes on one S3 store (moto over HTTP), as in tests/system/test_worker.py -------------
 
 
 @pytest.fixture
 def many(request: pytest.FixtureRequest) -> Env:
-    """Real worker processes on one moto S3 store over HTTP (tests/test_worker.py's ``s3`` fixture)."""
+    """Real worker processes on one moto S3 store over HTTP (tests/system/test_worker.py's ``s3`` fixture)."""
     return request.getfixturevalue("s3")
 
 
@@ -508,10 +508,10 @@ NOTIFICATION_SHIM = """
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/test_browser.py")
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/browser/test_browser.py")
 def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser, tmp_path: Path) -> None:
     from playwright.sync_api import expect
-    from test_browser import base_env, settle, streamlit_app
+    from tests.browser.test_browser import base_env, settle, streamlit_app
 
     store = tmp_path / "store"
     service = TaskService(LocalStore(store), Layout())

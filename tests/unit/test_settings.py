@@ -14,7 +14,7 @@ import pytest
 from s3task.config import Settings, SettingsError, env_name
 from ui.appsettings import AppSettings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: For every setting: values that must be refused, and values that must be accepted (as loaded).
 TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {

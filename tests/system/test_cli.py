@@ -24,7 +24,7 @@ from s3task.tasks import Actor, TaskService
 LAYOUT = Layout("batch-tasks")
 ADA = Actor("ada")
 CSV = b"id,name\n1,ada\n2,bob\n"
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 #: tests/ on the import path of the CLI's process, for the plug-in module tests/plugin_types.py.
 PLUGIN_PATH = {"PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
 

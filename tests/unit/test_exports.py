@@ -29,7 +29,7 @@ from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.testing import run_task_type
-from tests.test_processing import neutralised
+from tests.unit.test_processing import neutralised
 
 ADA = Actor("ada")
 #: What office staff and analysts have in their files.

@@ -35,7 +35,7 @@ from s3task.web.api import create_app
 from s3task.web.tokens import TokenTable, hash_token
 from s3task.worker.attempt import TICK
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 #: Long enough that no heartbeat (every lease ÷ 3 = 20 s) falls inside what the tests watch.
 LEASE = 60.0

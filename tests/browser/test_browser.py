@@ -1,7 +1,7 @@
 """The whole path in a real browser: upload a CSV, submit, watch it complete, preview, download.
 
 The browser sends the file to the store itself and fetches the result from it
-(``ui/direct.py``; large files, progress and memory: ``tests/test_direct_transfer.py``).
+(``ui/direct.py``; large files, progress and memory: ``tests/browser/test_direct_transfer.py``).
 
 Runs ``streamlit run app.py`` as a subprocess on a free port and drives it
 with Playwright on Debian's Chromium. Two stores: a fresh local directory with
@@ -29,7 +29,7 @@ import requests
 from conftest import CHROMIUM, free_port, wait_for
 from support import csv_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 ROWS = [["name", "age", "note"], ["ann", "007", "first"], ["bob", "42", "=1+1"], ["cy", "", "multi\nline"]]
 
@@ -217,7 +217,7 @@ def test_local_store_with_embedded_worker(browser, tmp_path: Path) -> None:
 
 def test_a_file_from_european_excel_is_read_as_it_is_and_the_user_can_change_how(browser, tmp_path: Path) -> None:
     """Excel's "CSV" in much of Europe: semicolons, Windows-1252. The preview says so in words and reads it right;
-    changing the choice re-reads the preview. (The worker's side: tests/test_app.py, tests/test_dialect.py.)"""
+    changing the choice re-reads the preview. (The worker's side: tests/system/test_app.py, tests/unit/test_dialect.py.)"""
     from playwright.sync_api import expect
 
     data = tmp_path / "Kunden.csv"

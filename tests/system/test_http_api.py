@@ -46,7 +46,7 @@ from s3task.web.openapi import openapi_document
 from s3task.web.tokens import TokenTable, hash_token, parse_tokens
 from s3task.web.transfer import signer_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"alice-token": Actor("alice"), "bob-token": Actor("bob"), "olga-token": Actor("olga", operator=True)}
 CSV = b"name,city\nAda,London\nGrace,Arlington\n"
 UNKNOWN_ID = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"

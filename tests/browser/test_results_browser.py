@@ -1,7 +1,7 @@
 """A completed task's result in a real browser: the downloads first, values as they are, Excel, phones.
 
 Serves ``streamlit run app.py`` on a local store with the embedded worker (as
-``tests/test_browser.py`` does) and seeds two tasks through the task service as the
+``tests/browser/test_browser.py`` does) and seeds two tasks through the task service as the
 app's development user: an email check with row errors and values a spreadsheet
 would run, and a plain copy without errors. Chromium then looks at their pages,
 on a desktop and on a phone-sized viewport.
@@ -21,11 +21,11 @@ from s3task.layout import Layout
 from s3task.record import read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
-from tests.test_browser import base_env, grid_cells, settle, shot, streamlit_app
+from tests.browser.test_browser import base_env, grid_cells, settle, shot, streamlit_app
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/test_browser.py"),
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/browser/test_browser.py"),
 ]
 
 LOCAL = Actor("local", operator=True)  # the app's development user

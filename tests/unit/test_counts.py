@@ -16,7 +16,7 @@ import pytest
 import requests
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from apps.http_server import serve  # noqa: E402

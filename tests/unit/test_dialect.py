@@ -6,7 +6,7 @@ Windows-1252, CRLF), its "Unicode text" (UTF-16 LE with a byte-order mark, tabs)
 read by the preview's reader (``read_start``) and processed by the engine the worker runs
 (``processing.run``) with the detected format, the output being the same values in UTF-8 with
 commas, the progress counting the file's own bytes. The same files through the app and a real
-worker: tests/test_app.py.
+worker: tests/system/test_app.py.
 """
 
 from __future__ import annotations

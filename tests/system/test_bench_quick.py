@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
@@ -46,10 +46,10 @@ def test_bench_quick_runs_and_reports(tmp_path: Path) -> None:
 
 def test_sections_measured_elsewhere_survive_a_new_report() -> None:
     """BENCHMARKS.md's sections measured by a test or a script of their own are carried into the next full report."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from bench import report
 
-    current = (Path(__file__).resolve().parent.parent / "BENCHMARKS.md").read_text()
+    current = (Path(__file__).resolve().parents[2] / "BENCHMARKS.md").read_text()
     kept = report.kept_sections(current)
     assert "## 6. Live progress and cancel" in kept and "## 7. The Excel file and the exact CSV" in kept
     assert "## 5. Pickup latency" not in kept  # generated sections are made anew, not kept

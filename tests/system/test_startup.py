@@ -24,7 +24,7 @@ from s3task.record import read_record
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 HEAVY = ("pandas", "pyarrow", "numpy")
 

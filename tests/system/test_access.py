@@ -48,7 +48,7 @@ from s3task.web.tokens import TokenTable, hash_token
 from s3task.web.transfer import TransferDenied, UrlSigner
 from ui.identity import resolve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE, BOB = Actor("alice"), Actor("bob")
 CSV = b"name,age\nann,7\nbob,42\n"
 HOSTILE_NAME = "<img src=x onerror=alert(1)> **bold** [click](https://evil.example) :red[r] $x$ <script>s</script>"

@@ -13,7 +13,7 @@ from s3task.handlers import ERROR_COLUMN, Param
 from s3task.handlers.clean import SeenRows, normalise_headers, row_hashes
 from s3task.handlers.email import find_email_column
 from s3task.handlers.profile import HyperLogLog
-from tests.test_processing import neutralised, process, read_back
+from tests.unit.test_processing import neutralised, process, read_back
 
 BUILT_IN = ("clean", "copy", "email_enrichment", "profile")
 

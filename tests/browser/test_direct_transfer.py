@@ -38,7 +38,7 @@ import pyarrow.csv as pacsv
 import pytest
 import requests
 from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
-from test_browser import ARTIFACTS, app_on, base_env, settle, shot
+from tests.browser.test_browser import ARTIFACTS, app_on, base_env, settle, shot
 
 from s3task import cli, lifecycle
 from s3task.config import Settings
@@ -50,7 +50,7 @@ from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.transfer import TransferDenied, UrlSigner, local_secret, signer_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # ui/ lives next to app.py
 
 from ui import direct  # noqa: E402
@@ -67,7 +67,7 @@ AWS = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 requires_chromium = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found (see tests/test_browser.py)"
+    not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found (see tests/browser/test_browser.py)"
 )
 _figures: dict[str, object] = {}
 

@@ -46,7 +46,7 @@ from s3task.record import read_record
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 OPERATOR = Actor("olga", operator=True)
 SEED = 20261129

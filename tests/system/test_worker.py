@@ -24,7 +24,7 @@ from s3task.record import read_record, update_record
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 LEASE = 4.0
 

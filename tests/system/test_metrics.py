@@ -38,7 +38,7 @@ from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.tokens import hash_token
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 #: Read by the worker as bad input: a permanent failure on the first attempt, no retry.
 RAGGED = b"a,b,c\n1,2,3\n4,5,6\n7,8\n"

@@ -1,6 +1,6 @@
 """Find and act: the Tasks list's search and filters, and the operators' Workers view.
 
-The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/test_app.py``:
+The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/system/test_app.py``:
 a fresh local store, the embedded worker off, users told apart by a trusted header, ``boss``
 an operator). The Workers view is fed by two real ``worker.py`` processes, whose presence
 module writes the objects the page reads.
@@ -22,14 +22,14 @@ from streamlit.testing.v1 import AppTest
 
 from s3task.record import read_record
 from s3task.tasks import Actor, TaskService
-from tests import test_app as pages
-from tests.test_app import CSV, goto, listed, run_as_worker, submitted, texts
+from tests.system import test_app as pages
+from tests.system.test_app import CSV, goto, listed, run_as_worker, submitted, texts
 from ui import tables
 
 # The pages' fixtures: a fresh local store, the embedded worker off, users told apart by a trusted header.
 app, options, service, store_dir = pages.app, pages.options, pages.service, pages.store_dir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 POLL = 0.2
 #: Seconds a worker process may take to start here (interpreter, pandas and pyarrow imports, the store
 #: probe) on a busy 2-core machine; every wait for a worker is this plus its own poll interval.
