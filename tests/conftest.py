@@ -244,6 +244,7 @@ TIERS = {
     "test_dialect": "unit",
     "test_profile": "unit",
     "test_counts": "unit",
+    "test_bench_report": "unit",
     "test_store_contract": "contract",
     "test_store_multipart": "contract",
     "test_store_s3_urls": "contract",
