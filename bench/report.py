@@ -200,12 +200,12 @@ def _headline(res: dict[str, Any]) -> list[str]:
             f"Arrow loop — and runs `email_enrichment` at {_n(big['rows_per_s'][EMAIL])} rows/s, "
             f"{_x(r[f'{EMAIL}/pandas_loop'])} the pandas loop."
         )
-    from .run import memory_curve
+    from .targets import memory_curve
 
     mem = memory_curve(res)
     if mem:
         worst = max(v for p in mem for k, v in p.items() if k.startswith("child_"))
-        from .run import memory_base
+        from .targets import memory_base
 
         base = memory_base(mem)
         out.append(
@@ -570,7 +570,7 @@ def _advice(res: dict[str, Any]) -> list[str]:
 
 
 def _memory(res: dict[str, Any]) -> list[str]:
-    from .run import memory_curve
+    from .targets import memory_curve
 
     mem = memory_curve(res)
     if not mem:
@@ -582,7 +582,7 @@ def _memory(res: dict[str, Any]) -> list[str]:
     from s3task.csvio import DEFAULT_BLOCK_SIZE
     from s3task.store.s3 import PART_SIZE
 
-    from .run import memory_base
+    from .targets import memory_base
 
     first, last = memory_base(mem), mem[-1]
     growth = (last.get(f"child_{PASS}") or 0) / (first.get(f"child_{PASS}") or 1)
@@ -977,7 +977,7 @@ def plot(res: dict[str, Any], png: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    from .run import memory_curve
+    from .targets import memory_curve
 
     local = sorted(_local(res), key=lambda e: e["size_mb"])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
