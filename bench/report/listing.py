@@ -6,33 +6,20 @@ from typing import Any
 
 from .fmt import _cmd, _ms, _req, _table, _x
 
+#: The timings of a page, in the table's columns' order (bench/listing.py measures them).
+TIMINGS = ("list_newest_50", "list_mine_newest_50", "LIST_only", "reads_parallel_50", "reads_sequential_50")
+
 
 def section(res: dict[str, Any]) -> list[str]:
     lst = res.get("listing")
     if not lst or "moto" not in lst:
         return []
     sizes = [str(s) for s in lst["sizes"]]
-
-    def rows_for(block: dict[str, Any], label: str) -> list[list[str]]:
-        return [
-            [
-                label,
-                f"{int(n):,}",
-                _ms(block[n]["list_newest_50"]),
-                _ms(block[n]["list_mine_newest_50"]),
-                _ms(block[n]["LIST_only"]),
-                _ms(block[n]["reads_parallel_50"]),
-                _ms(block[n]["reads_sequential_50"]),
-            ]
-            for n in sizes
-            if n in block
-        ]
-
-    rows = rows_for(lst["moto"], "moto")
+    rows = _rows(lst["moto"], "moto", sizes)
     if lst.get("moto_latency"):
-        rows += rows_for(lst["moto_latency"], f"moto + {lst['latency_ms']:g} ms/request")
+        rows += _rows(lst["moto_latency"], f"moto + {lst['latency_ms']:g} ms/request", sizes)
     if "local" in lst:
-        rows += rows_for(lst["local"], "local store")
+        rows += _rows(lst["local"], "local store", sizes)
     req = lst["requests"]
     out = [
         "## 4. Listing cost does not grow with history",
@@ -74,6 +61,11 @@ def section(res: dict[str, Any]) -> list[str]:
         "",
     ]
     return out
+
+
+def _rows(block: dict[str, Any], label: str, sizes: list[str]) -> list[list[str]]:
+    """A table row per history size that ``block`` (one store's timings by size) has."""
+    return [[label, f"{int(n):,}"] + [_ms(block[n][k]) for k in TIMINGS] for n in sizes if n in block]
 
 
 def _local_reads_note(lst: dict[str, Any]) -> str:
