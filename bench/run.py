@@ -134,81 +134,25 @@ def step(title: str) -> None:
 
 def run(mode: str, out: Path, sections: set[str]) -> dict[str, Any]:
     cfg = {"quick": QUICK, "full": FULL, "smoke": SMOKE}[mode]
-    quick = mode == "quick"
     out.mkdir(parents=True, exist_ok=True)
     data_dir = ROOT / "bench" / "out" / "data"
     res: dict[str, Any] = {"mode": mode, "machine": machine(), "config": _jsonable(cfg)}
     started = time.monotonic()
 
     if "throughput" in sections:
-        step("inputs")
-        paths = {mb: data.ensure(data_dir, mb) for mb in cfg["sizes"]}
-        local = h.local_site(out / "store-local")
-        res["throughput"] = {"local": []}
-        if cfg["fixed_tasks"]:
-            step(f"per-task fixed cost, local store, {cfg['fixed_tasks']} two-row tasks per handler")
-            fixed = throughput.measure_fixed(local, tiny_csv(out), cfg["fixed_tasks"], out)
-            res["throughput"]["fixed_local"] = fixed
-        for mb, rounds in cfg["sizes"].items():
-            step(f"throughput, local store, {mb} MB, best of {rounds}")
-            res["throughput"]["local"].append(throughput.measure_size(local, paths[mb], rounds, out))
-        if cfg["memory_extra"]:
-            mb = cfg["memory_extra"]
-            step(f"memory, local store, {mb} MB pass-through")
-            big = data.ensure(data_dir, mb)
-            res["memory_extra"] = throughput.measure_memory_only(local, big, out)
-        if cfg["s3_sizes"]:
-            moto = h.MotoServer()
-            try:
-                s3 = h.s3_site(moto)
-                res["throughput"]["s3_moto"] = []
-                for mb, rounds in cfg["s3_sizes"].items():
-                    step(f"throughput, S3 (moto over HTTP), {mb} MB, best of {rounds}")
-                    path = data.ensure(data_dir, mb)
-                    res["throughput"]["s3_moto"].append(throughput.measure_size(s3, path, rounds, out))
-            finally:
-                moto.stop()
+        measure_throughput(res, cfg, data_dir, out)
 
     if "profile" in sections and cfg["profile_mb"]:
         res["profile"] = profile(cfg["profile_mb"], data_dir, out)
 
     if "requests" in sections:
-        moto = h.MotoServer()
-        try:
-            paths = [data.ensure(data_dir, mb) for mb in cfg["task_life_mb"]]
-            step(
-                f"requests: an idle worker for {cfg['idle_window']:.0f} s, then one {EMAIL} task of "
-                + " and of ".join(f"{mb} MB" for mb in cfg["task_life_mb"])
-                + ", create → download"
-            )
-            res["requests"] = {"prices_per_1000": costs.PRICE_PER_1000}
-            res["requests"].update(costs.measure(moto, paths, EMAIL, out, cfg["idle_window"]))
-            if "listing" in sections:
-                step(f"listing, {' vs '.join(map(str, cfg['listing_sizes']))} tasks on moto")
-                res["listing"] = listing.on_moto(moto, cfg["listing_sizes"], cfg["listing_repeats"], cfg["latency_ms"])
-        finally:
-            moto.stop()
+        measure_requests(res, cfg, data_dir, out, listing_too="listing" in sections)
     if "listing" in sections:
         step(f"listing, {' vs '.join(map(str, cfg['listing_sizes']))} tasks on the local store")
         res.setdefault("listing", {})["local"] = listing.on_local(out, cfg["listing_sizes"], cfg["listing_repeats"])
 
     if "pickup" in sections:
-        tiny = tiny_csv(out)
-        n = cfg["pickup_tasks"]
-        step(f"pickup latency, {n} tasks, local store, default poll interval")
-        res["pickup"] = {"local": pickup.measure(h.local_site(out / "store-pickup"), tiny, n, out)}
-        moto = h.MotoServer()
-        try:
-            if not quick:
-                step(f"pickup latency, {n} tasks, S3 (moto), default poll interval")
-                res["pickup"]["s3_moto"] = pickup.measure(h.s3_site(moto), tiny, n, out)
-            # The app's embedded worker: moto first, so that the attempts' fork server (started by
-            # the first attempt of this process) has the moto endpoint in its environment.
-            step(f"pickup latency, {n} tasks, the app's embedded worker, S3 (moto) and local store")
-            res["pickup"]["embedded_s3_moto"] = pickup.measure_embedded(h.s3_site(moto), tiny, n)
-            res["pickup"]["embedded_local"] = pickup.measure_embedded(h.local_site(out / "store-embedded"), tiny, n)
-        finally:
-            moto.stop()
+        res["pickup"] = measure_pickup(cfg, out, quick=mode == "quick")
 
     if "startup" in sections:
         step(f"start-up: worker.py --once, the CLI, a worker's first claim; best of {cfg['startup_rounds']}")
@@ -219,6 +163,79 @@ def run(mode: str, out: Path, sections: set[str]) -> dict[str, Any]:
     res["targets"] = targets.targets(res)
     res["checks"] = targets.checks(res)
     return res
+
+
+def measure_throughput(res: dict[str, Any], cfg: dict[str, Any], data_dir: Path, out: Path) -> None:
+    """Sections 1 and 2: ``res["throughput"]`` (local store, fixed cost, S3 on moto) and ``res["memory_extra"]``."""
+    step("inputs")
+    paths = {mb: data.ensure(data_dir, mb) for mb in cfg["sizes"]}
+    local = h.local_site(out / "store-local")
+    res["throughput"] = {"local": []}
+    if cfg["fixed_tasks"]:
+        step(f"per-task fixed cost, local store, {cfg['fixed_tasks']} two-row tasks per handler")
+        fixed = throughput.measure_fixed(local, tiny_csv(out), cfg["fixed_tasks"], out)
+        res["throughput"]["fixed_local"] = fixed
+    for mb, rounds in cfg["sizes"].items():
+        step(f"throughput, local store, {mb} MB, best of {rounds}")
+        res["throughput"]["local"].append(throughput.measure_size(local, paths[mb], rounds, out))
+    if cfg["memory_extra"]:
+        mb = cfg["memory_extra"]
+        step(f"memory, local store, {mb} MB pass-through")
+        big = data.ensure(data_dir, mb)
+        res["memory_extra"] = throughput.measure_memory_only(local, big, out)
+    if cfg["s3_sizes"]:
+        moto = h.MotoServer()
+        try:
+            s3 = h.s3_site(moto)
+            res["throughput"]["s3_moto"] = []
+            for mb, rounds in cfg["s3_sizes"].items():
+                step(f"throughput, S3 (moto over HTTP), {mb} MB, best of {rounds}")
+                path = data.ensure(data_dir, mb)
+                res["throughput"]["s3_moto"].append(throughput.measure_size(s3, path, rounds, out))
+        finally:
+            moto.stop()
+
+
+def measure_requests(res: dict[str, Any], cfg: dict[str, Any], data_dir: Path, out: Path, listing_too: bool) -> None:
+    """Section 3, ``res["requests"]``, on a counting moto server; with ``listing_too`` the listing on that
+    same server too (``res["listing"]``)."""
+    moto = h.MotoServer()
+    try:
+        paths = [data.ensure(data_dir, mb) for mb in cfg["task_life_mb"]]
+        step(
+            f"requests: an idle worker for {cfg['idle_window']:.0f} s, then one {EMAIL} task of "
+            + " and of ".join(f"{mb} MB" for mb in cfg["task_life_mb"])
+            + ", create → download"
+        )
+        res["requests"] = {"prices_per_1000": costs.PRICE_PER_1000}
+        res["requests"].update(costs.measure(moto, paths, EMAIL, out, cfg["idle_window"]))
+        if listing_too:
+            step(f"listing, {' vs '.join(map(str, cfg['listing_sizes']))} tasks on moto")
+            res["listing"] = listing.on_moto(moto, cfg["listing_sizes"], cfg["listing_repeats"], cfg["latency_ms"])
+    finally:
+        moto.stop()
+
+
+def measure_pickup(cfg: dict[str, Any], out: Path, quick: bool) -> dict[str, Any]:
+    """Section 5: submit → claim of ``worker.py`` (local store; S3 on moto but in quick mode) and of the
+    app's embedded worker (S3 on moto and local store)."""
+    tiny = tiny_csv(out)
+    n = cfg["pickup_tasks"]
+    step(f"pickup latency, {n} tasks, local store, default poll interval")
+    result = {"local": pickup.measure(h.local_site(out / "store-pickup"), tiny, n, out)}
+    moto = h.MotoServer()
+    try:
+        if not quick:
+            step(f"pickup latency, {n} tasks, S3 (moto), default poll interval")
+            result["s3_moto"] = pickup.measure(h.s3_site(moto), tiny, n, out)
+        # The app's embedded worker: moto first, so that the attempts' fork server (started by
+        # the first attempt of this process) has the moto endpoint in its environment.
+        step(f"pickup latency, {n} tasks, the app's embedded worker, S3 (moto) and local store")
+        result["embedded_s3_moto"] = pickup.measure_embedded(h.s3_site(moto), tiny, n)
+        result["embedded_local"] = pickup.measure_embedded(h.local_site(out / "store-embedded"), tiny, n)
+    finally:
+        moto.stop()
+    return result
 
 
 def tiny_csv(out: Path) -> Path:
