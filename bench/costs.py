@@ -18,6 +18,8 @@ from typing import Any
 import requests
 
 from s3task.config import Settings
+from s3task.record import TaskRecord
+from s3task.tasks import TaskService
 from s3task.worker.presence import PRESENCE_IDLE_INTERVAL, PRESENCE_INTERVAL
 
 from . import harness as h
@@ -114,34 +116,15 @@ def _task_life(
     (tests/system/test_requests.py)."""
     moto.reset_counts()
     started = time.monotonic()
-    service = site.service
-    with open(path, "rb") as f:
-        if browser:
-            created = service.create(h.ALICE, "requests", handler)
-            task_id = created.record.task_id
-            assert created.upload_url is not None
-            size = path.stat().st_size
-            requests.put(
-                created.upload_url, data=f, headers={"Content-Type": "text/csv"}, timeout=600
-            ).raise_for_status()
-            service.finish_upload(h.ALICE, task_id, size=size)
-        else:
-            task_id = service.submit_file(h.ALICE, "requests", handler, None, f).task_id
+    task_id = _submit(site.service, path, handler, browser)
     submitted = len(moto.trail())
     run = worker.wait_completed(task_id)
     worked = len(moto.trail())
-    # Download as the app does: read the record, get a presigned URL, the browser GETs it.
-    record = service.get(h.ALICE, task_id)
-    url = service.output_url(h.ALICE, task_id)
-    with requests.get(url, stream=True, timeout=60) as resp:
-        resp.raise_for_status()
-        for _ in resp.iter_content(1 << 20):
-            pass
+    record = _download(site.service, task_id)
     elapsed = time.monotonic() - started
     counts = moto.counts()
-    trail = moto.trail()
     steps = []
-    for i, (kind, key) in enumerate(trail):
+    for i, (kind, key) in enumerate(moto.trail()):
         if task_id in key:
             phase = "submit" if i < submitted else "worker" if i < worked else "download"
             steps.append({"phase": phase, "kind": kind, "object": _object(key, site.layout.prefix, task_id)})
@@ -167,6 +150,31 @@ def _task_life(
             "presence PUT": presence.get("PUT", 0),
         },
     }
+
+
+def _submit(service: TaskService, path: Path, handler: str, browser: bool) -> str:
+    """Create and submit a task of ``path``: in one call, or as the New task page on S3 does (``browser``)."""
+    with open(path, "rb") as f:
+        if not browser:
+            return service.submit_file(h.ALICE, "requests", handler, None, f).task_id
+        created = service.create(h.ALICE, "requests", handler)
+        task_id = created.record.task_id
+        assert created.upload_url is not None
+        size = path.stat().st_size
+        requests.put(created.upload_url, data=f, headers={"Content-Type": "text/csv"}, timeout=600).raise_for_status()
+        service.finish_upload(h.ALICE, task_id, size=size)
+        return task_id
+
+
+def _download(service: TaskService, task_id: str) -> TaskRecord:
+    """Download as the app does: read the record, get a presigned URL, the browser GETs it."""
+    record = service.get(h.ALICE, task_id)
+    url = service.output_url(h.ALICE, task_id)
+    with requests.get(url, stream=True, timeout=60) as resp:
+        resp.raise_for_status()
+        for _ in resp.iter_content(1 << 20):
+            pass
+    return record
 
 
 def _object(key: str, prefix: str, task_id: str) -> str:

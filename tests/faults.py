@@ -565,9 +565,9 @@ def render_report(figures: dict[str, Any]) -> str:
         "",
         "## What the suites check",
         "",
-        "See the docstrings of tests/system/test_faults.py, tests/system/test_crash_points.py, tests/system/test_soak.py,",
-        "tests/system/test_hostile.py and tests/system/test_access.py; the invariants are `check_invariants` and",
-        "`check_audit` in tests/faults.py.",
+        "See the docstrings of tests/system/test_faults.py, tests/system/test_crash_points.py,",
+        "tests/system/test_soak.py, tests/system/test_hostile.py and tests/system/test_access.py;",
+        "the invariants are `check_invariants` and `check_audit` in tests/faults.py.",
         "",
     ]
     return "\n".join(out)
@@ -593,7 +593,8 @@ def _summary(figures: dict[str, Any]) -> list[str]:
         f"- lost: {lost}, duplicated: {duplicated}",
         "",
         "Everything (the default set, short soak): `.venv/bin/python -m pytest tests/system/test_faults.py "
-        "tests/system/test_crash_points.py tests/system/test_soak.py tests/system/test_hostile.py tests/system/test_access.py`, then "
+        "tests/system/test_crash_points.py tests/system/test_soak.py tests/system/test_hostile.py "
+        "tests/system/test_access.py`, then "
         "`.venv/bin/python tests/faults.py report` (or set `S3TASK_WRITE_RELIABILITY=1` for the run).",
         "",
     ]

@@ -217,7 +217,8 @@ def test_local_store_with_embedded_worker(browser, tmp_path: Path) -> None:
 
 def test_a_file_from_european_excel_is_read_as_it_is_and_the_user_can_change_how(browser, tmp_path: Path) -> None:
     """Excel's "CSV" in much of Europe: semicolons, Windows-1252. The preview says so in words and reads it right;
-    changing the choice re-reads the preview. (The worker's side: tests/system/test_app.py, tests/unit/test_dialect.py.)"""
+    changing the choice re-reads the preview.
+    (The worker's side: tests/system/test_app.py, tests/unit/test_dialect.py.)"""
     from playwright.sync_api import expect
 
     data = tmp_path / "Kunden.csv"

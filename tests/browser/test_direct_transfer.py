@@ -38,7 +38,6 @@ import pyarrow.csv as pacsv
 import pytest
 import requests
 from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
-from tests.browser.test_browser import ARTIFACTS, app_on, base_env, settle, shot
 
 from s3task import cli, lifecycle
 from s3task.config import Settings
@@ -49,6 +48,7 @@ from s3task.store.local import LocalStore
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.transfer import TransferDenied, UrlSigner, local_secret, signer_for
+from tests.browser.test_browser import ARTIFACTS, app_on, base_env, settle, shot
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # ui/ lives next to app.py

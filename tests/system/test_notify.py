@@ -25,7 +25,6 @@ import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import CHROMIUM, free_port, wait_for
 from support import CountingStore, csv_rows
-from tests.system.test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
 
 from s3task import lifecycle, notify
 from s3task.config import Settings, SettingsError
@@ -35,6 +34,7 @@ from s3task.record import HISTORY_LIMIT, read_record, update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker
+from tests.system.test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "NOTIFICATIONS.md"
@@ -511,6 +511,7 @@ NOTIFICATION_SHIM = """
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/browser/test_browser.py")
 def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser, tmp_path: Path) -> None:
     from playwright.sync_api import expect
+
     from tests.browser.test_browser import base_env, settle, streamlit_app
 
     store = tmp_path / "store"
