@@ -7,9 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.support import ROOT
-
-SCRIPT = ROOT / "scripts" / "check_shape.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_shape.py"
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
