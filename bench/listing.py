@@ -30,7 +30,8 @@ from typing import Any
 from s3task import ids
 from s3task.layout import Layout
 from s3task.record import TaskRecord, read_record, to_iso
-from s3task.store.local import _XATTR, LocalStore
+from s3task.store.local import LocalStore
+from s3task.store.local_files import XATTR
 from s3task.tasks import TaskService
 
 from . import harness as h
@@ -101,7 +102,7 @@ def fill_local(root: Path, items: list[tuple[str, str]]) -> None:
         path.write_bytes(body)
         attrs = {"etag": f'"{hashlib.md5(body, usedforsecurity=False).hexdigest()}"', "metadata": {}}
         with contextlib.suppress(OSError):  # no xattrs: the store recomputes the ETag
-            os.setxattr(path, _XATTR, json.dumps(attrs).encode())
+            os.setxattr(path, XATTR, json.dumps(attrs).encode())
 
 
 def _best(fn, repeats: int) -> float:

@@ -32,12 +32,12 @@ STAGES: dict[str, list[tuple[str, tuple[str, ...]]]] = {
         ("progress messages to the worker", ("on_progress",)),
         (
             "open the input / finish the output object",
-            ("open_read", "finish", "seal", "_publish", "_fsync_dir", "_Background.__exit__"),
+            ("open_read", "finish", "seal", "_publish", "fsync_dir", "_Background.__exit__"),
         ),
         ("start-up (imports, open the store, handler)", ("load_module", "open_store", "_load_builtins")),
     ],
     "writer": [
-        ("store write (output bytes → store)", ("_SinkFile.write", "_StagedFile.write", "_MultipartWriter.write")),
+        ("store write (output bytes → store)", ("_SinkFile.write", "StagedFile.write", "_MultipartWriter.write")),
         ("formula check (neutralise)", ("neutralise", "_neutralise_chunk", "_formula_candidates")),
         ("Arrow CSV encode (CSVWriter)", ("CsvWriter.write_table", "CsvWriter.close")),
         ("idle (waiting for a block)", ("_Background._loop", "_loop", "get")),

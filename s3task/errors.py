@@ -96,6 +96,14 @@ class OutputPreparing(S3TaskError):
     """A copy of a task's output (Excel, exact values, rows with errors) is still being made: ask again soon."""
 
 
+class CannotExport(InvalidTransition):
+    """This copy of the output cannot be made (too big for Excel, no error column, no errors)."""
+
+
+class NotReady(InvalidTransition):
+    """The copy has not been made yet: ask for it to be prepared first."""
+
+
 class NotOwner(InvalidTransition):
     """This worker no longer owns the task (cancelled, expired or claimed by another)."""
 

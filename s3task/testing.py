@@ -56,7 +56,7 @@ from .layout import CSV_TYPE, DEFAULT_PREFIX, Layout
 from .progress import Progress
 from .store import register_backend
 from .store.base import GetResult, ObjectMeta, ObjectStore, PutMode, check_key
-from .store.local import ETagHasher
+from .store.local_files import ETagHasher
 
 __all__ = ["MemoryStore", "Result", "clear_memory_stores", "memory_store", "run_task_type"]
 
@@ -111,7 +111,7 @@ class MemoryStore:
     (so a compare-and-set is atomic across threads) and fail with
     :class:`~s3task.errors.PreconditionFailed`; ETags are the quoted MD5 of
     the content up to 8 MiB and the local store's multipart-style ETag above
-    (:class:`~s3task.store.local.ETagHasher`). Listings are in key order
+    (:class:`~s3task.store.local_files.ETagHasher`). Listings are in key order
     (code point order, which is UTF-8 byte order, as S3 lists). Objects keep
     user metadata and a content type; ``presign_*`` return None, as on the
     local store; ``now()`` is the machine's clock. Not shared between

@@ -126,7 +126,7 @@ def test_the_csv_has_a_bom_keeps_formulas_harmless_and_the_exact_csv_gives_panda
 def test_above_excels_row_limit_the_workbook_is_refused_and_the_csv_still_offered(
     service: TaskService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(exports, "EXCEL_MAX_ROWS", 3)  # a header and 2 rows
+    monkeypatch.setattr(exports.variants, "EXCEL_MAX_ROWS", 3)  # a header and 2 rows
     record = completed(service, ROWS)  # 3 rows
     state = service.export_state(ADA, record.task_id, "xlsx")
     assert state.kind == "refused"
@@ -141,7 +141,7 @@ def test_above_excels_row_limit_the_workbook_is_refused_and_the_csv_still_offere
 def test_a_copy_that_fails_midway_leaves_nothing_half_made(service: TaskService, monkeypatch) -> None:
     """Without a row count (an older record) the limit is found while writing: the workbook is never published."""
     record = completed(service, ROWS).replace(row_count=None)
-    monkeypatch.setattr(exports, "EXCEL_MAX_ROWS", 3)
+    monkeypatch.setattr(exports.variants, "EXCEL_MAX_ROWS", 3)
     target = service.layout.export_key(record.task_id, 1, "xlsx")
     with pytest.raises(exports.CannotExport, match="Excel worksheet holds at most 2"):
         exports.make(service.store, record, "xlsx", target, error_column=None)
@@ -332,7 +332,7 @@ def test_an_output_wider_than_the_input_limit_gives_every_copy_but_excel(
 
     MAX_COLUMNS = 12
     monkeypatch.setattr(parsing, "MAX_COLUMNS", MAX_COLUMNS)  # what an input may have
-    monkeypatch.setattr(exports, "EXCEL_MAX_COLUMNS", MAX_COLUMNS + 2)  # the output has 4 more
+    monkeypatch.setattr(exports.variants, "EXCEL_MAX_COLUMNS", MAX_COLUMNS + 2)  # the output has 4 more
     header = ["email", *(f"c{i}" for i in range(1, MAX_COLUMNS))]
     rows = [header, ["not an address", *(["=x"] * (MAX_COLUMNS - 1))], ["a@example.com", *(["y"] * (MAX_COLUMNS - 1))]]
     record = completed(service, rows, "email_enrichment")

@@ -1,0 +1,133 @@
+"""Writing each copy of an output: the exact or errors-only CSV, the Excel workbook, streamed to the store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import AlreadyExists, CannotExport
+from ..record import TaskRecord, parse_iso
+from ..store.base import ObjectMeta, ObjectStore, PutMode
+from . import variants
+from .source import exact_tables, peek_bom
+from .variants import CONTENT_TYPES, DERIVED, Variant, check_possible, source_key
+
+SHEET_NAME = "Result"
+#: Rows turned into Python strings at a time for the workbook (a block holds tens of thousands).
+_PY_ROWS = 2048
+
+
+def make(
+    store: ObjectStore,
+    record: TaskRecord,
+    variant: Variant,
+    target: str,
+    *,
+    error_column: str | None,
+) -> ObjectMeta:
+    """Write the ``variant`` copy of the record's output to ``target`` (create-only), streamed.
+
+    Returns the copy's metadata; a copy that another process made first counts as made.
+    """
+    if variant not in DERIVED:
+        raise ValueError(f"{variant!r} is not a copy made from the output")
+    check_possible(record, variant, error_column)
+    source = source_key(record)
+    meta = store.head(source)
+    try:
+        with (
+            store.open_read(source, if_match=meta.etag) as raw,
+            store.open_write(target, PutMode.CREATE, content_type=CONTENT_TYPES[variant]) as sink,
+        ):
+            legacy, stream = peek_bom(raw)
+            if variant == "xlsx":
+                write_xlsx(stream, sink, legacy=legacy, created=parse_iso(record.finished_at))
+            else:
+                write_csv(stream, sink, legacy=legacy, errors_only=variant == "errors", error_column=error_column)
+    except AlreadyExists:
+        pass  # made by someone else meanwhile: same bytes
+    return store.head(target)
+
+
+def write_csv(stream: Any, sink: Any, *, legacy: bool, errors_only: bool, error_column: str | None) -> int:
+    """The exact CSV (or, ``errors_only``, the protected errors-only CSV); returns the data rows written."""
+    import pyarrow.compute as pc
+
+    from ..csvio.writing import CsvWriter
+
+    names, tables = exact_tables(stream, legacy)
+    if errors_only:
+        if error_column is None or error_column not in names:
+            raise CannotExport("the output has no error column")
+        order = [error_column, *(n for n in names if n != error_column)]
+    writer = CsvWriter(sink, error_column=error_column, protect=errors_only)
+    rows = 0
+    for table in tables:
+        if errors_only:
+            table = table.filter(pc.greater(pc.binary_length(table.column(error_column)), 0)).select(order)
+        rows += writer.write(table).rows
+    writer.close()
+    return rows
+
+
+def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None = None) -> int:
+    """The output as one worksheet of text cells, streamed (xlsxwriter's constant-memory mode).
+
+    Rows are written as they are read; xlsxwriter keeps one row in memory and the sheet's XML in
+    a temporary file, which it then zips into ``sink``. Returns the data rows written.
+    """
+    import xlsxwriter  # type: ignore[import-untyped]  # the app and the CLI need it; a worker never does
+
+    names, tables = exact_tables(stream, legacy)
+    if len(names) > variants.EXCEL_MAX_COLUMNS:
+        raise CannotExport(variants.too_many_columns(len(names)))
+    book = xlsxwriter.Workbook(
+        _WriteOnly(sink),
+        {
+            "constant_memory": True,
+            "strings_to_numbers": False,
+            "strings_to_formulas": False,
+            "strings_to_urls": False,
+        },
+    )
+    # Fixed timestamps: the same output always gives the same bytes.
+    book.set_properties({"created": created or datetime(2000, 1, 1, tzinfo=UTC)})
+    sheet = book.add_worksheet(SHEET_NAME)
+    write = sheet.write_string
+    _write_row(write, 0, names)
+    row = 0
+    for table in tables:
+        if row + table.num_rows + 1 > variants.EXCEL_MAX_ROWS:
+            raise CannotExport(variants.too_many_rows(row + table.num_rows))
+        for batch in table.to_batches(max_chunksize=_PY_ROWS):  # Python strings for a few rows at a time
+            for values in zip(*(col.to_pylist() for col in batch.columns), strict=True):
+                row += 1
+                _write_row(write, row, values)
+    sheet.freeze_panes(1, 0)
+    book.close()
+    return row
+
+
+def _write_row(write: Any, row: int, values: Any) -> None:
+    limit = variants.EXCEL_MAX_CELL
+    for col, value in enumerate(values):
+        if value:
+            # Excel counts UTF-16 units (an emoji is two); only a value past half the limit can exceed it.
+            if len(value) > limit // 2 and variants.excel_length(value) > limit:
+                raise CannotExport(variants.too_long(row, value))
+            if write(row, col, value) != 0:  # xlsxwriter cuts what it finds too long and says so (-2)
+                raise CannotExport(variants.too_long(row, value))
+
+
+class _WriteOnly:
+    """A store writer as the file object zipfile expects (it only writes; zipfile counts the bytes)."""
+
+    def __init__(self, sink: Any) -> None:
+        self._sink = sink
+
+    def write(self, data: bytes) -> int:
+        self._sink.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
