@@ -10,7 +10,7 @@ from .fmt import PASS, _cmd, _largest, _s, _table
 ADVICE = {
     "store write (output bytes → store)": (
         "`csvio.writing._SinkFile.write` hands a view of each encoded Arrow buffer (no copy; 16,384 rows "
-        "per buffer) to the local store's `_StagedFile.write`, which writes it to the staged file, asking the "
+        "per buffer) to the local store's `StagedFile.write`, which writes it to the staged file, asking the "
         "kernel every 1 MiB to start writing to disk (`sync_file_range`) so that the fsync sealing the object "
         "is short. The ETag is hashed only as it will be: an object of up to 8 MiB gets the MD5 of the staged "
         "file when it is sealed (from the page cache), a bigger one the multipart-style SHA-1 form, hashed "
