@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .. import clock
+from ..clock import MACHINE, Clock
 from ..errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, StoreError
 from .base import GetResult, ObjectMeta, PutMode, check_key, iter_chunks
 
@@ -61,8 +61,9 @@ WRITEBACK_EVERY = 1 << 20
 class LocalStore:
     """Objects as files under ``root``; see the module docstring."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, clock: Clock = MACHINE) -> None:
         self.root = Path(root).resolve()
+        self.clock = clock
         self.root.mkdir(parents=True, exist_ok=True)
         self._meta = self.root / META_DIR
         (self._meta / "tmp").mkdir(parents=True, exist_ok=True)
@@ -286,7 +287,7 @@ class LocalStore:
         return None
 
     def now(self) -> datetime:
-        return clock.wall_dt()
+        return self.clock.wall_dt()
 
 
 class ETagHasher:
