@@ -24,7 +24,7 @@ if __name__ == "__main__":
     import streamlit as st
 
     from s3task.config import Settings
-    from s3task.errors import S3TaskError
+    from s3task.errors import S3TaskError, SettingsError
     from ui import context, identity, nav, services, sidebar
     from ui import format as fmt
     from ui.appsettings import AppSettings
@@ -60,7 +60,7 @@ def main() -> None:
     try:
         settings = Settings.load()
         app_settings = AppSettings.load()
-    except ValueError as e:
+    except SettingsError as e:
         _stop_with("s3task is not configured correctly", str(e))
 
     who = identity.current(settings.operators)

@@ -20,7 +20,7 @@ from . import handlers, markers
 from .config import Settings
 from .counts import LABELS, counts_of
 from .csvio import InputFormat
-from .errors import InvalidInput, S3TaskError, UnknownTaskType
+from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
 from .store import open_store
 from .store.probe import cas_probe
 from .tasks import Actor, TaskService
@@ -137,17 +137,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     flags = (args.handlers or []) + (getattr(args, "sub_handlers", None) or [])
     try:
-        # Before anything else touches the store: a bad setting (a SettingsError, which is a
-        # ValueError) is one line and exit 2, like a bad flag.
+        # Before anything else touches the store: a bad setting is one line and exit 2, like a bad flag.
         settings = Settings.load({"store": args.store, "handlers": flags or None})
-    except ValueError as e:
+    except SettingsError as e:
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_SETTINGS
     try:
         _load_handlers(settings.handlers)
-        store, layout = open_store(settings.store)
-        user = getattr(args, "sub_user", None) or args.user or os.environ.get("S3TASK_USER") or _login()
-        actor = Actor(user, operator=user in settings.operators or _is_operator_env())
+        store, layout = open_store(settings.store, clock=settings.clock)
+        user = getattr(args, "sub_user", None) or args.user or settings.user or _login()
+        # The CLI is an operator tool: whoever can run it with the store's credentials can already
+        # change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
+        actor = Actor(user, operator=user in settings.operators or settings.cli_operator)
         service = TaskService(store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds)
         return COMMANDS[args.command](args, service, actor)
     except (S3TaskError, ValueError, OSError) as e:
@@ -169,13 +170,8 @@ def _load_handlers(modules: Sequence[str]) -> None:
 
 
 def _login() -> str:
+    """The login name, when neither ``--as`` nor ``S3TASK_USER`` says who acts (not an s3task setting)."""
     return os.environ.get("USER") or os.environ.get("LOGNAME") or "local"
-
-
-def _is_operator_env() -> bool:
-    # The CLI is an operator tool: whoever can run it with the store's credentials
-    # can already change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
-    return os.environ.get("S3TASK_CLI_OPERATOR", "1") != "0"
 
 
 def _one_line(e: BaseException) -> str:

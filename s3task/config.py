@@ -20,11 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
+from .clock import Clock
+from .errors import SettingsError as SettingsError  # re-exported: its home was here
 from .layout import WORKER_ID_PATTERN
 from .store import DEFAULT_LOCAL_STORE
 
 #: The longest a presigned S3 URL may live (SigV4's limit: seven days).
 MAX_URL_SECONDS = 7 * 24 * 3600
+#: The shortest key that may sign the local store's /transfer URLs (HMAC-SHA256).
+MIN_SIGNING_KEY_CHARS = 32
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -52,10 +56,6 @@ def _whole_url_or_path(value: str) -> bool:
     if not _SCHEME.match(value):
         return True
     return _URL.fullmatch(value) is not None
-
-
-class SettingsError(ValueError):
-    """A setting has a value s3task cannot use (the message names it, the value, and what is allowed)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,15 @@ APP_URL = Rule(
     lambda v: isinstance(v, str) and (v == "" or _HTTP_URL.fullmatch(v) is not None),
 )
 SECRET = Rule("nothing, or at least 16 characters", lambda v: v == "" or (len(v) >= 16 and v.isprintable()))
+SIGNING_KEY = Rule(
+    f"nothing (a key kept in the store's .s3task-meta/), or at least {MIN_SIGNING_KEY_CHARS} printable characters",
+    lambda v: isinstance(v, str) and (v == "" or (len(v) >= MIN_SIGNING_KEY_CHARS and v.isprintable())),
+)
+USER = Rule(
+    "nothing ($USER), or a user name (printable, at most 200 characters)",
+    lambda v: isinstance(v, str) and len(v) <= 200 and v.isprintable(),
+)
+PATH = Rule("nothing, or the path of a file", lambda v: isinstance(v, str) and v.isprintable())
 
 
 @dataclass(frozen=True)
@@ -211,9 +220,25 @@ class Settings:
     notify_backoff_seconds: float = setting(1.0, rule=number(0.01, 300, unit="of seconds"))
     #: A notification its sender has not finished after this long is taken over by a worker (sender died).
     outbox_recover_seconds: float = setting(900.0, rule=number(1, 86400, unit="of seconds"))
+    #: The API's bearer tokens, hashed, in a JSON or TOML file (s3task.web.tokens); while empty, none.
+    api_tokens_file: str = setting("", rule=PATH)
+    #: Signs the local store's /transfer URLs; while empty, a key generated once into the store's .s3task-meta/.
+    signing_key: str = setting("", rule=SIGNING_KEY, secret=True)
+    #: Who the CLI acts as when ``--as`` is not given (while empty: $USER, else $LOGNAME).
+    user: str = setting("", rule=USER)
+    #: The CLI acts as an operator (whoever holds the store's credentials can change every object anyway).
+    cli_operator: bool = setting(True, rule=FLAG)
+    #: This machine's clock as s3task reads it is off by this much: a test seam for a wrong clock (leases
+    #: follow the store's clock, so it must change nothing there).
+    clock_skew_seconds: float = setting(0.0, rule=number(-86400, 86400, unit="of seconds"))
 
     def __post_init__(self) -> None:
         validate(self)
+
+    @property
+    def clock(self) -> Clock:
+        """The machine's clock, ``clock_skew_seconds`` off: hand it to ``open_store``."""
+        return Clock(self.clock_skew_seconds)
 
     @classmethod
     def load(cls, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:

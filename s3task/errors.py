@@ -21,6 +21,17 @@ class S3TaskError(Exception):
         return str(self.args[0]) if self.args else ""
 
 
+# --- settings ---------------------------------------------------------------
+
+
+class SettingsError(S3TaskError, ValueError):
+    """A setting has a value s3task cannot use (the message names it, the value, and what is allowed).
+
+    Still a ``ValueError`` too, as it was before it joined the root: parsers of a setting's
+    value (``s3task.notify.email.Smtp.parse``) raise it where a bad value is a ``ValueError``.
+    """
+
+
 # --- store boundary ---------------------------------------------------------
 
 

@@ -48,7 +48,8 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from . import clock, handlers, processing
+from . import handlers, processing
+from .clock import MACHINE, Clock
 from .csvio import DEFAULT_BLOCK_SIZE
 from .errors import AlreadyExists, NotFound, PreconditionFailed, UnknownTaskType
 from .handlers import TaskType
@@ -114,12 +115,13 @@ class MemoryStore:
     (:class:`~s3task.store.local_files.ETagHasher`). Listings are in key order
     (code point order, which is UTF-8 byte order, as S3 lists). Objects keep
     user metadata and a content type; ``presign_*`` return None, as on the
-    local store; ``now()`` is the machine's clock. Not shared between
+    local store; ``now()`` is the machine's clock (``clock``). Not shared between
     processes.
     """
 
-    def __init__(self, name: str = "") -> None:
+    def __init__(self, name: str = "", *, clock: Clock = MACHINE) -> None:
         self.name = name
+        self.clock = clock
         self.description = f"in-memory store {name!r} (this process only)" if name else "in-memory store"
         self._objects: dict[str, _Object] = {}
         self._lock = threading.Lock()
@@ -194,7 +196,7 @@ class MemoryStore:
         writer = MemoryWriter()
         yield writer  # an exception in the block leaves nothing behind: nothing was stored yet
         body, etag = writer._seal()
-        obj = _Object(body, etag, clock.wall_dt(), dict(metadata or {}), content_type)
+        obj = _Object(body, etag, self.clock.wall_dt(), dict(metadata or {}), content_type)
         with self._lock:
             current = self._objects.get(key)
             if mode.kind == "create" and current is not None:
@@ -219,7 +221,7 @@ class MemoryStore:
         return None
 
     def now(self) -> datetime:
-        return clock.wall_dt()
+        return self.clock.wall_dt()
 
 
 def _check_etag(key: str, current: _Object | None, expected: str | None) -> None:
@@ -241,12 +243,15 @@ _NAMED: dict[str, MemoryStore] = {}
 _NAMED_LOCK = threading.Lock()
 
 
-def memory_store(name: str) -> MemoryStore:
-    """The process-wide store that ``memory://NAME`` opens (made empty on first use)."""
+def memory_store(name: str, clock: Clock = MACHINE) -> MemoryStore:
+    """The process-wide store that ``memory://NAME`` opens (made empty, with ``clock``, on first use).
+
+    It is one object for the whole process, so it keeps the clock it was first opened with.
+    """
     with _NAMED_LOCK:
         store = _NAMED.get(name)
         if store is None:
-            store = _NAMED[name] = MemoryStore(name)
+            store = _NAMED[name] = MemoryStore(name, clock=clock)
         return store
 
 
@@ -256,11 +261,11 @@ def clear_memory_stores() -> None:
         _NAMED.clear()
 
 
-def _open_memory(url: str) -> tuple[ObjectStore, Layout]:
+def _open_memory(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     parsed = urlparse(url)
     if not parsed.netloc:
         raise ValueError(f"{url!r} names no store (expected memory://NAME or memory://NAME/prefix)")
-    return memory_store(parsed.netloc), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
+    return memory_store(parsed.netloc, clock), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
 
 
 register_backend("memory", _open_memory)

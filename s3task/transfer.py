@@ -5,7 +5,6 @@ from __future__ import annotations
 from .web.errors import HttpError, error_response, json_mount
 from .web.transfer import (
     KEY_FILE,
-    SIGNING_KEY_ENV,
     Grant,
     TransferDenied,
     UrlSigner,
@@ -16,7 +15,6 @@ from .web.transfer import (
 
 __all__ = [
     "KEY_FILE",
-    "SIGNING_KEY_ENV",
     "Grant",
     "HttpError",
     "TransferDenied",

@@ -28,8 +28,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
 from s3task import handlers, metrics
+from s3task.clock import MACHINE, Clock
 from s3task.config import Settings
-from s3task.errors import S3TaskError
+from s3task.errors import S3TaskError, SettingsError
 from s3task.store import open_store
 from s3task.tasks import TaskService
 from s3task.web.transfer import signer_for
@@ -71,22 +72,25 @@ def _unavailable(reason: str) -> list[BaseRoute]:
     return [json_mount("/api", catch_all), json_mount("/transfer", list(catch_all))]
 
 
-_services: dict[tuple[str, int, int], TaskService] = {}
+_services: dict[tuple[str, int, int, str, Clock], TaskService] = {}
 _services_lock = threading.Lock()
 
 
-def task_service(store_url: str, max_attempts: int, url_seconds: int) -> TaskService:
+def task_service(
+    store_url: str, max_attempts: int, url_seconds: int, *, signing_key: str = "", clock: Clock = MACHINE
+) -> TaskService:
     """The one TaskService of this process for a store; on the local store it signs ``/transfer`` URLs.
 
     A plain per-process cache, not ``st.cache_resource``: the routes need it
     before Streamlit's runtime has started.
     """
-    key = (store_url, max_attempts, url_seconds)
+    key = (store_url, max_attempts, url_seconds, signing_key, clock)
     with _services_lock:
         if key not in _services:
-            store, layout = open_store(store_url)
+            store, layout = open_store(store_url, clock=clock)
+            signer = signer_for(store, key=signing_key)
             _services[key] = TaskService(
-                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer_for(store)
+                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer
             )
         return _services[key]
 
@@ -96,7 +100,13 @@ def service_for(settings: Settings) -> TaskService:
     # worker: the New task page offers them and create() validates against them.
     for module in settings.handlers:
         handlers.load_module(module)
-    return task_service(settings.store, settings.max_attempts, settings.url_seconds)
+    return task_service(
+        settings.store,
+        settings.max_attempts,
+        settings.url_seconds,
+        signing_key=settings.signing_key,
+        clock=settings.clock,
+    )
 
 
 @asynccontextmanager
@@ -112,7 +122,7 @@ def _start_worker() -> None:
     """Best effort: if it cannot start (bad settings, a store that fails the probe), the pages say why."""
     try:
         settings = Settings.load()
-    except ValueError:
+    except SettingsError:
         return  # the pages show the settings problem
     if settings.embedded_worker:
         from s3task.worker import ensure_embedded, wake_embedded

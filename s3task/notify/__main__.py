@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         settings = Settings.load({"store": args.store})
-        store, layout = open_store(settings.store)
+        store, layout = open_store(settings.store, clock=settings.clock)
         found = outbox.missed(store, layout)
     except (SettingsError, S3TaskError) as e:
         print(f"error: {e}", file=sys.stderr)

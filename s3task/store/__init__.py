@@ -4,6 +4,8 @@
 backend is one module plus one :func:`register_backend` line; a plain path is
 the local directory. :func:`wrap_stores` lets a harness (fault injection,
 tracing) wrap every store a process opens, without touching the backends.
+Every opener is handed the machine's :class:`~s3task.clock.Clock` the caller
+opens with (``Settings.clock``), from which the store's ``now()`` is derived.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 from collections.abc import Callable
 from urllib.parse import urlparse
 
+from ..clock import MACHINE, Clock
 from ..layout import DEFAULT_PREFIX, Layout
 from .base import GetResult, MultipartStore, ObjectMeta, ObjectStore, PutMode
 
@@ -29,7 +32,7 @@ __all__ = [
     "wrap_stores",
 ]
 
-Opener = Callable[[str], tuple[ObjectStore, Layout]]
+Opener = Callable[[str, Clock], tuple[ObjectStore, Layout]]
 Wrapper = Callable[[ObjectStore], ObjectStore]
 
 _BACKENDS: dict[str, Opener] = {}
@@ -37,7 +40,7 @@ _WRAPPERS: list[Wrapper] = []
 
 
 def register_backend(scheme: str, opener: Opener) -> None:
-    """Open URLs ``<scheme>://…`` with ``opener`` (which gets the whole URL)."""
+    """Open URLs ``<scheme>://…`` with ``opener`` (which gets the whole URL and the machine's clock)."""
     _BACKENDS[scheme] = opener
 
 
@@ -46,7 +49,7 @@ def wrap_stores(wrapper: Wrapper) -> None:
     _WRAPPERS.append(wrapper)
 
 
-def open_store(url: str | None = None) -> tuple[ObjectStore, Layout]:
+def open_store(url: str | None = None, *, clock: Clock = MACHINE) -> tuple[ObjectStore, Layout]:
     """A store and its layout from a URL: ``s3://bucket/prefix``, ``file://path`` or a local path."""
     url = url or DEFAULT_LOCAL_STORE
     scheme = url.split("://", 1)[0] if "://" in url else "file"
@@ -54,25 +57,25 @@ def open_store(url: str | None = None) -> tuple[ObjectStore, Layout]:
     if opener is None:
         known = ", ".join(f"{s}://" for s in sorted(_BACKENDS))
         raise ValueError(f"unsupported store URL {url!r} (use {known} or a local path)")
-    store, layout = opener(url)
+    store, layout = opener(url, clock)
     for wrapper in _WRAPPERS:
         store = wrapper(store)
     return store, layout
 
 
-def _open_s3(url: str) -> tuple[ObjectStore, Layout]:
+def _open_s3(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     from .s3 import S3Store
 
     parsed = urlparse(url)
     if not parsed.netloc:
         raise ValueError(f"{url!r} names no bucket (expected s3://bucket/prefix)")
-    return S3Store(parsed.netloc), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
+    return S3Store(parsed.netloc, clock=clock), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
 
 
-def _open_local(url: str) -> tuple[ObjectStore, Layout]:
+def _open_local(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     from .local import LocalStore
 
-    return LocalStore(os.path.expanduser(url.removeprefix("file://"))), Layout(DEFAULT_PREFIX)
+    return LocalStore(os.path.expanduser(url.removeprefix("file://")), clock=clock), Layout(DEFAULT_PREFIX)
 
 
 register_backend("s3", _open_s3)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from .. import clock
+from ..clock import MACHINE, Clock
 from ..errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, StoreError
 from .base import GetResult, ObjectMeta, PutMode, check_key, iter_chunks
 from .local_files import ETagHasher, StagedFile, fsync_dir, read_attrs
@@ -37,8 +37,9 @@ META_DIR = ".s3task-meta"
 class LocalStore:
     """Objects as files under ``root``; see the module docstring."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, clock: Clock = MACHINE) -> None:
         self.root = Path(root).resolve()
+        self.clock = clock
         self.root.mkdir(parents=True, exist_ok=True)
         self._meta = self.root / META_DIR
         (self._meta / "tmp").mkdir(parents=True, exist_ok=True)
@@ -251,7 +252,7 @@ class LocalStore:
         return None
 
     def now(self) -> datetime:
-        return clock.wall_dt()
+        return self.clock.wall_dt()
 
 
 def _page(items: list[str], start_after: str | None, limit: int | None) -> list[str]:

@@ -39,7 +39,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .. import clock
+from ..clock import MACHINE, Clock
 from ..errors import Conflict, NotFound, StoreError, StoreUnavailable
 from .base import GetResult, ObjectMeta, PutMode, check_key
 from .s3_errors import _translated
@@ -87,8 +87,9 @@ class S3Store:
         data_client: Any = None,
         session: Any = None,
         bucket_region: str | None = None,
+        clock: Clock = MACHINE,
     ) -> None:
-        """A store on ``bucket``.
+        """A store on ``bucket``; ``clock`` is this machine's, from which the store's is derived.
 
         ``client`` (and ``data_client``, else the same) are used as given, to sign URLs too.
         Without them the clients come from ``session`` (boto3's configuration chain); then,
@@ -96,6 +97,7 @@ class S3Store:
         ``bucket_region`` if given, else the one S3 reports at the first URL.
         """
         self.bucket = bucket
+        self.clock = clock
         try:
             # boto3 reads AWS_DEFAULT_REGION and the profile's region but not AWS_REGION, which the
             # AWS CLI and the other SDKs read first (and Lambda and ECS set): take it the same way.
@@ -128,10 +130,10 @@ class S3Store:
             return
         # Date has one-second resolution; +0.5 centres the error.
         with self._offset_lock:
-            self._offset = server + 0.5 - clock.wall()
+            self._offset = server + 0.5 - self.clock.wall()
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(clock.wall() + self._offset, tz=UTC)
+        return datetime.fromtimestamp(self.clock.wall() + self._offset, tz=UTC)
 
     # --- reads -------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Route
 
 from .. import handlers, metrics
 from ..config import Settings
-from ..errors import S3TaskError
+from ..errors import S3TaskError, SettingsError
 from ..record import TaskRecord
 from ..store import open_store
 from ..tasks import MAX_LIST, Actor, TaskService
@@ -255,23 +255,25 @@ def routes(
     """The API under ``/api`` and, for stores without presigned URLs, the ``/transfer`` routes.
 
     Pass ``service`` to share the app's TaskService (it should have been made with
-    ``url_signer=signer_for(store)`` on the local store).
+    ``url_signer=signer_for(store, key=settings.signing_key)`` on the local store).
     """
+    # The tokens file first: an unusable one is a setting error, found before the store is touched.
+    tokens = tokens if tokens is not None else TokenTable.from_file(settings.api_tokens_file)
     for module in settings.handlers:  # task types the workers run must be creatable here too
         handlers.load_module(module)
     if service is None:
-        store, layout = open_store(settings.store)
+        store, layout = open_store(settings.store, clock=settings.clock)
         service = TaskService(
             store,
             layout,
             max_attempts=settings.max_attempts,
             url_seconds=settings.url_seconds,
-            url_signer=signer_for(store),
+            url_signer=signer_for(store, key=settings.signing_key),
         )
-    api = Api(service, tokens if tokens is not None else TokenTable.from_env())
+    api = Api(service, tokens)
     errors = {S3TaskError: s3task_error, HTTPException: route_error}
     mounted: list[BaseRoute] = [json_mount("/api", api.routes(), errors)]
-    signer = service.url_signer or signer_for(service.store)
+    signer = service.url_signer or signer_for(service.store, key=settings.signing_key)
     if signer is not None:
         assert isinstance(signer, UrlSigner), "the /transfer routes check what s3task.web.transfer signed"
         max_bytes = settings.max_upload_mb * 1024 * 1024
@@ -291,11 +293,10 @@ def app() -> Starlette:
     A bad setting is one line on stderr and exit status 2, as for ``python -m s3task.http_api serve``.
     """
     try:
-        settings = Settings.load()
-    except ValueError as e:  # a SettingsError: it names the setting
+        return create_app(Settings.load())
+    except SettingsError as e:  # it names the setting (the tokens file is checked before the store is opened)
         print(f"error: {one_line(e)}", file=sys.stderr)
         raise SystemExit(2) from None
-    return create_app(settings)
 
 
 def one_line(e: BaseException) -> str:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from ..config import Settings
-from ..errors import S3TaskError
+from ..errors import S3TaskError, SettingsError
 from ..tasks import Actor
 from .api import create_app, one_line
 from .tokens import ROLES, hash_token
@@ -62,12 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(host: str, port: int) -> int:
     """Serve the API with uvicorn until stopped; a bad setting is one line and exit status 2."""
     try:
-        settings = Settings.load()
-    except ValueError as e:  # a SettingsError: one line, before the store is touched
+        # Settings, then the tokens file they name, before the store is touched: one line and 2.
+        served = create_app(Settings.load())
+    except SettingsError as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
-    try:
-        served = create_app(settings)
     except (S3TaskError, ValueError, OSError) as e:  # the store cannot be opened, a handler module is missing
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 1

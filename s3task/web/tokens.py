@@ -1,6 +1,7 @@
 """Bearer tokens: the only way a caller of ``/api`` is identified.
 
-Tokens live, hashed, in the file named by ``S3TASK_API_TOKENS_FILE`` (JSON or TOML)::
+Tokens live, hashed, in the file named by ``S3TASK_API_TOKENS_FILE`` (``Settings.api_tokens_file``;
+JSON or TOML)::
 
     {"<sha256 hex of the token>": {"user": "alice", "role": "user"}}
 
@@ -22,8 +23,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..config import SettingsError
-from ..errors import AccessDenied
+from ..errors import AccessDenied, SettingsError
 from ..tasks import Actor
 
 log = logging.getLogger("s3task.api")
@@ -75,8 +75,8 @@ class TokenTable:
             self._entries = self._load()
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenTable:
-        path = (os.environ if environ is None else environ).get(TOKENS_FILE_ENV)
+    def from_file(cls, path: str) -> TokenTable:
+        """The table in ``path`` (``Settings.api_tokens_file``; empty: no tokens), or a SettingsError naming it."""
         if not path:
             return cls()
         try:

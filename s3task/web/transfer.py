@@ -10,8 +10,8 @@ response bodies in chunks so the app never holds a whole file in memory.
 A token is ``<payload>.<signature>``: the payload (base64url JSON) binds the
 HTTP method, the exact object key, an absolute expiry and, for uploads, the
 content type the client must send (as S3 binds a signed ``Content-Type``); the
-signature is HMAC-SHA256 over it. The secret is ``S3TASK_SIGNING_KEY`` or,
-failing that, a random key generated once and kept in
+signature is HMAC-SHA256 over it. The secret is ``S3TASK_SIGNING_KEY``
+(``Settings.signing_key``, handed to :func:`signer_for`) or, failing that, a random key generated once and kept in
 ``<store root>/.s3task-meta/signing-key`` (mode 0600), so the app, the HTTP API
 and the CLI on one machine agree without configuration.
 
@@ -34,7 +34,7 @@ import math
 import os
 import secrets
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +44,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from .. import clock, lifecycle
+from .. import lifecycle
+from ..clock import MACHINE
+from ..config import MIN_SIGNING_KEY_CHARS
 from ..errors import NotFound, S3TaskError, StoreError, TaskNotFound
 from ..layout import Layout
 from ..record import read_record
@@ -53,9 +55,8 @@ from .errors import HttpError, error_response, internal_error, json_mount
 
 log = logging.getLogger("s3task.transfer")
 
-SIGNING_KEY_ENV = "S3TASK_SIGNING_KEY"
 KEY_FILE = "signing-key"
-MIN_SECRET_CHARS = 32
+MIN_SECRET_CHARS = MIN_SIGNING_KEY_CHARS
 ROUTE_PREFIX = "/transfer"
 CHUNK_BYTES = 1 << 20
 _CONTEXT = b"s3task-transfer-v1."
@@ -97,7 +98,12 @@ class UrlSigner:
     """
 
     def __init__(
-        self, secret: bytes, *, base_url: str = "", prefix: str = ROUTE_PREFIX, clock: Callable[[], float] = clock.wall
+        self,
+        secret: bytes,
+        *,
+        base_url: str = "",
+        prefix: str = ROUTE_PREFIX,
+        clock: Callable[[], float] = MACHINE.wall,
     ) -> None:
         if len(secret) < MIN_SECRET_CHARS:
             raise ValueError(f"the signing key must be at least {MIN_SECRET_CHARS} characters")
@@ -159,21 +165,18 @@ class UrlSigner:
 # --- the secret ---------------------------------------------------------------------
 
 
-def signer_for(store: ObjectStore, *, environ: Mapping[str, str] | None = None) -> UrlSigner | None:
+def signer_for(store: ObjectStore, *, key: str = "") -> UrlSigner | None:
     """The signer a store needs: ``None`` for stores that presign themselves (S3).
 
-    The secret is ``S3TASK_SIGNING_KEY`` if set, else the local store's key file
-    (created on first use).
+    The secret is ``key`` (``Settings.signing_key``, checked where settings are loaded) if
+    given, else the local store's key file (created on first use). Expiry follows the
+    store's clock, the machine's as the store was opened with.
     """
     from ..store.local import LocalStore
 
     if not isinstance(store, LocalStore):
         return None
-    env = os.environ if environ is None else environ
-    configured = env.get(SIGNING_KEY_ENV, "")
-    if configured:
-        return UrlSigner(configured.encode())
-    return UrlSigner(local_secret(store.root))
+    return UrlSigner(key.encode() if key else local_secret(store.root), clock=store.clock.wall)
 
 
 def local_secret(root: Path) -> bytes:

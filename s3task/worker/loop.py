@@ -49,7 +49,7 @@ class Worker:
     def __init__(self, settings: Settings, store: ObjectStore | None = None, layout: Layout | None = None) -> None:
         self.settings = settings
         if store is None or layout is None:
-            store, layout = open_store(settings.store)
+            store, layout = open_store(settings.store, clock=settings.clock)
         self.store, self.layout = store, layout
         self.stop_event = threading.Event()
         self._wake = threading.Event()

@@ -169,8 +169,8 @@ def test_local_key_is_generated_once_with_owner_only_permissions(tmp_path: Path)
     first = local_secret(store.root)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     # Another process (the CLI, a second app) reads the same key: URLs signed by one verify in the other.
-    url = signer_for(store, environ={}).presign_get("a/b.csv", expires=60)
-    assert signer_for(LocalStore(store.root), environ={}).verify(url.rsplit("/", 1)[1], "GET")
+    url = signer_for(store).presign_get("a/b.csv", expires=60)
+    assert signer_for(LocalStore(store.root)).verify(url.rsplit("/", 1)[1], "GET")
     assert local_secret(store.root) == first
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".signing-key-")] == []
 
@@ -202,7 +202,7 @@ def test_a_key_file_others_can_read_is_refused(tmp_path: Path) -> None:
 
 def test_configured_key_wins_and_s3_needs_no_signer(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "store")
-    signer = signer_for(store, environ={"S3TASK_SIGNING_KEY": "s" * 40})
+    signer = signer_for(store, key="s" * 40)
     token = signer.presign_get("a/b.csv", expires=60).rsplit("/", 1)[1]
     UrlSigner(b"s" * 40).verify(token, "GET")
     assert not (store.root / META_DIR / KEY_FILE).exists()

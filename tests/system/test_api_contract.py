@@ -68,7 +68,7 @@ class Live:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("contract") / "store"
     store, layout = LocalStore(root), Layout()
-    service = TaskService(store, layout, url_seconds=900, url_signer=signer_for(store, environ={}))
+    service = TaskService(store, layout, url_seconds=900, url_signer=signer_for(store))
     tokens = TokenTable({hash_token(TOKEN): ALICE, hash_token("bob-token"): BOB})
     app = create_app(Settings.load({"store": str(root), "max_upload_mb": 1}, {}), service=service, tokens=tokens)
     with serve(app) as base:

@@ -135,7 +135,7 @@ def s3_store(endpoint: str, bucket: str) -> S3Store:
 @pytest.fixture
 def local_api(tmp_path: Path) -> Iterator[Api_]:
     store, layout = LocalStore(tmp_path / "store"), Layout()
-    service = TaskService(store, layout, url_seconds=900, url_signer=signer_for(store, environ={}))
+    service = TaskService(store, layout, url_seconds=900, url_signer=signer_for(store))
     with serve(create_app(settings_for(tmp_path), service=service, tokens=token_table())) as base:
         yield Api_(base, store, layout, "local")
 
@@ -495,7 +495,7 @@ class DownStore(LocalStore):
 
 def test_an_unavailable_store_is_503_and_a_bug_is_a_json_500(tmp_path: Path) -> None:
     store, layout = DownStore(tmp_path / "store"), Layout()
-    service = TaskService(store, layout, url_signer=signer_for(store, environ={}))
+    service = TaskService(store, layout, url_signer=signer_for(store))
     with serve(create_app(settings_for(tmp_path), service=service, tokens=token_table())) as base:
         api = Api_(base, store, layout, "local")
         task_id = api.create()["task"]["task_id"]
@@ -559,7 +559,7 @@ def test_tokens_file_in_json_or_toml_and_reloaded_when_it_changes(tmp_path: Path
     path = tmp_path / "tokens.json"
     entries = {hash_token("t1"): {"user": "alice"}, hash_token("t2"): {"user": "olga", "role": "operator"}}
     path.write_text(json.dumps(entries))
-    table = TokenTable.from_env({"S3TASK_API_TOKENS_FILE": str(path)})
+    table = TokenTable.from_file(str(path))
     assert table.actor_for("t1") == Actor("alice")
     assert table.actor_for("t2") == Actor("olga", operator=True)
     assert table.actor_for("t3") is None

@@ -229,7 +229,7 @@ def test_the_api_and_the_cli_give_each_variant(service: TaskService, tmp_path: P
 
     record = completed(service, ROWS)
     root = str(service.store.root)  # type: ignore[attr-defined]
-    api_service = TaskService(service.store, service.layout, url_signer=signer_for(service.store, environ={}))
+    api_service = TaskService(service.store, service.layout, url_signer=signer_for(service.store))
     app = create_app(Settings.load({"store": root}, {}), service=api_service, tokens=TokenTable({hash_token("t"): ADA}))
     auth = {"Authorization": "Bearer t"}
     with serve(app) as base:
@@ -281,7 +281,7 @@ def test_a_copy_that_takes_long_is_answered_later_not_held(service: TaskService,
     monkeypatch.setattr(exports, "make", held)
     monkeypatch.setattr(api, "PREPARE_WAIT_SECONDS", 0.2)
     root = str(service.store.root)  # type: ignore[attr-defined]
-    api_service = TaskService(service.store, service.layout, url_signer=signer_for(service.store, environ={}))
+    api_service = TaskService(service.store, service.layout, url_signer=signer_for(service.store))
     app = api.create_app(
         Settings.load({"store": root}, {}), service=api_service, tokens=TokenTable({hash_token("t"): ADA})
     )

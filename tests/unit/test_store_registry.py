@@ -30,7 +30,7 @@ def test_a_new_backend_is_one_registration_and_wrappers_see_every_store(
 ) -> None:
     monkeypatch.setattr(store_mod, "_BACKENDS", dict(store_mod._BACKENDS))
     monkeypatch.setattr(store_mod, "_WRAPPERS", [])
-    register_backend("mem", lambda url: (LocalStore(tmp_path / url.removeprefix("mem://")), Layout("x")))
+    register_backend("mem", lambda url, clock: (LocalStore(tmp_path / url.removeprefix("mem://")), Layout("x")))
     seen: list[object] = []
     wrap_stores(lambda s: seen.append(s) or s)
     store, layout = open_store("mem://here")
