@@ -48,19 +48,19 @@ class Style:
 
 def style_of(code: str) -> Style:
     """Classify a number format code by what it does to the shown value."""
-    section = code.split(";")[0]
+    section = code.split(";")[0]  # the format of positive numbers
     bare = re.sub(r'"[^"]*"|\\.|_.|\*.', "", section)  # quoted text, escaped and spacing characters
-    if re.match(r"\s*\[h+\]|\s*\[m+\]|\s*\[s+\]", bare, re.I):
+    if re.match(r"\s*\[[hms]+\]", bare, re.I):
         return Style(GENERAL)  # elapsed time (a duration), not a time of day
-    bare = re.sub(r"\[[^\]]*\]", "", bare)  # colours, locales, conditions
-    lowered = bare.lower()
+    lowered = re.sub(r"\[[^\]]*\]", "", bare).lower()  # colours, locales, conditions
+    if lowered.strip() in ("general", "@", ""):
+        return Style(GENERAL)
     if "%" in lowered:
         return Style(PERCENT)
-    has_date, has_time = bool(re.search(r"[yd]|m(?!m?:?s)", lowered)), bool(re.search(r"[hs]", lowered))
-    if re.search(r"[ymdhs]", lowered) and not re.search(r"[0#?]", lowered.replace("0", "", 0)):
-        if has_time and re.fullmatch(r"[hms:.\s0ap/]*", lowered) and not re.search(r"[yd]", lowered):
-            return Style(TIME)
-        return Style(DATETIME if has_time and has_date else DATE if has_date else TIME)
+    has_time = bool(re.search(r"[hs]", lowered))
+    has_date = bool(re.search(r"[yd]", lowered)) or ("m" in lowered and not has_time)  # m alone is a month
+    if has_date or has_time:
+        return Style(DATETIME if has_date and has_time else DATE if has_date else TIME)
     if re.fullmatch(r"0+([^0#?.,Ee]+0+)*", section) and len(section) > 1:
         return Style(CODE, section)
     return Style(GENERAL)

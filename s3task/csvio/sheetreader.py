@@ -212,7 +212,14 @@ class WorkbookReader:
     def empty_table(self) -> pa.Table:
         return pa.table({name: pa.array([], TEXT) for name in self.names})
 
+    def __enter__(self) -> WorkbookReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
+        """Close the sheet and the zip (never the caller's own file); done when the last block is read."""
         stream = getattr(self, "_stream", None)
         if stream is not None:
             stream.close()

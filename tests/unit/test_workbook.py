@@ -222,6 +222,12 @@ def test_repeated_header_names_are_refused_with_their_columns(tmp_path: Path) ->
         ("[$-409]mmmm d, yyyy;@", DATE),
         ("dd/mm/yyyy hh:mm", DATETIME),
         ("h:mm:ss AM/PM", TIME),
+        ("mm:ss.0", TIME),
+        ("mmm-yy", DATE),
+        ("yyyy-mm-dd hh:mm:ss.000", DATETIME),
+        ("0.00E+00", GENERAL),
+        ("@", GENERAL),
+        ("0", GENERAL),
         ("[h]:mm:ss", GENERAL),
         ('"Order "0', GENERAL),
     ],
@@ -394,3 +400,14 @@ def test_nothing_is_left_open_after_a_refusal(tmp_path: Path) -> None:
         WorkbookReader(source)
     assert not source.closed  # the caller's file is the caller's; the zip over it is closed
     source.close()
+
+
+def test_a_macro_workbook_reads_like_any_other(tmp_path: Path) -> None:
+    (tmp_path / "vbaProject.bin").write_bytes(OLE2)  # the macros' own container, never read
+    book = xlsxwriter.Workbook(str(tmp_path / "macros.xlsm"))
+    book.add_worksheet("Orders").write_row(0, 0, ["order", "qty"])
+    book.worksheets()[0].write_row(1, 0, ["A-1", 3])
+    book.add_vba_project(str(tmp_path / "vbaProject.bin"))
+    book.close()
+    reader, rows = read_all(tmp_path / "macros.xlsm")
+    assert (reader.names, rows) == (["order", "qty"], [["A-1", "3"]])
