@@ -4,7 +4,7 @@
 
 Each ``--rows`` (and ``--large``) size is written once as an .xlsx of 6 columns, the way Excel
 stores them (shared strings, styles with number formats: an id, a name, a unique email, an amount
-with decimals, a date, a code under ``00000``), with openpyxl's write-only mode, and kept in
+with decimals, a date, a code under ``00000``), with xlsxwriter, and kept in
 ``bench/out/workbooks/``. Then each reader turns the first sheet into CSV text, file to file, in a
 fresh child process that reports its wall and CPU time and its peak RSS (``VmHWM``):
 
@@ -38,24 +38,31 @@ NAMES = ["Anna Smith", "Ben Müller", "Chloé García", "Dmitri Rossi", "Emma Du
 
 
 def make(rows: int, path: Path) -> Path:
-    """A workbook of ``rows`` data rows under a header, written once and reused."""
+    """A workbook of ``rows`` data rows under a header, written once and reused.
+
+    Written by xlsxwriter in its default mode, which stores text as Excel does (a shared-strings
+    table the cells refer to by number; its constant-memory mode and openpyxl's write-only mode
+    write each text into its cell instead). It holds the whole sheet while writing: several GB
+    for Excel's largest sheet.
+    """
     if path.exists():
         return path
-    from openpyxl import Workbook
-    from openpyxl.cell import WriteOnlyCell
+    import xlsxwriter  # type: ignore[import-untyped]
 
-    book = Workbook(write_only=True)
-    sheet = book.create_sheet("Customers")
-    sheet.append(["id", "name", "email", "amount", "joined", "code"])
-    start = datetime.date(2020, 1, 1)
-    date_cell, code_cell = WriteOnlyCell(sheet), WriteOnlyCell(sheet)
-    date_cell.number_format, code_cell.number_format = "yyyy-mm-dd", "00000"
-    for i in range(1, rows + 1):
-        date_cell.value = start + datetime.timedelta(days=i % 2000)
-        code_cell.value = i % 99_991
-        sheet.append([i, NAMES[i % 7], f"user{i}@example.com", (i % 100_003) / 100, date_cell, code_cell])
     partial = path.with_suffix(".partial")
-    book.save(partial)
+    book = xlsxwriter.Workbook(str(partial))
+    sheet = book.add_worksheet("Customers")
+    day, code = book.add_format({"num_format": "yyyy-mm-dd"}), book.add_format({"num_format": "00000"})
+    sheet.write_row(0, 0, ["id", "name", "email", "amount", "joined", "code"])
+    start = datetime.date(2020, 1, 1)
+    for i in range(1, rows + 1):
+        sheet.write_number(i, 0, i)
+        sheet.write_string(i, 1, NAMES[i % 7])
+        sheet.write_string(i, 2, f"user{i}@example.com")
+        sheet.write_number(i, 3, (i % 100_003) / 100)
+        sheet.write_datetime(i, 4, start + datetime.timedelta(days=i % 2000), day)
+        sheet.write_number(i, 5, i % 99_991, code)
+    book.close()
     partial.rename(path)
     return path
 

@@ -48,11 +48,11 @@ _RELS = "http://schemas.openxmlformats.org/"
 
 @dataclass(frozen=True)
 class Sheet:
-    """A worksheet: its name, whether it is visible, and the rows of its used range (None: not said)."""
+    """A worksheet: its name, whether it is visible, and its rows (the last one's number, as Excel numbers rows)."""
 
     name: str
     visible: bool
-    rows: int | None
+    rows: int
     part: str
 
 
@@ -195,19 +195,26 @@ def open_part(archive: zipfile.ZipFile, name: str, limit: int) -> IO[bytes]:
         raise InvalidInput("the workbook is damaged or packed in a way Excel does not write — " + AGAIN) from e
 
 
-def _used_rows(archive: zipfile.ZipFile, part: str) -> int | None:
-    """The rows of a sheet's used range, from the ``<dimension>`` at its start (Excel always writes one)."""
+def _used_rows(archive: zipfile.ZipFile, part: str) -> int:
+    """The number of a sheet's last row: from the ``<dimension>`` at its start (Excel writes one), or else
+    the last row's number, the sheet streamed through (openpyxl's and xlsxwriter's fast modes write none)."""
     with open_part(archive, part, MAX_SHEET_XML) as stream:
-        start = stream.read(64 << 10)
-    match = re.search(rb'<(?:\w+:)?dimension\b[^>]*\bref="[A-Z]*(\d+)(?::[A-Z]*(\d+))?"', start)
-    if not match:
-        return None
-    first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-    return min(last, MAX_ROWS) - first + 1
+        data = stream.read(64 << 10)
+        match = re.search(rb'<(?:\w+:)?dimension\b[^>]*\bref="[A-Z]*\d+:[A-Z]*(\d+)"', data)
+        if match:
+            return min(int(match.group(1)), MAX_ROWS)
+        last_row, tail = 0, b""
+        while data:
+            chunk = tail + data
+            at = chunk.rfind(b"<row ") if b"<row " in chunk else chunk.rfind(b":row ")
+            if at >= 0 and (found := re.match(rb'[<:]row\b[^>]*?\br="(\d+)"', chunk[at:])):
+                last_row = int(found.group(1))
+            tail, data = chunk[-256:], stream.read(4 << 20)
+    return min(last_row, MAX_ROWS)
 
 
 def list_sheets(source: str | os.PathLike[str] | IO[bytes]) -> list[Sheet]:
-    """The workbook's worksheets in order (for a picker): name, visible, rows of the used range."""
+    """The workbook's worksheets in order (for a picker): name, visible, rows."""
     book = open_workbook(source)
     try:
         return book.sheets

@@ -148,6 +148,13 @@ def test_sheets_are_listed_with_their_rows_and_the_first_visible_is_the_default(
     second = openpyxl_book(tmp_path / "second.xlsx")
     assert [(s.name, s.visible) for s in list_sheets(second)] == [("Data", True), ("Other", True)]
     assert read_all(second, sheet="Other")[0].names == ["a", "b"]
+    fast = OpenpyxlWorkbook(write_only=True)  # writes no <dimension>: the rows are counted
+    for name, count in (("Short", 3), ("Long", 2_500)):
+        sheet = fast.create_sheet(name)
+        for i in range(count):
+            sheet.append([f"row {i}", "x" * 2_000])  # ~5 MB of XML: counted over several reads
+    fast.save(tmp_path / "fast.xlsx")
+    assert [(s.name, s.rows) for s in list_sheets(tmp_path / "fast.xlsx")] == [("Short", 3), ("Long", 2_500)]
 
 
 def test_an_explicit_header_row_is_taken_as_excel_numbers_rows(tmp_path: Path) -> None:
