@@ -16,9 +16,10 @@ from .common import TEXT
 from .sheetcells import AGAIN, MAX_ROWS, Cells, cells_of, string_texts, styles_of, text_array
 from .workbook import MAX_SHEET_XML, MAX_STRINGS_XML, Workbook, open_part, open_workbook, read_part
 
-#: XML read per piece: the unit of a block, of progress and of memory. Measured on 200,000 rows × 6
-#: (bench/workbook.py): 8 MB peaked near 300 MB, 4 MB about 50 MB lower at the same speed.
-PIECE_BYTES = 4 << 20
+#: XML read per piece: the unit of a block, of progress and of memory. Measured on Excel's largest sheet
+#: (1,048,575 rows × 6, bench/workbook.py), peak RSS and CPU: 4 MB 271 MB, 7.9 s; 2 MB 243 MB, 8.7 s
+#: (the same, within the noise of a loaded box); 1 MB 240 MB, 10.7 s.
+PIECE_BYTES = 2 << 20
 #: Rows looked at to find the header, and rows under a candidate it is compared with.
 HEADER_SCAN_ROWS = 30
 HEADER_LOOKAHEAD = 10
@@ -65,6 +66,8 @@ def shared_strings(book: Workbook) -> pa.Array:
             split = pc.split_pattern(text, "<si>") if b"<si>" in piece else pc.split_pattern_regex(text, r"<\w+:si>")
             items = pc.list_flatten(split)[1:]  # what comes before the first is no string
             parts.append(string_texts(items))
+            del text, split, items
+            release()
     return pa.concat_arrays(parts) if parts else pa.array([], TEXT)
 
 
@@ -137,7 +140,7 @@ class WorkbookReader:
         shared = shared_strings(book)
         self._stream = open_part(book.zip, part, MAX_SHEET_XML)
         pieces = _pieces(self._stream, b"worksheet", b"row", piece_bytes)
-        self._cells = ((cells_of(_sheet_data(p), shared, styles, book.date1904), end) for p, end in pieces)
+        self._cells = ((_released(cells_of(_sheet_data(p), shared, styles, book.date1904)), end) for p, end in pieces)
         self.bytes_consumed = 0
         self.header_row, self.names, self._first_column, self._pending = self._header(header_row)
 
@@ -224,6 +227,17 @@ class WorkbookReader:
         if stream is not None:
             stream.close()
         self._book.zip.close()
+
+
+def release() -> None:
+    """Give the memory a piece's arrays held back to the system: mimalloc (Arrow's allocator) keeps it
+    otherwise, and reading the shared strings of 1,048,576 rows left 90 MB held for no array."""
+    pa.default_memory_pool().release_unused()
+
+
+def _released(cells: Cells) -> Cells:
+    release()
+    return cells
 
 
 def _chain(first: tuple[Cells, int], rest: Iterator[tuple[Cells, int]]) -> Iterator[tuple[Cells, int]]:
