@@ -397,16 +397,27 @@ def _central_entry(data: bytes, name: bytes) -> int:
     raise AssertionError(name)
 
 
-def test_nothing_is_left_open_after_a_refusal(tmp_path: Path) -> None:
+def test_a_refusal_closes_the_zip_but_leaves_the_callers_file_to_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "empty.xlsx"
     book = xlsxwriter.Workbook(str(path))
     book.add_worksheet()
     book.close()
-    source = path.open("rb")
-    with pytest.raises(InvalidInput):
-        WorkbookReader(source)
-    assert not source.closed  # the caller's file is the caller's; the zip over it is closed
-    source.close()
+    opened: list[zipfile.ZipFile] = []
+
+    class Recorded(zipfile.ZipFile):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            opened.append(self)
+
+    monkeypatch.setattr(zipfile, "ZipFile", Recorded)
+    for source in (path, path.open("rb")):
+        with pytest.raises(InvalidInput, match="is empty"):
+            WorkbookReader(source)  # type: ignore[arg-type]
+    assert len(opened) == 2 and all(z.fp is None for z in opened)  # closed
+    assert not source.closed  # type: ignore[union-attr]  # the caller's own file is the caller's to close
+    source.close()  # type: ignore[union-attr]
 
 
 def test_a_macro_workbook_reads_like_any_other(tmp_path: Path) -> None:
