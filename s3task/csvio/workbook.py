@@ -31,7 +31,8 @@ from typing import IO
 from ..errors import InvalidInput
 from .sheetcells import AGAIN, MAX_ROWS
 
-#: A sheet's XML may unpack to at most this: Excel's largest sheet of 6 columns is about 330 MB of XML.
+#: A sheet's XML may unpack to at most this. Excel's largest sheet of 6 columns is 256 MB of XML
+#: (bench/workbook.py), read at about 30 MB of XML per CPU second: the limit bounds a sheet's time to about a minute.
 MAX_SHEET_XML = 2 << 30
 #: The shared strings are held in memory (each cell refers to one by its number): bounded.
 MAX_STRINGS_XML = 256 << 20
