@@ -259,7 +259,15 @@ BOOK_RELS = (
     '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
     'Target="worksheets/sheet1.xml"/>'
     '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
-    'Target="sharedStrings.xml"/></Relationships>'
+    'Target="sharedStrings.xml"/>'
+    '<Relationship Id="rId3" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" '
+    'Target="styles.xml"/></Relationships>'
+)
+#: Cell styles 0: General, 1: Excel's built-in date format (14), 2: its built-in time format (21).
+STYLES = (
+    '<styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><cellXfs count="3">'
+    '<xf numFmtId="0"/><xf numFmtId="14" applyNumberFormat="1"/><xf numFmtId="21" applyNumberFormat="1"/>'
+    "</cellXfs></styleSheet>"
 )
 
 
@@ -281,6 +289,7 @@ def handmade(rows: str, strings: str = "", prefix: str = "", date1904: bool = Fa
         z.writestr("xl/_rels/workbook.xml.rels", BOOK_RELS)
         z.writestr("xl/worksheets/sheet1.xml", sheet)
         z.writestr("xl/sharedStrings.xml", f"<{p}sst{ns}>{strings}</{p}sst>")
+        z.writestr("xl/styles.xml", STYLES)
     return out.getvalue()
 
 
@@ -301,11 +310,22 @@ def test_prefixed_elements_other_attribute_orders_rich_text_and_escapes() -> Non
     assert [list(r.values()) for t, _ in reader.tables() for r in t.to_pylist()] == [["line\r\nbreak <b>", "in"]]
 
 
-def test_dates_in_a_1904_workbook_and_cells_without_a_reference() -> None:
-    styles_free = (
-        '<row r="1"><c r="A1" t="inlineStr"><is><t>when</t></is></c></row><row r="2"><c r="A2"><v>0</v></c></row>'
+def test_dates_in_both_date_systems_and_cells_without_a_reference() -> None:
+    header = '<row r="1"><c r="A1" t="inlineStr"><is><t>when</t></is></c><c r="B1" t="inlineStr"><is><t>at</t></is></c></row>'  # noqa: E501
+    serials = [(2, 0.5), (1, 0.25), (59, 0), (61, 0.999994)]  # 59: the last day before Excel's made-up 1900-02-29
+    rows = "".join(
+        f'<row r="{i}"><c r="A{i}" s="1"><v>{day}</v></c><c r="B{i}" s="2"><v>{time}</v></c></row>'
+        for i, (day, time) in enumerate(serials, start=2)
     )
-    assert WorkbookReader(io.BytesIO(handmade(styles_free, date1904=True))).names == ["when"]
+    in_1900 = [
+        ["1900-01-02", "12:00:00"],
+        ["1900-01-01", "06:00:00"],
+        ["1900-02-28", "00:00:00"],
+        ["1900-03-01", "23:59:59"],
+    ]
+    assert [list(r.values()) for t in read_all_bytes(handmade(header + rows)) for r in t.to_pylist()] == in_1900
+    in_1904 = [r["when"] for t in read_all_bytes(handmade(header + rows, date1904=True)) for r in t.to_pylist()]
+    assert in_1904 == ["1904-01-03", "1904-01-02", "1904-02-29", "1904-03-02"]
     no_reference = '<row r="1"><c t="inlineStr"><is><t>a</t></is></c></row>'
     with pytest.raises(InvalidInput, match="cells without a cell reference"):
         WorkbookReader(io.BytesIO(handmade(no_reference)))
