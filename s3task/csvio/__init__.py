@@ -36,7 +36,10 @@ The package: this module is the streaming reader (:class:`CsvReader`, :func:`rea
 the names the rest of s3task imports; :mod:`.common` holds the limits and shared constants,
 :mod:`.boundary` finds row boundaries, :mod:`.parsing` parses a block with Arrow and explains
 what it refuses, :mod:`.dialect` detects and transcodes the input format, :mod:`.writing` is the
-writer. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
+writer. An Excel workbook has a reader of the same shape, not yet used by the engine:
+:mod:`.workbook` opens and checks the container and lists its sheets, :mod:`.sheetreader` reads a
+sheet in blocks (:class:`~s3task.csvio.sheetreader.WorkbookReader`), :mod:`.sheetcells` reads the
+cells of a piece of a sheet as Excel shows them. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
 in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds its rows.
 """
 

@@ -1,0 +1,197 @@
+"""Time and memory of reading a workbook to CSV text: s3task's reader against pandas.read_excel, and the candidates.
+
+    .venv/bin/python bench/workbook.py [--rows 200000] [--large 1048575] [--only ours,pandas]
+
+Each ``--rows`` (and ``--large``) size is written once as an .xlsx of 6 columns, the way Excel
+stores them (shared strings, styles with number formats: an id, a name, a unique email, an amount
+with decimals, a date, a code under ``00000``), with xlsxwriter, and kept in
+``bench/out/workbooks/``. Then each reader turns the first sheet into CSV text, file to file, in a
+fresh child process that reports its wall and CPU time and its peak RSS (``VmHWM``):
+
+- ``ours``: :class:`s3task.csvio.sheetreader.WorkbookReader`, each block written with Arrow's CSV writer;
+- ``pandas``: ``pandas.read_excel(path, dtype=str).to_csv(out, index=False)`` (openpyxl underneath), the baseline;
+- ``calamine``: python-calamine's ``iter_rows`` to ``csv.writer`` (the Rust reader; it loads the sheet whole);
+- ``openpyxl``: openpyxl's read-only ``iter_rows(values_only=True)`` to ``csv.writer``.
+
+Ratios are against ``pandas`` on the same file in the same run (its wall, CPU and peak RSS over each
+reader's). With ``--repeat N`` each reader runs N times and the fastest run is kept.
+Prints a Markdown table and writes every figure to ``bench/workbook.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+READERS = ("ours", "pandas", "calamine", "openpyxl")
+NAMES = ["Anna Smith", "Ben Müller", "Chloé García", "Dmitri Rossi", "Emma Dubois", "Farid Novak", "Grace Chen"]
+
+
+def make(rows: int, path: Path) -> Path:
+    """A workbook of ``rows`` data rows under a header, written once and reused.
+
+    Written by xlsxwriter in its default mode, which stores text as Excel does (a shared-strings
+    table the cells refer to by number; its constant-memory mode and openpyxl's write-only mode
+    write each text into its cell instead). It holds the whole sheet while writing: several GB
+    for Excel's largest sheet.
+    """
+    if path.exists():
+        return path
+    import xlsxwriter  # type: ignore[import-untyped]
+
+    partial = path.with_suffix(".partial")
+    book = xlsxwriter.Workbook(str(partial))
+    sheet = book.add_worksheet("Customers")
+    day, code = book.add_format({"num_format": "yyyy-mm-dd"}), book.add_format({"num_format": "00000"})
+    sheet.write_row(0, 0, ["id", "name", "email", "amount", "joined", "code"])
+    start = datetime.date(2020, 1, 1)
+    for i in range(1, rows + 1):
+        sheet.write_number(i, 0, i)
+        sheet.write_string(i, 1, NAMES[i % 7])
+        sheet.write_string(i, 2, f"user{i}@example.com")
+        sheet.write_number(i, 3, (i % 100_003) / 100)
+        sheet.write_datetime(i, 4, start + datetime.timedelta(days=i % 2000), day)
+        sheet.write_number(i, 5, i % 99_991, code)
+    book.close()
+    partial.rename(path)
+    return path
+
+
+def _peak_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def convert(reader: str, source: Path, target: Path) -> dict[str, float]:
+    """One reader, workbook to CSV text (runs in a child process)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    rows = globals()[f"_{reader}"](source, target)
+    return {
+        "rows": rows,
+        "seconds": time.perf_counter() - started,
+        "cpu": time.process_time() - cpu,
+        "peak_mb": _peak_mb(),
+    }
+
+
+def _ours(source: Path, target: Path) -> int:
+    import pyarrow.csv as pacsv
+
+    from s3task.csvio.sheetreader import WorkbookReader
+
+    reader = WorkbookReader(source)
+    rows = 0
+    with pacsv.CSVWriter(str(target), reader.empty_table().schema) as writer:
+        for table, _end in reader.tables():
+            writer.write_table(table)
+            rows += table.num_rows
+    return rows
+
+
+def _pandas(source: Path, target: Path) -> int:
+    import pandas as pd
+
+    frame = pd.read_excel(source, dtype=str)
+    frame.to_csv(target, index=False)
+    return len(frame)
+
+
+def _calamine(source: Path, target: Path) -> int:
+    from python_calamine import CalamineWorkbook
+
+    book = CalamineWorkbook.from_path(str(source))
+    return _write_rows(book.get_sheet_by_index(0).iter_rows(), target)
+
+
+def _openpyxl(source: Path, target: Path) -> int:
+    from openpyxl import load_workbook
+
+    book = load_workbook(source, read_only=True, data_only=True)
+    return _write_rows(book.worksheets[0].iter_rows(values_only=True), target)
+
+
+def _write_rows(rows: object, target: Path) -> int:
+    count = -1  # the header is no data row
+    with target.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        for row in rows:  # type: ignore[attr-defined]
+            writer.writerow(row)
+            count += 1
+    return count
+
+
+def measure(reader: str, source: Path, work: Path, repeat: int) -> dict[str, float]:
+    """The best of ``repeat`` runs (by wall time: a shared box's load only ever adds to it)."""
+    runs = []
+    for _ in range(repeat):
+        target = work / f"{reader}.csv"
+        child = [sys.executable, __file__, "--child", reader, str(source), str(target)]
+        done = subprocess.run(child, check=True, capture_output=True, text=True, timeout=3600)
+        result: dict[str, float] = json.loads(done.stdout)
+        result["csv_bytes"] = target.stat().st_size
+        target.unlink()
+        runs.append(result)
+    return min(runs, key=lambda run: run["seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--large", type=int, default=0, help="also a sheet this long (ours, calamine); 0: none")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each reader; the fastest is reported")
+    parser.add_argument("--only", default=",".join(READERS), help="the readers to run, comma-separated")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        reader, source, target = args.child
+        print(json.dumps(convert(reader, Path(source), Path(target))))
+        return
+    folder = ROOT / "bench" / "out" / "workbooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = [(args.rows, args.only.split(","))] + ([(args.large, ["ours", "calamine"])] if args.large else [])
+    results = []
+    print("| sheet | reader | rows | wall s | CPU s | peak RSS | pandas ÷ this: wall | CPU | RSS |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for rows, readers in sizes:
+            source = make(rows, folder / f"customers-{rows}.xlsx")
+            runs = {reader: measure(reader, source, Path(tmp), args.repeat) for reader in readers}
+            base = runs.get("pandas")  # pandas on Excel's largest sheet takes minutes: not run there
+            for reader, run in runs.items():
+                run |= {"reader": reader, "sheet_rows": rows, "xlsx_bytes": source.stat().st_size}
+                if base:
+                    run["wall_ratio"] = base["seconds"] / run["seconds"]
+                    run["cpu_ratio"] = base["cpu"] / run["cpu"]
+                    run["rss_ratio"] = base["peak_mb"] / run["peak_mb"]
+                results.append(run)
+                ratios = (
+                    f"{run['wall_ratio']:.1f}× | {run['cpu_ratio']:.1f}× | {run['rss_ratio']:.1f}×"
+                    if base
+                    else "– | – | –"
+                )
+                print(
+                    f"| {rows:,} × 6, {source.stat().st_size / 1e6:.0f} MB | {reader} | {run['rows']:,} "
+                    f"| {run['seconds']:.1f} | {run['cpu']:.1f} | {run['peak_mb']:.0f} MB | {ratios} |",
+                    flush=True,
+                )
+    machine = f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    print(f"\n{machine}")
+    out = {"machine": machine, "results": results}
+    (ROOT / "bench" / "workbook.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

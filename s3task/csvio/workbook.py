@@ -1,0 +1,223 @@
+"""Reading an Excel workbook (.xlsx, .xlsm) as rows of text, the way :class:`~s3task.csvio.CsvReader` reads a CSV.
+
+:class:`WorkbookReader` has the CSV reader's shape: ``names`` (the header), ``tables()`` (blocks of
+rows as Arrow tables of text columns, each with the input offset it has reached) and
+``bytes_consumed``. The sheet's XML is streamed out of the zip a piece of whole rows at a time, so
+memory stays flat whatever the sheet's length; the cells of a piece are read by
+:mod:`.sheetcells`. Progress is exact: each block ends on a row, and its offset is the share of
+the sheet's XML read so far, scaled to the size of the file (the last block reaches the file size).
+
+Before anything is read, the container is checked (:func:`open_workbook`): an encrypted workbook
+and an old .xls (both OLE2 files, not zips), a zip that holds no workbook, and a workbook bomb
+(parts that would unpack to more than the limits below, or at a ratio no real sheet has) get
+one sentence that says what to do. Rows and columns beyond Excel's (1,048,576 × 16,384) are
+refused, and a part can never unpack to more than its declared size (the zip module stops there).
+
+The header row is found (:func:`find_header`): a title, notes or blank rows above the table are
+skipped; or it is given as Excel numbers rows. Rows entirely empty are skipped, as a CSV's blank
+lines are. A value in a column the header leaves without a name is refused, naming its cell.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import IO
+
+from ..errors import InvalidInput
+from .sheetcells import AGAIN, MAX_ROWS
+
+#: A sheet's XML may unpack to at most this. Excel's largest sheet of 6 columns is 256 MB of XML
+#: (bench/workbook.py), read at about 30 MB of XML per CPU second: the limit bounds a sheet's time to about a minute.
+MAX_SHEET_XML = 2 << 30
+#: The shared strings are held in memory (each cell refers to one by its number): bounded.
+MAX_STRINGS_XML = 256 << 20
+#: The other parts read (workbook, relationships, styles) are small in any real workbook.
+MAX_PART_XML = 16 << 20
+#: No real sheet compresses better than this (about 8× for typical data, 30× for the most repetitive);
+#: a zip bomb does (~1,000×). Checked above :data:`RATIO_FROM` bytes, as Apache POI's ZipSecureFile does.
+MAX_RATIO = 100
+RATIO_FROM = 16 << 20
+
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_RELS = "http://schemas.openxmlformats.org/"
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """A worksheet: its name, whether it is visible, and its rows (the last one's number, as Excel numbers rows)."""
+
+    name: str
+    visible: bool
+    rows: int
+    part: str
+
+
+@dataclass
+class Workbook:
+    """An opened workbook: its zip, its worksheets in order, what it takes to read their cells."""
+
+    zip: zipfile.ZipFile
+    sheets: list[Sheet]
+    date1904: bool
+    styles_part: str | None
+    strings_part: str | None
+
+    def sheet(self, name: str | None) -> Sheet:
+        """The sheet called ``name``; by default the first visible one."""
+        if name is None:
+            visible = [s for s in self.sheets if s.visible]
+            if not visible:
+                raise InvalidInput("the workbook has no visible worksheet — " + AGAIN)
+            return visible[0]
+        for sheet in self.sheets:
+            if sheet.name == name:
+                return sheet
+        names = ", ".join(repr(s.name) for s in self.sheets)
+        raise InvalidInput(f"the workbook has no sheet called {name!r}; its sheets are {names}")
+
+
+def check_signature(start: bytes) -> None:
+    """Refuse, in words staff understand, a file that is no .xlsx from its first bytes."""
+    if start.startswith(_OLE2):
+        raise InvalidInput(_ole2_message(start))
+    if not start.startswith(b"PK\x03\x04"):
+        raise InvalidInput("this is not an Excel workbook (.xlsx): " + AGAIN)
+
+
+def _ole2_message(data: bytes) -> str:
+    """An OLE2 file is an encrypted (password-protected) .xlsx, or an Excel 97-2003 .xls."""
+    if "EncryptedPackage".encode("utf-16-le") in data or "EncryptionInfo".encode("utf-16-le") in data:
+        return (
+            "the workbook is protected with a password (encrypted), so it cannot be read — open it in Excel, "
+            "remove the password (File › Info › Protect Workbook › Encrypt with Password), save it and upload it again"
+        )
+    return (
+        "this is an old Excel 97-2003 workbook (.xls) — open it in Excel and save it as 'Excel Workbook (.xlsx)' "
+        "(File › Save As), then upload that"
+    )
+
+
+def open_workbook(source: str | os.PathLike[str] | IO[bytes]) -> Workbook:
+    """Open and check a workbook: its signature, its zip, its parts and their sizes; list its sheets."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as file:
+            start = _start(file)
+    else:
+        start = _start(source)
+    check_signature(start)
+    try:
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise InvalidInput("the workbook is damaged (not a complete zip file) — " + AGAIN) from e
+    names = set(archive.namelist())
+    if "xl/workbook.bin" in names:
+        raise InvalidInput("this is an Excel binary workbook (.xlsb) — " + AGAIN)
+    main = _office_document(archive, names)
+    if main is None:
+        raise InvalidInput("this is a zip file but not an Excel workbook (it holds no workbook) — " + AGAIN)
+    return _workbook(archive, main, names)
+
+
+def _start(file: IO[bytes]) -> bytes:
+    start = file.read(1 << 20)
+    if start.startswith(_OLE2):
+        start += file.read(MAX_PART_XML)  # an OLE2 file's directory may be anywhere: look at the rest too
+    file.seek(0)
+    return start
+
+
+def _office_document(archive: zipfile.ZipFile, names: set[str]) -> str | None:
+    if "_rels/.rels" in names:
+        for kind, target, _id in _relations(read_part(archive, "_rels/.rels")):
+            if kind.endswith("/officeDocument"):
+                part = target.lstrip("/")
+                return part if part in names and part.endswith(".xml") and "workbook" in part.lower() else None
+    return "xl/workbook.xml" if "xl/workbook.xml" in names else None
+
+
+def _relations(xml: bytes) -> list[tuple[str, str, str]]:
+    """Each relationship of a .rels part: its type, target and id."""
+    found = re.findall(rb"<(?:\w+:)?Relationship\b([^>]*)", xml)
+    return [(_attribute(a, b"Type"), _attribute(a, b"Target"), _attribute(a, b"Id")) for a in found]
+
+
+def _attribute(attributes: bytes, name: bytes) -> str:
+    match = re.search(rb"\b" + name + rb'="([^"]*)"', attributes)
+    return match.group(1).decode("utf-8", "replace") if match else ""
+
+
+def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
+    folder = PurePosixPath(main).parent
+    rels_part = str(folder / "_rels" / (PurePosixPath(main).name + ".rels"))
+    targets: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for kind, target, rid in _relations(read_part(archive, rels_part)) if rels_part in names else []:
+        part = target.lstrip("/") if target.startswith("/") else str(folder / target)
+        targets[rid], kinds[rid] = part, kind.rsplit("/", 1)[-1]
+    by_kind = {kind: targets[rid] for rid, kind in kinds.items()}
+    xml = read_part(archive, main)
+    sheets = []
+    for attributes in re.findall(rb"<(?:\w+:)?sheet\b([^>]*)", xml):
+        rid = _attribute(attributes, b"r:id") or _attribute(attributes, b"id")
+        part = targets.get(rid, "")
+        if kinds.get(rid) != "worksheet" or part not in names:
+            continue  # a chart sheet or a dialog sheet holds no cells
+        name = html.unescape(_attribute(attributes, b"name"))
+        hidden = _attribute(attributes, b"state") in ("hidden", "veryHidden")
+        sheets.append(Sheet(name, not hidden, _used_rows(archive, part), part))
+    if not sheets:
+        raise InvalidInput("the workbook has no worksheet — " + AGAIN)
+    date1904 = bool(re.search(rb'date1904="(?:1|true)"', xml))
+    return Workbook(archive, sheets, date1904, by_kind.get("styles"), by_kind.get("sharedStrings"))
+
+
+def read_part(archive: zipfile.ZipFile, name: str, limit: int = MAX_PART_XML) -> bytes:
+    """A small part, whole, after checking what it declares it unpacks to."""
+    with open_part(archive, name, limit) as part:
+        return part.read()
+
+
+def open_part(archive: zipfile.ZipFile, name: str, limit: int) -> IO[bytes]:
+    """A part as a stream, refused first if its declared size or compression ratio is a bomb's."""
+    info = archive.getinfo(name)
+    if info.file_size > limit or (info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * info.compress_size):
+        raise InvalidInput(
+            f"the workbook's part {name} would unpack to {info.file_size / 1e6:,.0f} MB "
+            f"from {info.compress_size / 1e6:,.1f} MB, which no real workbook does (a 'zip bomb'), so it is not read"
+        )
+    try:
+        return archive.open(info)
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as e:  # RuntimeError: an encrypted zip member
+        raise InvalidInput("the workbook is damaged or packed in a way Excel does not write — " + AGAIN) from e
+
+
+def _used_rows(archive: zipfile.ZipFile, part: str) -> int:
+    """The number of a sheet's last row: from the ``<dimension>`` at its start (Excel writes one), or else
+    the last row's number, the sheet streamed through (openpyxl's and xlsxwriter's fast modes write none)."""
+    with open_part(archive, part, MAX_SHEET_XML) as stream:
+        data = stream.read(64 << 10)
+        match = re.search(rb'<(?:\w+:)?dimension\b[^>]*\bref="[A-Z]*\d+:[A-Z]*(\d+)"', data)
+        if match:
+            return min(int(match.group(1)), MAX_ROWS)
+        last_row, tail = 0, b""
+        while data:
+            chunk = tail + data
+            at = chunk.rfind(b"<row ") if b"<row " in chunk else chunk.rfind(b":row ")
+            if at >= 0 and (found := re.match(rb'[<:]row\b[^>]*?\br="(\d+)"', chunk[at:])):
+                last_row = int(found.group(1))
+            tail, data = chunk[-256:], stream.read(4 << 20)
+    return min(last_row, MAX_ROWS)
+
+
+def list_sheets(source: str | os.PathLike[str] | IO[bytes]) -> list[Sheet]:
+    """The workbook's worksheets in order (for a picker): name, visible, rows."""
+    book = open_workbook(source)
+    try:
+        return book.sheets
+    finally:
+        book.zip.close()
