@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import handlers, markers
+from . import handlers, markers, notify
 from .config import Settings
 from .counts import LABELS, counts_of
 from .csvio import InputFormat
@@ -140,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Before anything else touches the store: a bad setting (a SettingsError, which is a
         # ValueError) is one line and exit 2, like a bad flag.
         settings = Settings.load({"store": args.store, "handlers": flags or None})
+        notifier = notify.from_settings(settings)  # email / webhooks of the state changes made here, if set
     except ValueError as e:
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_SETTINGS
@@ -148,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         store, layout = open_store(settings.store)
         user = getattr(args, "sub_user", None) or args.user or os.environ.get("S3TASK_USER") or _login()
         actor = Actor(user, operator=user in settings.operators or _is_operator_env())
-        service = TaskService(store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds)
+        service = TaskService(
+            store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds, hook=notifier
+        )
         return COMMANDS[args.command](args, service, actor)
     except (S3TaskError, ValueError, OSError) as e:
         print(f"error: {_one_line(e)}", file=sys.stderr)

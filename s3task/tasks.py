@@ -34,16 +34,7 @@ from .errors import (
 from .ids import new_task_id, validate_task_id
 from .layout import CSV_TYPE, Layout
 from .progress import Progress
-from .record import (
-    SCHEMA_VERSION,
-    TaskRecord,
-    create_record,
-    new_write_id,
-    parse_iso,
-    read_record,
-    to_iso,
-    update_record,
-)
+from .record import SCHEMA_VERSION, Records, StateHook, TaskRecord, new_write_id, parse_iso, to_iso
 from .states import State
 from .store.base import ObjectMeta, ObjectStore, PutMode
 from .uploads import InputFiles
@@ -109,9 +100,13 @@ class TaskService(InputFiles):
         url_seconds: int = 900,
         url_signer: UrlSigner | None = None,
         on_queued: Callable[[str], None] | None = None,
+        hook: StateHook | None = None,
     ) -> None:
         self.store = store
         self.layout = layout
+        #: Reads and writes the records; ``hook`` hears of the state changes written (None: nobody does,
+        #: whatever the environment says: the notifier comes from whoever builds the service).
+        self.records = Records(store, layout, hook)
         #: Called with the task id after a submit or retry has queued it (the app wakes its embedded worker).
         self.on_queued = on_queued
         self.max_attempts = max_attempts
@@ -194,7 +189,7 @@ class TaskService(InputFiles):
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, task_id), b"", PutMode.OVERWRITE)
-        record, etag = create_record(self.store, self.layout, record)
+        record, etag = self.records.create(record)
         url = self.store.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
         if url is None and self.url_signer is not None:
             url = self.url_signer.presign_put(record.input_object_path, expires=self.url_seconds, content_type=CSV_TYPE)
@@ -212,7 +207,7 @@ class TaskService(InputFiles):
         """
         validate_task_id(task_id)
         known = self._recall(task_id)
-        record, etag = known if known is not None else read_record(self.store, self.layout, task_id)
+        record, etag = known if known is not None else self.records.read(task_id)
         self._require(actor, record, "submit")
         if record.status != lifecycle.Status.CREATED:
             raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
@@ -246,7 +241,7 @@ class TaskService(InputFiles):
         # Conditional on the record as read (or as created): one read less, and a record changed
         # in between (a cancel) fails the condition and is decided on again as it is now.
         first = None if etag is None else (record, etag)
-        record = update_record(self.store, self.layout, task_id, change, first=first)
+        record = self.records.update(task_id, change, first=first)
         self._queued(task_id, "submit")
         return record
 
@@ -269,7 +264,7 @@ class TaskService(InputFiles):
         cached = self._finished.get(task_id)
         if cached is not None:
             return cached
-        record, _ = read_record(self.store, self.layout, task_id)
+        record, _ = self.records.read(task_id)
         if record.status in (lifecycle.Status.COMPLETED, lifecycle.Status.ABANDONED):
             with self._lock:
                 self._finished[task_id] = record
@@ -359,7 +354,7 @@ class TaskService(InputFiles):
             # The counts the worker saved live, which the signal below overwrites: kept in the record.
             return lifecycle.cancel(current, now, by=actor.name, seen=seen, attempt=looked.attempt_id)
 
-        record = update_record(self.store, self.layout, task_id, change)
+        record = self.records.update(task_id, change)
         metrics.cancelled(record.task_type)
         # The worker of a running task notices within seconds (s3task.live); if we die before
         # this, its next heartbeat does.
@@ -376,9 +371,7 @@ class TaskService(InputFiles):
             raise InvalidTransition(f"cannot retry {lifecycle.describe(record)}; only failed tasks can be retried")
         # A final failure had its marker removed: put it back before queueing.
         markers.add(self.store, self.layout, task_id)
-        record = update_record(
-            self.store, self.layout, task_id, lambda r, now: lifecycle.retry(r, now, automatic=False)
-        )
+        record = self.records.update(task_id, lambda r, now: lifecycle.retry(r, now, automatic=False))
         # And again after: a poller that saw the task failed for good may have dropped the marker
         # between our add and our write (its re-read still said "failed"). Retry is the one way a
         # finished task comes back, so it is the one place that must re-add last.

@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .. import handlers, metrics
-from ..config import Settings
+from .. import handlers, metrics, notify
+from ..config import Settings, SettingsError
 from ..errors import S3TaskError
 from ..record import TaskRecord
 from ..store import open_store
@@ -267,6 +267,7 @@ def routes(
             max_attempts=settings.max_attempts,
             url_seconds=settings.url_seconds,
             url_signer=signer_for(store),
+            hook=notify.from_settings(settings),  # the email / webhooks of the state changes made through the API
         )
     api = Api(service, tokens if tokens is not None else TokenTable.from_env())
     errors = {S3TaskError: s3task_error, HTTPException: route_error}
@@ -291,11 +292,10 @@ def app() -> Starlette:
     A bad setting is one line on stderr and exit status 2, as for ``python -m s3task.http_api serve``.
     """
     try:
-        settings = Settings.load()
-    except ValueError as e:  # a SettingsError: it names the setting
+        return create_app(Settings.load())
+    except SettingsError as e:  # it names the setting (a notification channel's too, checked as the API is built)
         print(f"error: {one_line(e)}", file=sys.stderr)
         raise SystemExit(2) from None
-    return create_app(settings)
 
 
 def one_line(e: BaseException) -> str:

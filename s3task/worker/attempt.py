@@ -20,12 +20,10 @@ from typing import Any, Literal
 from .. import handlers, lifecycle, live, markers
 from ..config import Settings
 from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
-from ..layout import Layout
 from ..lifecycle import Lease
 from ..progress import Done, Failed, Message, Moved, Progress
-from ..record import Change, TaskRecord, read_record, write_record
+from ..record import Change, Records, TaskRecord
 from ..states import Status
-from ..store.base import ObjectStore
 from . import child
 
 log = logging.getLogger("s3task.worker")
@@ -96,8 +94,7 @@ class Outcome:
 class Attempt:
     def __init__(
         self,
-        store: ObjectStore,
-        layout: Layout,
+        records: Records,
         settings: Settings,
         record: TaskRecord,
         lease: Lease,
@@ -105,7 +102,8 @@ class Attempt:
         on_marker_lost: Callable[[str], None] = lambda _task_id: None,
         etag: str | None = None,
     ) -> None:
-        self.store, self.layout, self.settings = store, layout, settings
+        self.records, self.settings = records, settings
+        self.store, self.layout = records.store, records.layout
         #: The record as this attempt last wrote it (the claim, then each write) and its ETag: the next
         #: write is conditional on it instead of reading first. Anyone else's write in between (a cancel)
         #: fails the condition, and the change is then decided on the record as it is.
@@ -115,7 +113,7 @@ class Attempt:
         self.task_id = record.task_id
         self.progress = Progress()
         #: Saves the counts for readers every few seconds, and notices a cancel (s3task.live).
-        self.live = live.Publisher(store, layout, self.task_id, lease.attempt_id)
+        self.live = live.Publisher(self.store, self.layout, self.task_id, lease.attempt_id)
         #: Set by the worker's poll when it saw this task cancelled or its marker gone: re-read the record now.
         self._doubt = threading.Event()
         self._proc: Any = None
@@ -288,7 +286,7 @@ class Attempt:
 
     def _write(self, change: Change) -> TaskRecord:
         known, self._known = self._known, None  # used once: a failed write leaves it unknown
-        record, etag = write_record(self.store, self.layout, self.task_id, change, first=known)
+        record, etag = self.records.write(self.task_id, change, first=known)
         if etag is not None:
             self._known = (record, etag)
         return record
@@ -343,7 +341,7 @@ class Attempt:
         ``adopt``: when it still is, the progress object there is our own write whose answer was lost.
         """
         try:
-            record, _ = read_record(self.store, self.layout, self.task_id)
+            record, _ = self.records.read(self.task_id)
             lifecycle.check_owner(record, self.lease)
         except NotOwner as e:
             self._kill_child()

@@ -29,7 +29,7 @@ from ..config import Settings
 from ..errors import InvalidTransition, MarkerLost, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
 from ..lifecycle import Lease, Progress, Status
-from ..record import TaskRecord, read_record, update_record, write_record
+from ..record import Records, TaskRecord
 from ..store import open_store
 from ..store.base import ObjectStore
 from ..store.probe import cas_probe
@@ -46,11 +46,23 @@ _UNKNOWN = "?"
 
 
 class Worker:
-    def __init__(self, settings: Settings, store: ObjectStore | None = None, layout: Layout | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ObjectStore | None = None,
+        layout: Layout | None = None,
+        *,
+        notifier: notify.Notifier | None = None,
+    ) -> None:
+        """``notifier``: who sends the email and webhooks of the state changes this worker writes (and
+        sweeps the outbox); left out, one is made from ``settings`` (none when they name no channel).
+        A channel setting that does not fit stops the worker here (:class:`SettingsError`)."""
         self.settings = settings
         if store is None or layout is None:
             store, layout = open_store(settings.store)
         self.store, self.layout = store, layout
+        self.notifier = notifier if notifier is not None else notify.from_settings(settings)
+        self.records = Records(store, layout, self.notifier)
         self.stop_event = threading.Event()
         self._wake = threading.Event()
         self._slots = threading.Semaphore(max(1, settings.concurrency))
@@ -58,7 +70,6 @@ class Worker:
         self._attempts: dict[str, Attempt] = {}
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
-        notify.configure(settings)  # email / webhooks, if set; a setting that does not fit stops us here
         self._store_proven = False
         #: Tasks that may be pending but whose marker could not be put back: tried again every poll.
         self._unmarked: set[str] = set()
@@ -105,7 +116,7 @@ class Worker:
                 except Exception:  # a bug must not stop the loop: tasks in hand still need their heartbeats
                     log.exception("poll failed unexpectedly")
                 self.presence.beat(self.task_ids())  # never raises
-                notify.sweep_if_due(self.store, self.layout)  # notifications dead senders left; never raises
+                notify.sweep(self.notifier, self.store, self.layout)  # notifications dead senders left; never raises
                 self._wake.wait(self.settings.poll_interval)
                 self._wake.clear()
             self._drain()
@@ -241,7 +252,7 @@ class Worker:
     def _read_all(self, ids: list[str]) -> dict[str, tuple[TaskRecord, str]]:
         def one(task_id: str) -> tuple[TaskRecord, str] | None:
             try:
-                return read_record(self.store, self.layout, task_id)
+                return self.records.read(task_id)
             except TaskNotFound:
                 self._delete_marker(task_id)  # a marker with no task behind it
             except RecordError as e:
@@ -261,13 +272,7 @@ class Worker:
             if record.is_terminal:
                 self._delete_marker(task_id)
             elif lifecycle.retry_due(record, self.store.now()):
-                update_record(
-                    self.store,
-                    self.layout,
-                    task_id,
-                    lambda r, t: lifecycle.retry(r, t, automatic=True),
-                    first=(record, etag),
-                )
+                self.records.update(task_id, lambda r, t: lifecycle.retry(r, t, automatic=True), first=(record, etag))
                 log.info(
                     "retrying %s (attempt %d failed)",
                     task_id,
@@ -285,7 +290,7 @@ class Worker:
                     expired[:] = [ended is not None]
                     return ended
 
-                new = update_record(self.store, self.layout, task_id, expire, first=(record, etag))
+                new = self.records.update(task_id, expire, first=(record, etag))
                 if expired == [True]:
                     metrics.lease_expired(new.task_type)
                 if new.status == Status.FAILED:
@@ -369,7 +374,7 @@ class Worker:
             )
 
         try:
-            update_record(self.store, self.layout, record.task_id, change)
+            self.records.update(record.task_id, change)
         except Exception as e:  # the lease expiry hands it on instead
             log.error("could not end the attempt on %s: %s", record.task_id, e, extra={"task_id": record.task_id})
 
@@ -388,7 +393,7 @@ class Worker:
 
         try:
             # One try only: if someone else wrote in between, they won.
-            new, new_etag = write_record(self.store, self.layout, record.task_id, change, tries=1, first=(record, etag))
+            new, new_etag = self.records.write(record.task_id, change, tries=1, first=(record, etag))
         except (InvalidTransition, S3TaskError) as e:
             log.debug("lost the claim on %s: %s", record.task_id, e)
             return None
@@ -404,8 +409,7 @@ class Worker:
 
     def _start(self, record: TaskRecord, lease: Lease, etag: str | None = None) -> None:
         attempt = Attempt(
-            self.store,
-            self.layout,
+            self.records,
             self.settings,
             record,
             lease,
