@@ -214,12 +214,24 @@ class StateHook(Protocol):
     def before(self, store: ObjectStore, layout: Layout, old: TaskRecord, new: TaskRecord) -> Pending | None: ...
 
 
-class Records:
-    """The task records of one store: read, create, and change them with compare-and-set.
+@dataclass(frozen=True)
+class Written:
+    """What a compare-and-set write left: the record now stored, its ETag (None: not known, a write whose
+    answer was lost, found landed by a read), and the record the change was decided on (``record``
+    itself when there was nothing to do). ``(record, etag)`` is a ``first`` for the next write."""
 
-    ``hook``: who is told of the state changes written through here (None: nobody). It comes from
-    whoever built this from the settings; nothing here looks anywhere else for one.
-    """
+    record: TaskRecord
+    etag: str | None
+    before: TaskRecord
+
+    @property
+    def changed(self) -> bool:
+        return self.record is not self.before
+
+
+class Records:
+    """The task records of one store: read, create, and change them with compare-and-set. ``hook``: who is
+    told of the state changes written here (None: nobody), from whoever built this; none is looked for."""
 
     def __init__(self, store: ObjectStore, layout: Layout, hook: StateHook | None = None) -> None:
         self.store, self.layout, self.hook = store, layout, hook
@@ -270,22 +282,21 @@ class Records:
         precondition or times out, the write may still have landed (an SDK retry after a lost response
         sees its own write as a change). We re-read: if the stored ``write_id`` is ours, we won.
         """
-        return self.write(task_id, change, tries=tries, first=first)[0]
+        return self.write(task_id, change, tries=tries, first=first).record
 
     def write(
         self, task_id: str, change: Change, *, tries: int = CAS_TRIES, first: tuple[TaskRecord, str] | None = None
-    ) -> tuple[TaskRecord, str | None]:
-        """:meth:`update`, also returning the ETag the record now has (None when not known: a write
-        whose answer was lost, found landed by a read). The pair is a ``first`` for the next write."""
+    ) -> Written:
+        """:meth:`update`, returning also the record's new ETag and the record the change was decided on."""
         known = first
         for attempt in range(tries):
             record, etag, new = self._decide(task_id, change, known, decide_again=known is first)
             known = None
             if new is None:
-                return record, etag
+                return Written(record, etag, record)
             won, new_etag = self._put(record, new, etag, attempt)
             if won:
-                return new, new_etag
+                return Written(new, new_etag, record)
             time.sleep(random.uniform(0, 0.02 * (attempt + 1)))
         raise TooManyConflicts(f"task {task_id} kept changing under us; try again in a moment")
 
@@ -386,11 +397,3 @@ def update_record(store: ObjectStore, layout: Layout, task_id: str, change: Chan
     """:meth:`Records.update` (``tries``, ``first``; ``hook`` to tell one of a state change)."""
     hook: StateHook | None = options.pop("hook", None)
     return Records(store, layout, hook).update(task_id, change, **options)
-
-
-def write_record(
-    store: ObjectStore, layout: Layout, task_id: str, change: Change, **options: Any
-) -> tuple[TaskRecord, str | None]:
-    """:meth:`Records.write` (``tries``, ``first``; ``hook`` to tell one of a state change)."""
-    hook: StateHook | None = options.pop("hook", None)
-    return Records(store, layout, hook).write(task_id, change, **options)

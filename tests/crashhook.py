@@ -48,11 +48,11 @@ PHASES = (
     ("Worker.poll_once", "poll"),
     ("cas_probe", "probe"),
     ("_burst", "probe"),
-    ("TaskService.create", "create"),
-    ("InputFiles.upload_input", "upload"),  # TaskService's input side (s3task/uploads.py)
-    ("TaskService.submit", "submit"),
-    ("TaskService.cancel", "cancel"),
-    ("TaskService.retry", "retry"),
+    ("Transitions.create", "create"),  # TaskService's parts (s3task/tasks/)
+    ("Inputs.upload_input", "upload"),
+    ("Transitions.submit", "submit"),
+    ("Transitions.cancel", "cancel"),
+    ("Transitions.retry", "retry"),
     ("_is_ours", "child"),
     ("_run", "child"),
 )

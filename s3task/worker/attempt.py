@@ -286,10 +286,10 @@ class Attempt:
 
     def _write(self, change: Change) -> TaskRecord:
         known, self._known = self._known, None  # used once: a failed write leaves it unknown
-        record, etag = self.records.write(self.task_id, change, first=known)
-        if etag is not None:
-            self._known = (record, etag)
-        return record
+        written = self.records.write(self.task_id, change, first=known)
+        if written.etag is not None:
+            self._known = (written.record, written.etag)
+        return written.record
 
     def _write_final(self, change: Change) -> TaskRecord:
         """Complete, fail or release: retried through store errors for as long as the lease may be ours.

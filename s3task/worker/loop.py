@@ -283,15 +283,13 @@ class Worker:
             elif record.status == Status.RUNNING and task_id not in self._running:
                 grace = self.settings.lease_grace_seconds
                 backoff = self.settings.retry_backoff_seconds
-                expired: list[bool] = []  # whether the last change (the one written, if any) expired the lease
-
-                def expire(r: TaskRecord, t: Any) -> TaskRecord | None:
-                    ended = lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff)
-                    expired[:] = [ended is not None]
-                    return ended
-
-                new = self.records.update(task_id, expire, first=(record, etag))
-                if expired == [True]:
+                written = self.records.write(
+                    task_id,
+                    lambda r, t: lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff),
+                    first=(record, etag),
+                )
+                new = written.record
+                if written.changed:  # this poll's write expired the lease (None from expire: still live)
                     metrics.lease_expired(new.task_type)
                 if new.status == Status.FAILED:
                     log.warning("%s", new.last_error, extra={"task_id": task_id, "event": "failed"})
@@ -379,24 +377,22 @@ class Worker:
             log.error("could not end the attempt on %s: %s", record.task_id, e, extra={"task_id": record.task_id})
 
     def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease, str | None] | None:
-        holder: dict[str, Any] = {}
-
         def change(current: TaskRecord, now: Any) -> TaskRecord:
-            new, holder["lease"] = lifecycle.claim(
+            return lifecycle.claim(
                 current,
                 now,
                 worker_id=self.settings.worker_id,
                 lease_seconds=self.settings.lease_seconds,
                 max_attempts=self.settings.max_attempts,
-            )
-            return new
+            )[0]
 
         try:
             # One try only: if someone else wrote in between, they won.
-            new, new_etag = self.records.write(record.task_id, change, tries=1, first=(record, etag))
+            written = self.records.write(record.task_id, change, tries=1, first=(record, etag))
         except (InvalidTransition, S3TaskError) as e:
             log.debug("lost the claim on %s: %s", record.task_id, e)
             return None
+        new = written.record
         log.info(
             "claimed %s (attempt %d, %s)",
             new.task_id,
@@ -405,7 +401,7 @@ class Worker:
             extra={"task_id": new.task_id, "event": "claimed"},
         )
         metrics.claimed(new.task_type)
-        return new, holder["lease"], new_etag
+        return new, lifecycle.lease_of(new), written.etag
 
     def _start(self, record: TaskRecord, lease: Lease, etag: str | None = None) -> None:
         attempt = Attempt(
