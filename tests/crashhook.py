@@ -42,7 +42,7 @@ PHASES = (
     ("Attempt._finish", "finish"),
     ("Attempt._fail", "fail"),
     ("Attempt._release", "release"),
-    ("Worker._claim", "claim"),
+    ("Claims._claim", "claim"),  # s3task/worker/claim.py
     ("Worker._tidy", "tidy"),
     ("Worker._read_all", "poll"),
     ("Worker.poll_once", "poll"),

@@ -12,34 +12,33 @@ queued → a claim candidate; failed, not final, ``retry_at`` passed → back to
 the queue; running with its lease (plus a grace) expired by the *store's*
 clock → a failed attempt; terminal → drop the stale marker; created → leave
 alone (its submit may be under way). Unreadable records are logged and
-skipped, never rewritten.
+skipped, never rewritten. Claiming the candidates and running their attempts is
+:mod:`s3task.worker.claim`'s; the attempt itself, :mod:`s3task.worker.attempt`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from .. import lifecycle, markers, metrics, notify
 from ..config import Settings
 from ..errors import InvalidTransition, MarkerLost, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
-from ..lifecycle import Lease, Progress, Status
+from ..lifecycle import Status
 from ..record import Records, TaskRecord
 from ..store import open_store
 from ..store.base import ObjectStore
 from ..store.probe import cas_probe
-from .attempt import Attempt, fork_server_ready, start_fork_server, wait_for_fork_server
+from .attempt import Attempt
+from .claim import Claims
+from .forkserver import fork_server_ready, start_fork_server, wait_for_fork_server
 from .presence import Presence
 
 log = logging.getLogger("s3task.worker")
 
-#: Claim among the oldest few at random, so workers don't all race for one task.
-SPREAD = 3
 _READERS = 16
 #: What a worker remembers of the bell before its first look (or after a look or a listing failed).
 _UNKNOWN = "?"
@@ -65,11 +64,18 @@ class Worker:
         self.records = Records(store, layout, self.notifier)
         self.stop_event = threading.Event()
         self._wake = threading.Event()
-        self._slots = threading.Semaphore(max(1, settings.concurrency))
-        self._running: dict[str, threading.Thread] = {}
-        self._attempts: dict[str, Attempt] = {}
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
+        #: The attempts in hand: claimed into free slots, each on its own thread.
+        self.claims = Claims(
+            self.records,
+            settings,
+            self.presence,
+            stop=self.stop_event,
+            wake=self._wake,
+            prove=self.prove_store,
+            on_marker_lost=self.marker_lost,
+        )
         self._store_proven = False
         #: Tasks that may be pending but whose marker could not be put back: tried again every poll.
         self._unmarked: set[str] = set()
@@ -163,16 +169,11 @@ class Worker:
         self._drain(timeout)
 
     def _drain(self, timeout: float | None = None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            running = list(self._running.values())
-        for thread in running:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self.claims.join(None if timeout is None else time.monotonic() + timeout)
         self.presence.beat([], force=True, stopped=self.stop_event.is_set())
 
     def task_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._running)
+        return self.claims.ids()
 
     # --- polling -----------------------------------------------------------------
 
@@ -209,7 +210,7 @@ class Worker:
                 self._tidy(record, etag)
         candidates.reverse()  # oldest first
         metrics.polled(len(candidates))
-        return self._claim_some(candidates)
+        return self.claims.take(candidates)
 
     def _should_list(self) -> bool:
         """HEAD the bell, remembering its ETag *before* any listing; say whether this poll must list."""
@@ -238,8 +239,7 @@ class Worker:
         cost of its own, even while an attempt's counts stand still and no progress save could fail.
         """
         listed = set(ids)
-        with self._lock:
-            mine = dict(self._attempts)
+        mine: dict[str, Attempt] = self.claims.attempts()
         for task_id, attempt in mine.items():
             item = found.get(task_id)
             if task_id not in listed:
@@ -280,7 +280,7 @@ class Worker:
                     extra={"task_id": task_id, "event": "retried"},
                 )
                 self._wake.set()
-            elif record.status == Status.RUNNING and task_id not in self._running:
+            elif record.status == Status.RUNNING and not self.claims.holds(task_id):
                 grace = self.settings.lease_grace_seconds
                 backoff = self.settings.retry_backoff_seconds
                 written = self.records.write(
@@ -325,118 +325,6 @@ class Worker:
                 continue
             with self._lock:
                 self._unmarked.discard(task_id)
-
-    # --- claiming ----------------------------------------------------------------------
-
-    def _claim_some(self, candidates: list[tuple[TaskRecord, str]]) -> int:
-        started = 0
-        while candidates and not self.stop_event.is_set():
-            self.prove_store()  # no claim ever on a store that ignores conditions
-            if not self._slots.acquire(blocking=False):
-                break
-            pick = random.randrange(min(SPREAD, len(candidates)))
-            record, etag = candidates.pop(pick)
-            try:
-                claimed = self._claim(record, etag)
-            except Exception:  # e.g. an OSError from a local disk: give the slot back, try the others
-                log.exception("could not claim %s", record.task_id, extra={"task_id": record.task_id})
-                claimed = None
-            if claimed is None:
-                self._slots.release()
-                continue
-            try:
-                self._start(*claimed)
-            except Exception as e:  # claimed but not started: end the attempt now, not at its lease's expiry
-                log.exception("could not start the attempt on %s", record.task_id, extra={"task_id": record.task_id})
-                self._slots.release()
-                with self._lock:
-                    self._running.pop(record.task_id, None)
-                    self._attempts.pop(record.task_id, None)
-                self._fail_unstarted(claimed[0], claimed[1], e)
-                continue
-            started += 1
-        return started
-
-    def _fail_unstarted(self, record: TaskRecord, lease: Lease, error: Exception) -> None:
-        """A failed attempt (retried with backoff, so a bug that repeats ends in a final failure, not a loop)."""
-
-        def change(current: TaskRecord, now: Any) -> TaskRecord:
-            return lifecycle.fail(
-                current,
-                now,
-                lease=lease,
-                error=f"the worker could not start the attempt: {type(error).__name__}: {error}",
-                permanent=False,
-                progress=Progress(),
-                backoff_base=self.settings.retry_backoff_seconds,
-            )
-
-        try:
-            self.records.update(record.task_id, change)
-        except Exception as e:  # the lease expiry hands it on instead
-            log.error("could not end the attempt on %s: %s", record.task_id, e, extra={"task_id": record.task_id})
-
-    def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease, str | None] | None:
-        def change(current: TaskRecord, now: Any) -> TaskRecord:
-            return lifecycle.claim(
-                current,
-                now,
-                worker_id=self.settings.worker_id,
-                lease_seconds=self.settings.lease_seconds,
-                max_attempts=self.settings.max_attempts,
-            )[0]
-
-        try:
-            # One try only: if someone else wrote in between, they won.
-            written = self.records.write(record.task_id, change, tries=1, first=(record, etag))
-        except (InvalidTransition, S3TaskError) as e:
-            log.debug("lost the claim on %s: %s", record.task_id, e)
-            return None
-        new = written.record
-        log.info(
-            "claimed %s (attempt %d, %s)",
-            new.task_id,
-            new.attempt_id,
-            new.task_type,
-            extra={"task_id": new.task_id, "event": "claimed"},
-        )
-        metrics.claimed(new.task_type)
-        return new, lifecycle.lease_of(new), written.etag
-
-    def _start(self, record: TaskRecord, lease: Lease, etag: str | None = None) -> None:
-        attempt = Attempt(
-            self.records,
-            self.settings,
-            record,
-            lease,
-            self.stop_event,
-            on_marker_lost=self.marker_lost,
-            etag=etag,
-        )
-
-        def body() -> None:
-            started = time.monotonic()
-            try:
-                outcome = attempt.run()  # ends the attempt through the lifecycle, whatever happens inside
-                seconds, rows = time.monotonic() - started, attempt.progress.processed_count
-                metrics.attempt_ended(record.task_type, outcome.kind, seconds, rows, final=outcome.final)
-            except Exception as e:  # not even a bug in run() may take the worker down
-                log.exception("attempt on %s crashed in the worker: %s", record.task_id, e)
-            finally:
-                self._slots.release()
-                with self._lock:
-                    self._running.pop(record.task_id, None)
-                    self._attempts.pop(record.task_id, None)
-                self._wake.set()
-
-        thread = threading.Thread(target=body, name=f"attempt-{record.task_id}", daemon=True)
-        with self._lock:
-            # Started under the lock that publishes it: a stop draining the running attempts (another
-            # thread) never finds one that is listed but not started, which it could not join.
-            self._running[record.task_id] = thread
-            self._attempts[record.task_id] = attempt
-            thread.start()
-        self.presence.beat(self.task_ids(), force=True)
 
 
 def _in_progress(record: TaskRecord) -> bool:
