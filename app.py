@@ -60,6 +60,7 @@ def main() -> None:
     try:
         settings = Settings.load()
         app_settings = AppSettings.load()
+        services.notifier_for(settings)  # a notification channel that does not fit is a settings problem too
     except SettingsError as e:
         _stop_with("s3task is not configured correctly", str(e))
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import handlers, markers
+from . import handlers, markers, notify
 from .config import Settings
 from .counts import LABELS, counts_of
 from .csvio import InputFormat
@@ -139,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Before anything else touches the store: a bad setting is one line and exit 2, like a bad flag.
         settings = Settings.load({"store": args.store, "handlers": flags or None})
+        notifier = notify.from_settings(settings)  # email / webhooks of the state changes made here, if set
     except SettingsError as e:
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_SETTINGS
@@ -149,7 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The CLI is an operator tool: whoever can run it with the store's credentials can already
         # change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
         actor = Actor(user, operator=user in settings.operators or settings.cli_operator)
-        service = TaskService(store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds)
+        service = TaskService(
+            store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds, hook=notifier
+        )
         return COMMANDS[args.command](args, service, actor)
     except (S3TaskError, ValueError, OSError) as e:
         print(f"error: {_one_line(e)}", file=sys.stderr)

@@ -144,3 +144,10 @@ class TooManyConflicts(S3TaskError):
 
 class UnknownTaskType(S3TaskError):
     """No task type with that name is registered."""
+
+
+# --- notifications -----------------------------------------------------------
+
+
+class DeliveryFailed(S3TaskError):
+    """The receiver did not take the event (no answer in time, or not a 2xx answer)."""

@@ -174,6 +174,13 @@ def claim(
     return new, lease
 
 
+def lease_of(record: TaskRecord) -> Lease:
+    """The lease held in a running record (as its claim wrote it): its attempt, token and worker."""
+    if record.status != Status.RUNNING or not record.lease_token or not record.worker_id:
+        raise NotOwner(f"task {record.task_id} is not held by a worker ({record.status})")
+    return Lease(record.attempt_id, record.lease_token, record.worker_id)
+
+
 def heartbeat(
     record: TaskRecord, now: datetime, *, lease: Lease, lease_seconds: float, progress: Progress
 ) -> TaskRecord:

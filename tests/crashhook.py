@@ -42,17 +42,17 @@ PHASES = (
     ("Attempt._finish", "finish"),
     ("Attempt._fail", "fail"),
     ("Attempt._release", "release"),
-    ("Worker._claim", "claim"),
+    ("Claims._claim", "claim"),  # s3task/worker/claim.py
     ("Worker._tidy", "tidy"),
     ("Worker._read_all", "poll"),
     ("Worker.poll_once", "poll"),
     ("cas_probe", "probe"),
     ("_burst", "probe"),
-    ("TaskService.create", "create"),
-    ("InputFiles.upload_input", "upload"),  # TaskService's input side (s3task/uploads.py)
-    ("TaskService.submit", "submit"),
-    ("TaskService.cancel", "cancel"),
-    ("TaskService.retry", "retry"),
+    ("Transitions.create", "create"),  # TaskService's parts (s3task/tasks/)
+    ("Inputs.upload_input", "upload"),
+    ("Transitions.submit", "submit"),
+    ("Transitions.cancel", "cancel"),
+    ("Transitions.retry", "retry"),
     ("_is_ours", "child"),
     ("_run", "child"),
 )

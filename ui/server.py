@@ -27,10 +27,11 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
-from s3task import handlers, metrics
+from s3task import handlers, metrics, notify
 from s3task.clock import MACHINE, Clock
 from s3task.config import Settings
 from s3task.errors import S3TaskError, SettingsError
+from s3task.notify import Notifier
 from s3task.store import open_store
 from s3task.tasks import TaskService
 from s3task.web.transfer import signer_for
@@ -72,27 +73,44 @@ def _unavailable(reason: str) -> list[BaseRoute]:
     return [json_mount("/api", catch_all), json_mount("/transfer", list(catch_all))]
 
 
-_services: dict[tuple[str, int, int, str, Clock], TaskService] = {}
+_services: dict[tuple[str, int, int, str, Clock, Notifier | None], TaskService] = {}
+_notifiers: dict[Settings, Notifier | None] = {}
 _services_lock = threading.Lock()
 
 
 def task_service(
-    store_url: str, max_attempts: int, url_seconds: int, *, signing_key: str = "", clock: Clock = MACHINE
+    store_url: str,
+    max_attempts: int,
+    url_seconds: int,
+    *,
+    signing_key: str = "",
+    clock: Clock = MACHINE,
+    hook: Notifier | None = None,
 ) -> TaskService:
     """The one TaskService of this process for a store; on the local store it signs ``/transfer`` URLs.
 
+    ``hook``: the notifier of the state changes it writes (:func:`notifier_for`; None: none is sent).
     A plain per-process cache, not ``st.cache_resource``: the routes need it
     before Streamlit's runtime has started.
     """
-    key = (store_url, max_attempts, url_seconds, signing_key, clock)
+    key = (store_url, max_attempts, url_seconds, signing_key, clock, hook)
     with _services_lock:
         if key not in _services:
             store, layout = open_store(store_url, clock=clock)
             signer = signer_for(store, key=signing_key)
             _services[key] = TaskService(
-                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer
+                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer, hook=hook
             )
         return _services[key]
+
+
+def notifier_for(settings: Settings) -> Notifier | None:
+    """The one notifier of this process for these settings (None: no channel set), shared by the
+    pages' and the API's TaskService and the embedded worker. :class:`SettingsError` if they don't fit."""
+    with _services_lock:
+        if settings not in _notifiers:
+            _notifiers[settings] = notify.from_settings(settings)
+        return _notifiers[settings]
 
 
 def service_for(settings: Settings) -> TaskService:
@@ -106,6 +124,7 @@ def service_for(settings: Settings) -> TaskService:
         settings.url_seconds,
         signing_key=settings.signing_key,
         clock=settings.clock,
+        hook=notifier_for(settings),
     )
 
 
@@ -122,12 +141,13 @@ def _start_worker() -> None:
     """Best effort: if it cannot start (bad settings, a store that fails the probe), the pages say why."""
     try:
         settings = Settings.load()
+        notifier = notifier_for(settings)
     except SettingsError:
         return  # the pages show the settings problem
     if settings.embedded_worker:
         from s3task.worker import ensure_embedded, wake_embedded
 
-        ensure_embedded(settings)  # logs the reason itself
+        ensure_embedded(settings, notifier)  # logs the reason itself
         # A submit or retry through /api wakes the app's worker at once, even before any page has run. A store
         # that cannot be opened is left to the pages and /api to explain.
         with contextlib.suppress(S3TaskError):

@@ -20,7 +20,8 @@ from s3task.handlers import ERROR_COLUMN
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 
-from .server import service_for as service_for  # re-exported: pages and tests use them from here
+from .server import notifier_for as notifier_for  # re-exported: pages and tests use them from here
+from .server import service_for as service_for
 from .server import task_service as task_service
 
 log = logging.getLogger("s3task.app")
@@ -52,7 +53,7 @@ def _embedded_worker(_settings: Settings) -> Worker:
     except ImportError as e:
         log.warning("no embedded worker: %s", e)
         return Worker(False, f"the worker module is not available ({e})")
-    problem = ensure_embedded(_settings)
+    problem = ensure_embedded(_settings, notifier_for(_settings))
     if problem is None:
         from s3task.worker import wake_embedded
 

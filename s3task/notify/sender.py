@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings, SettingsError
-from ..errors import S3TaskError
+from ..errors import DeliveryFailed, S3TaskError
 from ..layout import Layout
 from ..record import TaskRecord
 from ..store.base import ObjectStore
@@ -298,7 +298,7 @@ class Notifier:
 
     def _why(self, target: str, e: Exception) -> str:
         """A failed delivery in words that name the target as :meth:`_shown` does and quote nothing else."""
-        if isinstance(e, webhook.DeliveryFailed):
+        if isinstance(e, DeliveryFailed):
             return str(e)  # made by webhook.post from the shown target
         detail = f"{type(e).__name__}: {e.strerror}" if isinstance(e, OSError) and e.strerror else type(e).__name__
         if isinstance(e, smtplib.SMTPResponseException):

@@ -17,16 +17,13 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..errors import DeliveryFailed as DeliveryFailed  # named here too: raised by post()
 from .deadline import Cutoff
 
 SIGNATURE_HEADER = "S3Task-Signature"
 EVENT_ID_HEADER = "S3Task-Event-Id"
 EVENT_TYPE_HEADER = "S3Task-Event-Type"
 USER_AGENT = "s3task-webhook/1"
-
-
-class DeliveryFailed(Exception):
-    """The receiver did not take the event (no answer in time, or not a 2xx answer)."""
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .. import handlers, metrics
+from .. import handlers, metrics, notify
 from ..config import Settings
 from ..errors import S3TaskError, SettingsError
 from ..record import TaskRecord
@@ -269,6 +269,7 @@ def routes(
             max_attempts=settings.max_attempts,
             url_seconds=settings.url_seconds,
             url_signer=signer_for(store, key=settings.signing_key),
+            hook=notify.from_settings(settings),  # the email / webhooks of the state changes made through the API
         )
     api = Api(service, tokens)
     errors = {S3TaskError: s3task_error, HTTPException: route_error}
@@ -294,7 +295,8 @@ def app() -> Starlette:
     """
     try:
         return create_app(Settings.load())
-    except SettingsError as e:  # it names the setting (the tokens file is checked before the store is opened)
+    except SettingsError as e:  # it names the setting (the tokens file and the notification channels are checked
+        # before the store is opened or the API is built)
         print(f"error: {one_line(e)}", file=sys.stderr)
         raise SystemExit(2) from None
 

@@ -8,6 +8,7 @@ import threading
 
 from ..config import Settings
 from ..errors import S3TaskError, UnsafeStore
+from ..notify import Notifier
 from .loop import Worker
 from .presence import live_workers
 
@@ -57,8 +58,10 @@ class EmbeddedWorker:
         return self.thread.is_alive()
 
 
-def start_embedded(settings: Settings) -> EmbeddedWorker:
+def start_embedded(settings: Settings, notifier: Notifier | None = None) -> EmbeddedWorker:
     """Start the process-wide embedded worker once; later calls return the same one.
+
+    ``notifier``: the app's own (shared with its TaskService), else one made from ``settings``.
 
     The store is probed first (:meth:`Worker.prove_store`): on a store that
     ignores conditional writes this raises :class:`~s3task.errors.UnsafeStore`
@@ -67,14 +70,14 @@ def start_embedded(settings: Settings) -> EmbeddedWorker:
     global _embedded
     with _embedded_lock:
         if _embedded is None or not _embedded.alive:
-            worker = Worker(settings)
+            worker = Worker(settings, notifier=notifier)
             worker.prove_store()
             _embedded = EmbeddedWorker(worker).start()
             atexit.register(_embedded.stop)
         return _embedded
 
 
-def ensure_embedded(settings: Settings) -> str | None:
+def ensure_embedded(settings: Settings, notifier: Notifier | None = None) -> str | None:
     """Start (or revive) the embedded worker; return why it cannot run, or None when it runs.
 
     Called at server start and again by the pages every minute, so a store that
@@ -83,7 +86,7 @@ def ensure_embedded(settings: Settings) -> str | None:
     """
     global _problem
     try:
-        start_embedded(settings)
+        start_embedded(settings, notifier)
         problem = None
     except (S3TaskError, ValueError, OSError) as e:
         problem = _explain(e, settings)

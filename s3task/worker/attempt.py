@@ -9,81 +9,27 @@ claim always wins over this attempt's stale view.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from .. import handlers, lifecycle, live, markers
 from ..config import Settings
 from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
-from ..layout import Layout
 from ..lifecycle import Lease
-from ..progress import Done, Failed, Message, Moved, Progress
-from ..record import Change, TaskRecord, read_record, write_record
+from ..progress import Done, Failed, Progress
+from ..record import Change, Records, TaskRecord
 from ..states import Status
-from ..store.base import ObjectStore
 from . import child
+from .forkserver import TaskProcess, fork_server_ready
 
 log = logging.getLogger("s3task.worker")
 
-# forkserver: children fork from a small server that has pandas and pyarrow
-# already imported and warmed up (s3task.worker.preload), so an attempt starts
-# in milliseconds without forking this (threaded) process.
-_MP = multiprocessing.get_context("forkserver")
-_MP.set_forkserver_preload(["s3task.worker.preload"])
+#: How long the supervision loop waits for the child's messages before it looks at the clock again.
 TICK = 0.2
-
-
-#: Set once the fork server has loaded (or failed to start): see :func:`start_fork_server`.
-_server_ready = threading.Event()
-_server_lock = threading.Lock()
-_server_thread: threading.Thread | None = None
-
-
-def _noop() -> None:
-    pass
-
-
-def start_fork_server() -> None:
-    """Start the fork server in the background, once per process, and return at once.
-
-    The server imports pandas and pyarrow and runs the warm-up (:mod:`s3task.worker.preload`) before
-    it forks anything, about a second here: a thread starts one empty process through it and then
-    sets :func:`fork_server_ready`. Meanwhile the worker polls and claims; an attempt waits for the
-    server with its lease renewed (:meth:`Attempt._wait_for_fork_server`).
-    """
-    global _server_thread
-    with _server_lock:
-        if _server_thread is None:
-            _server_thread = threading.Thread(target=_warm_up, name="s3task-fork-server", daemon=True)
-            _server_thread.start()
-
-
-def _warm_up() -> None:
-    try:
-        proc = _MP.Process(target=_noop, name="s3task-warm-up")
-        proc.start()
-        proc.join(120)
-    except (OSError, EOFError) as e:  # the fork server went away (the host is shutting down): attempts say so
-        log.warning("could not warm up the task processes' fork server: %r", e)
-    finally:
-        _server_ready.set()
-
-
-def fork_server_ready(timeout: float | None = None) -> bool:
-    """Whether the fork server has loaded, waiting up to ``timeout`` seconds (starting it if need be)."""
-    start_fork_server()
-    return _server_ready.wait(timeout)
-
-
-def wait_for_fork_server(timeout: float) -> None:
-    """Wait (up to ``timeout`` seconds) for a fork server being started to finish, so none outlives its worker."""
-    if _server_thread is not None:
-        _server_thread.join(timeout)
 
 
 @dataclass
@@ -96,8 +42,7 @@ class Outcome:
 class Attempt:
     def __init__(
         self,
-        store: ObjectStore,
-        layout: Layout,
+        records: Records,
         settings: Settings,
         record: TaskRecord,
         lease: Lease,
@@ -105,7 +50,8 @@ class Attempt:
         on_marker_lost: Callable[[str], None] = lambda _task_id: None,
         etag: str | None = None,
     ) -> None:
-        self.store, self.layout, self.settings = store, layout, settings
+        self.records, self.settings = records, settings
+        self.store, self.layout = records.store, records.layout
         #: The record as this attempt last wrote it (the claim, then each write) and its ETag: the next
         #: write is conditional on it instead of reading first. Anyone else's write in between (a cancel)
         #: fails the condition, and the change is then decided on the record as it is.
@@ -115,10 +61,10 @@ class Attempt:
         self.task_id = record.task_id
         self.progress = Progress()
         #: Saves the counts for readers every few seconds, and notices a cancel (s3task.live).
-        self.live = live.Publisher(store, layout, self.task_id, lease.attempt_id)
+        self.live = live.Publisher(self.store, self.layout, self.task_id, lease.attempt_id)
         #: Set by the worker's poll when it saw this task cancelled or its marker gone: re-read the record now.
         self._doubt = threading.Event()
-        self._proc: Any = None
+        self._proc: TaskProcess | None = None
         self._renewed = False
         #: When the lease was last known to be renewed (monotonic): the claim, then each heartbeat.
         self._renewed_at = time.monotonic()
@@ -175,7 +121,7 @@ class Attempt:
         outcome = self._wait_for_fork_server()
         if outcome is not None:
             return outcome
-        conn = self._start_child()
+        proc = self._start_child()
         interval = self.settings.lease_seconds / 3
         started = last_move = time.monotonic()
         last_renewal = self._renewed_at  # the claim, or a renewal while the fork server loaded
@@ -186,23 +132,20 @@ class Attempt:
         result: Done | Failed | None = None
         try:
             while result is None:
-                result = self._receive(conn)
+                result = self._receive(proc)
                 now = time.monotonic()
                 if self.progress.bytes_processed != moved_bytes:
                     moved_bytes, last_move = self.progress.bytes_processed, now
                 if result is not None:
                     break
-                if not self._proc.is_alive():
-                    result = self._receive(conn) or Failed(self._crash_message(), permanent=False)
+                if not proc.alive():
+                    result = self._receive(proc) or Failed(proc.crash_message(), permanent=False)
                     break
                 if self.stop.is_set():
                     return self._release()
-                if now - last_move > self.settings.stall_timeout:
-                    return self._fail(f"stalled: no progress for {self.settings.stall_timeout:.0f} seconds", False)
-                if max_runtime and now - started > max_runtime:
-                    return self._fail(f"ran longer than the {max_runtime:.0f} seconds this task type allows", False)
-                if self._rss_mb() > self.settings.max_child_memory_mb:
-                    return self._fail(f"used more than {self.settings.max_child_memory_mb} MB of memory", False)
+                broken = self._limit_broken(proc, now - last_move, now - started, max_runtime)
+                if broken:
+                    return self._fail(broken, False)
                 if self._doubt.is_set():
                     self._doubt.clear()
                     outcome = self._recheck()
@@ -221,11 +164,21 @@ class Attempt:
                         return outcome
         finally:
             self._kill_child()
-            conn.close()
+            proc.close()
         return self._finish(result)
 
-    def _start_child(self) -> Any:
-        parent_conn, child_conn = _MP.Pipe(duplex=False)
+    def _limit_broken(self, proc: TaskProcess, still: float, running: float, max_runtime: float | None) -> str:
+        """Why the attempt must stop now ("" while it may go on): ``still`` seconds without progress,
+        ``running`` seconds since its process started, and the memory that process uses."""
+        if still > self.settings.stall_timeout:
+            return f"stalled: no progress for {self.settings.stall_timeout:.0f} seconds"
+        if max_runtime and running > max_runtime:
+            return f"ran longer than the {max_runtime:.0f} seconds this task type allows"
+        if proc.rss_mb() > self.settings.max_child_memory_mb:
+            return f"used more than {self.settings.max_child_memory_mb} MB of memory"
+        return ""
+
+    def _start_child(self) -> TaskProcess:
         job = child.Job(
             store_url=self.settings.store,
             handler_modules=tuple(self.settings.handlers),
@@ -238,45 +191,19 @@ class Attempt:
             write_id=secrets.token_hex(8),
             input_format=dict(self.record.input_format),
         )
-        self._proc = _MP.Process(target=child.main, args=(job, child_conn), name=f"s3task-{self.task_id}", daemon=True)
-        self._proc.start()
-        child_conn.close()
-        return parent_conn
+        self._proc = TaskProcess(job)
+        return self._proc
 
-    def _receive(self, conn: Any) -> Done | Failed | None:
-        """Drain progress messages; return the final message if one came."""
-        try:
-            while conn.poll(TICK):
-                msg: Message = conn.recv()
-                if isinstance(msg, Moved):
-                    self.progress = msg.progress
-                    continue
-                if isinstance(msg, Done):
-                    self.progress = msg.progress
-                return msg
-        except (EOFError, OSError):
-            pass
-        return None
-
-    def _crash_message(self) -> str:
-        self._proc.join(1)
-        code = self._proc.exitcode
-        return f"the task's process stopped unexpectedly (exit code {code})"
+    def _receive(self, proc: TaskProcess) -> Done | Failed | None:
+        """Take in the progress messages; return the final message if one came."""
+        progress, final = proc.receive(TICK)
+        if progress is not None:
+            self.progress = progress
+        return final
 
     def _kill_child(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
+        if self._proc is not None:
             self._proc.kill()
-            self._proc.join(5)
-
-    def _rss_mb(self) -> float:
-        try:
-            with open(f"/proc/{self._proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
-        except (OSError, ValueError):
-            pass
-        return 0.0
 
     def _max_runtime(self) -> float | None:
         try:
@@ -288,10 +215,10 @@ class Attempt:
 
     def _write(self, change: Change) -> TaskRecord:
         known, self._known = self._known, None  # used once: a failed write leaves it unknown
-        record, etag = write_record(self.store, self.layout, self.task_id, change, first=known)
-        if etag is not None:
-            self._known = (record, etag)
-        return record
+        written = self.records.write(self.task_id, change, first=known)
+        if written.etag is not None:
+            self._known = (written.record, written.etag)
+        return written.record
 
     def _write_final(self, change: Change) -> TaskRecord:
         """Complete, fail or release: retried through store errors for as long as the lease may be ours.
@@ -343,12 +270,12 @@ class Attempt:
         ``adopt``: when it still is, the progress object there is our own write whose answer was lost.
         """
         try:
-            record, _ = read_record(self.store, self.layout, self.task_id)
+            record, _ = self.records.read(self.task_id)
             lifecycle.check_owner(record, self.lease)
         except NotOwner as e:
             self._kill_child()
             why = "it was cancelled" if record.status == Status.ABANDONED else str(e)
-            log.warning("stopped %s: %s", self.task_id, why, extra={"task_id": self.task_id, "event": "lost"})
+            log.warning("stopped %s: %s", self.task_id, why, extra=self._extra("lost"))
             return Outcome("lost", why)
         except S3TaskError as e:  # cannot tell now: the next save, poll or heartbeat asks again
             log.warning("could not re-read %s: %s", self.task_id, e, extra={"task_id": self.task_id})
@@ -366,26 +293,20 @@ class Attempt:
                 )
             )
             self._renewed = True
+            done = self.progress
             log.info(
-                "progress %s: %d rows, %d bytes",
-                self.task_id,
-                self.progress.processed_count,
-                self.progress.bytes_processed,
-                extra={"task_id": self.task_id, "event": "progress"},
-            )
+                "progress %s: %d rows, %d bytes", self.task_id, done.processed_count, done.bytes_processed,
+                extra=self._extra("progress"),
+            )  # fmt: skip
         except NotOwner as e:
-            log.warning("lost lease on %s: %s", self.task_id, e, extra={"task_id": self.task_id, "event": "lost"})
+            log.warning("lost lease on %s: %s", self.task_id, e, extra=self._extra("lost"))
             return Outcome("lost", str(e))
         except S3TaskError as e:
             # Keep trying while the lease may still be ours; past lease minus a
             # margin another worker may have taken over, so stop writing.
             if now - last_renewal > self.settings.lease_seconds - self._margin():
-                log.warning(
-                    "giving up %s: renewals failed for too long (%s)",
-                    self.task_id,
-                    e,
-                    extra={"task_id": self.task_id, "event": "lost"},
-                )
+                why = "renewals failed for too long"
+                log.warning("giving up %s: %s (%s)", self.task_id, why, e, extra=self._extra("lost"))
                 return Outcome("lost", f"renewals failed: {e}")
             log.warning("heartbeat failed for %s: %s", self.task_id, e, extra={"task_id": self.task_id})
         return None
@@ -394,56 +315,33 @@ class Attempt:
         if isinstance(result, Failed):
             return self._fail(result.message, result.permanent)
         output_key = self.layout.output_key(self.task_id, self.lease.attempt_id)
-        try:
-            self._write_final(
-                lambda r, t: lifecycle.complete(
-                    r,
-                    t,
-                    lease=self.lease,
-                    output_path=output_key,
-                    progress=self.progress,
-                    row_count=self.progress.row_count,
-                )
-            )
-        except NotOwner as e:
-            log.warning(
-                "finished %s but no longer own it: %s",
-                self.task_id,
-                e,
-                extra={"task_id": self.task_id, "event": "lost"},
-            )
-            return Outcome("lost", str(e))
-        except S3TaskError as e:
-            return self._gave_up("complete", e)
+        done = self.progress
+        ended = self._end(
+            "complete",
+            lambda r, t: lifecycle.complete(
+                r, t, lease=self.lease, output_path=output_key, progress=done, row_count=done.row_count
+            ),
+        )
+        if isinstance(ended, Outcome):
+            return ended
         self._drop_marker()
         log.info(
-            "completed %s: %d rows in, %d out, %d errors",
-            self.task_id,
-            self.progress.processed_count,
-            self.progress.row_count,
-            self.progress.error_count,
-            extra={"task_id": self.task_id, "event": "completed"},
-        )
+            "completed %s: %d rows in, %d out, %d errors", self.task_id, done.processed_count, done.row_count,
+            done.error_count, extra=self._extra("completed"),
+        )  # fmt: skip
         return Outcome("completed")
 
     def _fail(self, error: str, permanent: bool) -> Outcome:
         self._kill_child()
-        try:
-            record = self._write_final(
-                lambda r, t: lifecycle.fail(
-                    r,
-                    t,
-                    lease=self.lease,
-                    error=error,
-                    permanent=permanent,
-                    progress=self.progress,
-                    backoff_base=self.settings.retry_backoff_seconds,
-                )
-            )
-        except NotOwner as e:
-            return Outcome("lost", str(e))
-        except S3TaskError as e:
-            return self._gave_up("fail", e)
+        backoff = self.settings.retry_backoff_seconds
+        record = self._end(
+            "fail",
+            lambda r, t: lifecycle.fail(
+                r, t, lease=self.lease, error=error, permanent=permanent, progress=self.progress, backoff_base=backoff
+            ),
+        )
+        if isinstance(record, Outcome):
+            return record
         if record.final:
             self._drop_marker()
         log.warning(
@@ -452,31 +350,40 @@ class Attempt:
             self.lease.attempt_id,
             ", final" if record.final else f", retry at {record.retry_at}",
             error,
-            extra={"task_id": self.task_id, "event": "failed"},
+            extra=self._extra("failed"),
         )
         return Outcome("failed", error, final=record.final)
 
     def _release(self) -> Outcome:
         self._kill_child()
-        try:
-            record = self._write_final(lambda r, t: lifecycle.release(r, t, lease=self.lease))
-        except NotOwner as e:
-            return Outcome("lost", str(e))
-        except S3TaskError as e:
-            return self._gave_up("release", e)
-        log.info("released %s back to the queue", self.task_id, extra={"task_id": self.task_id, "event": "released"})
+        record = self._end("release", lambda r, t: lifecycle.release(r, t, lease=self.lease))
+        if isinstance(record, Outcome):
+            return record
+        log.info("released %s back to the queue", self.task_id, extra=self._extra("released"))
         if record.is_terminal:
             self._drop_marker()
         return Outcome("released")
 
+    def _end(self, action: str, change: Change) -> TaskRecord | Outcome:
+        """Write the attempt's end (``action``: complete, fail, release): the record as written, or, when it
+        could not be written, the outcome: lost (no longer ours, or the store failed us past the lease)."""
+        try:
+            return self._write_final(change)
+        except NotOwner as e:
+            if action == "complete":
+                log.warning("finished %s but no longer own it: %s", self.task_id, e, extra=self._extra("lost"))
+            return Outcome("lost", str(e))
+        except S3TaskError as e:
+            return self._gave_up(action, e)
+
+    def _extra(self, event: str) -> dict[str, str]:
+        return {"task_id": self.task_id, "event": event}
+
     def _gave_up(self, action: str, error: S3TaskError) -> Outcome:
         log.warning(
-            "could not %s %s before the lease ran out (%s); its expiry hands the task on",
-            action,
-            self.task_id,
-            error,
-            extra={"task_id": self.task_id, "event": "lost"},
-        )
+            "could not %s %s before the lease ran out (%s); its expiry hands the task on", action, self.task_id, error,
+            extra=self._extra("lost"),
+        )  # fmt: skip
         return Outcome("lost", f"could not {action}: {error}")
 
     def _drop_marker(self) -> None:

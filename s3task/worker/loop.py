@@ -12,53 +12,70 @@ queued → a claim candidate; failed, not final, ``retry_at`` passed → back to
 the queue; running with its lease (plus a grace) expired by the *store's*
 clock → a failed attempt; terminal → drop the stale marker; created → leave
 alone (its submit may be under way). Unreadable records are logged and
-skipped, never rewritten.
+skipped, never rewritten. Claiming the candidates and running their attempts is
+:mod:`s3task.worker.claim`'s; the attempt itself, :mod:`s3task.worker.attempt`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from .. import lifecycle, markers, metrics, notify
 from ..config import Settings
 from ..errors import InvalidTransition, MarkerLost, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
-from ..lifecycle import Lease, Progress, Status
-from ..record import TaskRecord, read_record, update_record, write_record
+from ..lifecycle import Status
+from ..record import Records, TaskRecord
 from ..store import open_store
 from ..store.base import ObjectStore
 from ..store.probe import cas_probe
-from .attempt import Attempt, fork_server_ready, start_fork_server, wait_for_fork_server
+from .attempt import Attempt
+from .claim import Claims
+from .forkserver import fork_server_ready, start_fork_server, wait_for_fork_server
 from .presence import Presence
 
 log = logging.getLogger("s3task.worker")
 
-#: Claim among the oldest few at random, so workers don't all race for one task.
-SPREAD = 3
 _READERS = 16
 #: What a worker remembers of the bell before its first look (or after a look or a listing failed).
 _UNKNOWN = "?"
 
 
 class Worker:
-    def __init__(self, settings: Settings, store: ObjectStore | None = None, layout: Layout | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ObjectStore | None = None,
+        layout: Layout | None = None,
+        *,
+        notifier: notify.Notifier | None = None,
+    ) -> None:
+        """``notifier``: who sends the email and webhooks of the state changes this worker writes (and
+        sweeps the outbox); left out, one is made from ``settings`` (none when they name no channel).
+        A channel setting that does not fit stops the worker here (:class:`SettingsError`)."""
         self.settings = settings
         if store is None or layout is None:
             store, layout = open_store(settings.store, clock=settings.clock)
         self.store, self.layout = store, layout
+        self.notifier = notifier if notifier is not None else notify.from_settings(settings)
+        self.records = Records(store, layout, self.notifier)
         self.stop_event = threading.Event()
         self._wake = threading.Event()
-        self._slots = threading.Semaphore(max(1, settings.concurrency))
-        self._running: dict[str, threading.Thread] = {}
-        self._attempts: dict[str, Attempt] = {}
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
-        notify.configure(settings)  # email / webhooks, if set; a setting that does not fit stops us here
+        #: The attempts in hand: claimed into free slots, each on its own thread.
+        self.claims = Claims(
+            self.records,
+            settings,
+            self.presence,
+            stop=self.stop_event,
+            wake=self._wake,
+            prove=self.prove_store,
+            on_marker_lost=self.marker_lost,
+        )
         self._store_proven = False
         #: Tasks that may be pending but whose marker could not be put back: tried again every poll.
         self._unmarked: set[str] = set()
@@ -105,7 +122,7 @@ class Worker:
                 except Exception:  # a bug must not stop the loop: tasks in hand still need their heartbeats
                     log.exception("poll failed unexpectedly")
                 self.presence.beat(self.task_ids())  # never raises
-                notify.sweep_if_due(self.store, self.layout)  # notifications dead senders left; never raises
+                notify.sweep(self.notifier, self.store, self.layout)  # notifications dead senders left; never raises
                 self._wake.wait(self.settings.poll_interval)
                 self._wake.clear()
             self._drain()
@@ -152,16 +169,11 @@ class Worker:
         self._drain(timeout)
 
     def _drain(self, timeout: float | None = None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            running = list(self._running.values())
-        for thread in running:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self.claims.join(None if timeout is None else time.monotonic() + timeout)
         self.presence.beat([], force=True, stopped=self.stop_event.is_set())
 
     def task_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._running)
+        return self.claims.ids()
 
     # --- polling -----------------------------------------------------------------
 
@@ -198,7 +210,7 @@ class Worker:
                 self._tidy(record, etag)
         candidates.reverse()  # oldest first
         metrics.polled(len(candidates))
-        return self._claim_some(candidates)
+        return self.claims.take(candidates)
 
     def _should_list(self) -> bool:
         """HEAD the bell, remembering its ETag *before* any listing; say whether this poll must list."""
@@ -227,8 +239,7 @@ class Worker:
         cost of its own, even while an attempt's counts stand still and no progress save could fail.
         """
         listed = set(ids)
-        with self._lock:
-            mine = dict(self._attempts)
+        mine: dict[str, Attempt] = self.claims.attempts()
         for task_id, attempt in mine.items():
             item = found.get(task_id)
             if task_id not in listed:
@@ -241,7 +252,7 @@ class Worker:
     def _read_all(self, ids: list[str]) -> dict[str, tuple[TaskRecord, str]]:
         def one(task_id: str) -> tuple[TaskRecord, str] | None:
             try:
-                return read_record(self.store, self.layout, task_id)
+                return self.records.read(task_id)
             except TaskNotFound:
                 self._delete_marker(task_id)  # a marker with no task behind it
             except RecordError as e:
@@ -261,13 +272,7 @@ class Worker:
             if record.is_terminal:
                 self._delete_marker(task_id)
             elif lifecycle.retry_due(record, self.store.now()):
-                update_record(
-                    self.store,
-                    self.layout,
-                    task_id,
-                    lambda r, t: lifecycle.retry(r, t, automatic=True),
-                    first=(record, etag),
-                )
+                self.records.update(task_id, lambda r, t: lifecycle.retry(r, t, automatic=True), first=(record, etag))
                 log.info(
                     "retrying %s (attempt %d failed)",
                     task_id,
@@ -275,18 +280,16 @@ class Worker:
                     extra={"task_id": task_id, "event": "retried"},
                 )
                 self._wake.set()
-            elif record.status == Status.RUNNING and task_id not in self._running:
+            elif record.status == Status.RUNNING and not self.claims.holds(task_id):
                 grace = self.settings.lease_grace_seconds
                 backoff = self.settings.retry_backoff_seconds
-                expired: list[bool] = []  # whether the last change (the one written, if any) expired the lease
-
-                def expire(r: TaskRecord, t: Any) -> TaskRecord | None:
-                    ended = lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff)
-                    expired[:] = [ended is not None]
-                    return ended
-
-                new = update_record(self.store, self.layout, task_id, expire, first=(record, etag))
-                if expired == [True]:
+                written = self.records.write(
+                    task_id,
+                    lambda r, t: lifecycle.expire(r, t, grace_seconds=grace, backoff_base=backoff),
+                    first=(record, etag),
+                )
+                new = written.record
+                if written.changed:  # this poll's write expired the lease (None from expire: still live)
                     metrics.lease_expired(new.task_type)
                 if new.status == Status.FAILED:
                     log.warning("%s", new.last_error, extra={"task_id": task_id, "event": "failed"})
@@ -322,121 +325,6 @@ class Worker:
                 continue
             with self._lock:
                 self._unmarked.discard(task_id)
-
-    # --- claiming ----------------------------------------------------------------------
-
-    def _claim_some(self, candidates: list[tuple[TaskRecord, str]]) -> int:
-        started = 0
-        while candidates and not self.stop_event.is_set():
-            self.prove_store()  # no claim ever on a store that ignores conditions
-            if not self._slots.acquire(blocking=False):
-                break
-            pick = random.randrange(min(SPREAD, len(candidates)))
-            record, etag = candidates.pop(pick)
-            try:
-                claimed = self._claim(record, etag)
-            except Exception:  # e.g. an OSError from a local disk: give the slot back, try the others
-                log.exception("could not claim %s", record.task_id, extra={"task_id": record.task_id})
-                claimed = None
-            if claimed is None:
-                self._slots.release()
-                continue
-            try:
-                self._start(*claimed)
-            except Exception as e:  # claimed but not started: end the attempt now, not at its lease's expiry
-                log.exception("could not start the attempt on %s", record.task_id, extra={"task_id": record.task_id})
-                self._slots.release()
-                with self._lock:
-                    self._running.pop(record.task_id, None)
-                    self._attempts.pop(record.task_id, None)
-                self._fail_unstarted(claimed[0], claimed[1], e)
-                continue
-            started += 1
-        return started
-
-    def _fail_unstarted(self, record: TaskRecord, lease: Lease, error: Exception) -> None:
-        """A failed attempt (retried with backoff, so a bug that repeats ends in a final failure, not a loop)."""
-
-        def change(current: TaskRecord, now: Any) -> TaskRecord:
-            return lifecycle.fail(
-                current,
-                now,
-                lease=lease,
-                error=f"the worker could not start the attempt: {type(error).__name__}: {error}",
-                permanent=False,
-                progress=Progress(),
-                backoff_base=self.settings.retry_backoff_seconds,
-            )
-
-        try:
-            update_record(self.store, self.layout, record.task_id, change)
-        except Exception as e:  # the lease expiry hands it on instead
-            log.error("could not end the attempt on %s: %s", record.task_id, e, extra={"task_id": record.task_id})
-
-    def _claim(self, record: TaskRecord, etag: str) -> tuple[TaskRecord, Lease, str | None] | None:
-        holder: dict[str, Any] = {}
-
-        def change(current: TaskRecord, now: Any) -> TaskRecord:
-            new, holder["lease"] = lifecycle.claim(
-                current,
-                now,
-                worker_id=self.settings.worker_id,
-                lease_seconds=self.settings.lease_seconds,
-                max_attempts=self.settings.max_attempts,
-            )
-            return new
-
-        try:
-            # One try only: if someone else wrote in between, they won.
-            new, new_etag = write_record(self.store, self.layout, record.task_id, change, tries=1, first=(record, etag))
-        except (InvalidTransition, S3TaskError) as e:
-            log.debug("lost the claim on %s: %s", record.task_id, e)
-            return None
-        log.info(
-            "claimed %s (attempt %d, %s)",
-            new.task_id,
-            new.attempt_id,
-            new.task_type,
-            extra={"task_id": new.task_id, "event": "claimed"},
-        )
-        metrics.claimed(new.task_type)
-        return new, holder["lease"], new_etag
-
-    def _start(self, record: TaskRecord, lease: Lease, etag: str | None = None) -> None:
-        attempt = Attempt(
-            self.store,
-            self.layout,
-            self.settings,
-            record,
-            lease,
-            self.stop_event,
-            on_marker_lost=self.marker_lost,
-            etag=etag,
-        )
-
-        def body() -> None:
-            started = time.monotonic()
-            try:
-                outcome = attempt.run()  # ends the attempt through the lifecycle, whatever happens inside
-                seconds, rows = time.monotonic() - started, attempt.progress.processed_count
-                metrics.attempt_ended(record.task_type, outcome.kind, seconds, rows, final=outcome.final)
-            except Exception as e:  # not even a bug in run() may take the worker down
-                log.exception("attempt on %s crashed in the worker: %s", record.task_id, e)
-            finally:
-                self._slots.release()
-                with self._lock:
-                    self._running.pop(record.task_id, None)
-                    self._attempts.pop(record.task_id, None)
-                self._wake.set()
-
-        thread = threading.Thread(target=body, name=f"attempt-{record.task_id}", daemon=True)
-        with self._lock:
-            # Started under the lock that publishes it: a stop draining the running attempts (another
-            # thread) never finds one that is listed but not started, which it could not join.
-            self._running[record.task_id] = thread
-            self._attempts[record.task_id] = attempt
-            thread.start()
-        self.presence.beat(self.task_ids(), force=True)
 
 
 def _in_progress(record: TaskRecord) -> bool:

@@ -152,13 +152,6 @@ def smtp() -> Iterator[Mailbox]:
     controller.stop()
 
 
-@pytest.fixture(autouse=True)
-def no_notifier_left() -> Iterator[None]:
-    """Each test configures this process's channels itself; none outlives it."""
-    yield
-    notify.configure(None)
-
-
 # --- in this process, on the local store -------------------------------------------------------------
 
 
@@ -168,6 +161,8 @@ class Local:
     layout: Layout
     service: TaskService
     settings: Settings
+    #: This process's channels, handed to the service and the worker alike (None: no channel set).
+    notifier: notify.Notifier | None
 
     def task(self, actor: Actor, name: str, body: bytes = b"a,b\n1,2\n3,4\n", submit: bool = True, **kw: Any) -> str:
         created = self.service.create(actor, name, kw.pop("task_type", "copy"), kw.pop("params", None))
@@ -178,7 +173,7 @@ class Local:
         return task_id
 
     def work(self) -> None:
-        Worker(self.settings, self.store, self.layout).run_once()
+        Worker(self.settings, self.store, self.layout, notifier=self.notifier).run_once()
 
     def pending(self) -> list[str]:
         return self.store.list_keys(self.layout.outbox_root())
@@ -193,16 +188,15 @@ def local_env(tmp_path: Path, **settings: Any) -> Local:
     values.setdefault("max_attempts", 1)
     values.setdefault("handlers", ("worker_handlers",))
     full = Settings(**values)
-    notifier = notify.configure(full)
+    notifier = notify.from_settings(full)
     store = LocalStore(tmp_path / "data")
     layout = Layout("batch-tasks")
     assert (notifier is not None) == bool(full.smtp_url or full.webhook_urls)
-    return Local(store, layout, TaskService(store, layout, max_attempts=1), full)
+    return Local(store, layout, TaskService(store, layout, max_attempts=1, hook=notifier), full, notifier)
 
 
-def drained() -> bool:
-    notifier = notify.current()
-    return notifier is None or notifier.drain(30)
+def drained(env: Local) -> bool:
+    return env.notifier is None or env.notifier.drain(30)
 
 
 def test_the_owner_gets_one_email_per_ending_with_a_link(tmp_path: Path, smtp: Mailbox) -> None:
@@ -218,7 +212,7 @@ def test_the_owner_gets_one_email_per_ending_with_a_link(tmp_path: Path, smtp: M
     assert env.record(done).status == "completed" and env.record(boom).state == "failed_for_good"
     assert env.record(not_an_address).status == "completed"
     wait_for(lambda: len(smtp.messages) >= 3, timeout=30, what="three emails")
-    assert drained()
+    assert drained(env)
     assert len(smtp.messages) == 3
     by_subject = {m["Subject"]: m for m in smtp.messages}
     assert sorted(by_subject) == [
@@ -235,7 +229,7 @@ def test_the_owner_gets_one_email_per_ending_with_a_link(tmp_path: Path, smtp: M
 
 def test_no_channel_means_no_notification_and_no_extra_request(tmp_path: Path, smtp: Mailbox) -> None:
     env = local_env(tmp_path)
-    assert notify.current() is None
+    assert env.notifier is None
     task_id = env.task(ANN, "quiet")
     env.work()
     assert env.record(task_id).status == "completed"
@@ -249,7 +243,7 @@ def test_what_notifications_cost_in_requests(tmp_path: Path, receiver: Receiver,
     channels = {"webhook_urls": (receiver.url,), "webhook_secret": SECRET} if on else {}
     env = local_env(tmp_path, **channels)
     env.store = CountingStore(tmp_path / "data")
-    env.service = TaskService(env.store, env.layout, max_attempts=1)
+    env.service = TaskService(env.store, env.layout, max_attempts=1, hook=env.notifier)
     task_id = env.task(ANN, "counted")  # submitted, then started and completed: three state changes
     env.work()
     assert env.record(task_id).status == "completed"
@@ -285,7 +279,7 @@ def test_webhooks_are_signed_as_documented_and_cover_every_state_change(tmp_path
     task_id = env.task(ANN, "March customer list")
     env.work()
     wait_for(lambda: len(receiver.accepted) >= 3, timeout=30, what="three events")
-    assert drained()
+    assert drained(env)
     assert receiver.bad_signatures == 0
     got = sorted(receiver.accepted, key=lambda e: e["task"]["revision"])
     assert [e["type"] for e in got] == ["task.submitted", "task.started", "task.completed"]
@@ -317,7 +311,7 @@ def test_a_receiver_failing_five_times_gets_the_event_a_sixth_time(tmp_path: Pat
     task_id = env.task(ANN, "cancel me", submit=False)
     env.service.cancel(ANN, task_id)  # one state change: one event
     wait_for(lambda: receiver.accepted, timeout=30, what="the event accepted")
-    assert drained()
+    assert drained(env)
     event_id = f"{task_id}.{env.record(task_id).revision}"
     assert receiver.ids("received") == {event_id: 6}
     assert receiver.ids() == {event_id: 1}
@@ -345,7 +339,7 @@ def test_an_outbox_entry_left_by_a_dead_sender_is_settled_against_the_record(
     tmp_path: Path, receiver: Receiver
 ) -> None:
     env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET, outbox_recover_seconds=1)
-    notifier = notify.current()
+    notifier = env.notifier
     assert notifier is not None
     task_id = env.task(ANN, "t", submit=False)
     wait_for(lambda: env.pending() == [], timeout=30, what="nothing pending")  # (no event yet: created only)
@@ -364,7 +358,7 @@ def test_an_outbox_entry_left_by_a_dead_sender_is_settled_against_the_record(
     counts = notifier.sweep_if_due(env.store, env.layout)
     assert counts == {"resent": 1, "dropped": 1, "missed": 0}
     wait_for(lambda: receiver.accepted, timeout=30, what="the re-sent event")
-    assert drained()
+    assert drained(env)
     assert receiver.ids() == {f"{task_id}.{landed.revision}": 1}
     assert receiver.accepted[0]["cancelled_by"] == "ops@example.com"
     assert env.pending() == [] and landed_key != lost_key
@@ -394,7 +388,9 @@ def test_a_lost_claim_race_sends_nothing_and_leaves_nothing(tmp_path: Path, rece
     env = local_env(tmp_path, webhook_urls=(receiver.url,), webhook_secret=SECRET)
     task_id = env.task(ANN, "raced")
     first = read_record(env.store, env.layout, task_id)
-    update_record(env.store, env.layout, task_id, lambda r, t: lifecycle.cancel(r, t, by="ann@example.com"))
+    update_record(
+        env.store, env.layout, task_id, lambda r, t: lifecycle.cancel(r, t, by="ann@example.com"), hook=env.notifier
+    )
     with pytest.raises(Exception):  # noqa: B017 - the stale claim loses (any refusal)
         update_record(
             env.store,
@@ -403,9 +399,10 @@ def test_a_lost_claim_race_sends_nothing_and_leaves_nothing(tmp_path: Path, rece
             lambda r, t: lifecycle.claim(r, t, worker_id="late", lease_seconds=5)[0],
             tries=1,
             first=first,
+            hook=env.notifier,
         )
     wait_for(lambda: len(receiver.accepted) == 2, timeout=30, what="submitted and cancelled")
-    assert drained()
+    assert drained(env)
     assert sorted(e["type"] for e in receiver.accepted) == ["task.cancelled", "task.submitted"]
     wait_for(lambda: env.pending() == [], timeout=10, what="the loser's outbox entry removed")
 
@@ -431,7 +428,8 @@ def hooked(receiver: Receiver, **extra: str) -> dict[str, str]:
 
 def test_every_state_change_of_many_tasks_reaches_the_receiver_exactly_once(many: Env, receiver: Receiver) -> None:
     # This process submits (three app replicas would do the same): its submits are its events to send.
-    notify.configure(Settings(store=many.url, webhook_urls=(receiver.url,), webhook_secret=SECRET))
+    notifier = notify.from_settings(Settings(store=many.url, webhook_urls=(receiver.url,), webhook_secret=SECRET))
+    many.service = TaskService(many.store, many.layout, hook=notifier)
     ids = [many.submit(f"t{i}", csv_rows(i + 1)) for i in range(8)]
     workers = [many.worker(name=f"race{i}", env=hooked(receiver)) for i in range(3)]
     for task_id in ids:
@@ -755,7 +753,7 @@ def test_webhook_urls_are_secret_wherever_they_could_be_shown(
     env.service.cancel(ANN, task_id)
     missed_root = env.layout.outbox_root("missed")
     wait_for(lambda: env.store.list_keys(missed_root), timeout=30, what="the event listed as missed")
-    assert drained()
+    assert drained(env)
     entries = [env.store.get(k).body.decode() for k in env.store.list_keys(missed_root)]
     listed = [
         subprocess.run(

@@ -215,7 +215,9 @@ def test_a_pending_task_that_lost_its_marker_is_healed_when_someone_looks_at_it(
 
 def test_an_error_while_claiming_gives_the_slot_back(env, worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:
     """An OSError (disk full, EIO) in a claim used to keep the worker's only slot: it polled on, claiming nothing."""
-    real = Worker._claim
+    from s3task.worker.claim import Claims  # the worker's part that claims
+
+    real = Claims._claim
     calls = []
 
     def claim(self, record, etag):
@@ -224,7 +226,7 @@ def test_an_error_while_claiming_gives_the_slot_back(env, worker: Worker, monkey
             raise OSError(28, "No space left on device")
         return real(self, record, etag)
 
-    monkeypatch.setattr(Worker, "_claim", claim)
+    monkeypatch.setattr(Claims, "_claim", claim)
     task_id = submit(env[2], "after a bad claim")
     wait_for(lambda: record(env, task_id).status == "completed", timeout=WITHIN, what="the task claimed again")
     assert len(calls) >= 2

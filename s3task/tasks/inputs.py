@@ -1,54 +1,48 @@
-"""The input side of :class:`s3task.tasks.TaskService`: putting a task's file in the store and queueing it.
+"""A task's input file: putting it in the store, and queueing the task once it is there.
 
-One place for every way a file arrives — streamed through the caller (the CLI,
-the page's own uploader), or sent by a browser straight to the store in one
-piece or in parts — and for what happens after: join the parts, check the
-size and the header, queue the task, or, when any of that fails, leave no
-half-made task behind.
+One place for every way a file arrives — streamed through the caller (the CLI, the page's own
+uploader), or sent by a browser straight to the store in one piece or in parts — and for what
+happens after: join the parts, check the size and the header, queue the task, or, when any of
+that fails, leave no half-made task behind.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO
+from dataclasses import dataclass
+from typing import Any, BinaryIO
 
-from . import lifecycle
-from .csvio import INSPECT_BYTES, InputFormat, parse_input_format, read_start, resolve
-from .errors import InvalidInput, InvalidTransition, NotFound, S3TaskError
-from .layout import CSV_TYPE, Layout
-from .record import TaskRecord
-from .store.base import MultipartStore, ObjectMeta, ObjectStore, PutMode, get_start
+from .. import lifecycle
+from ..csvio import INSPECT_BYTES
+from ..errors import InvalidInput, InvalidTransition, S3TaskError
+from ..layout import CSV_TYPE
+from ..record import TaskRecord
+from ..states import Status
+from ..store.base import MultipartStore, ObjectMeta, PutMode
+from . import access
+from .access import Actor
+from .input_check import judge_input
+from .transitions import Transitions
+from .urls import Urls
 
-if TYPE_CHECKING:
-    from .tasks import Actor, Created
+
+@dataclass(frozen=True)
+class Created:
+    record: TaskRecord
+    #: Where the browser may PUT the input directly, or None if the store has no presigned URLs.
+    upload_url: str | None
+    upload_content_type: str = CSV_TYPE
 
 
-class InputFiles:
-    """Upload and submit operations; mixed into ``TaskService``, whose state and checks they use."""
+class Inputs:
+    def __init__(self, transitions: Transitions, urls: Urls) -> None:
+        self.transitions, self.urls = transitions, urls
+        self.store = transitions.store
 
-    store: ObjectStore
-    layout: Layout
-    url_seconds: int
-
-    if TYPE_CHECKING:  # provided by TaskService
-
-        def get(self, actor: Actor, task_id: str) -> TaskRecord: ...
-        def _require(self, actor: Actor, record: TaskRecord, action: str) -> None: ...
-        def create(
-            self,
-            actor: Actor,
-            name: str,
-            task_type: str,
-            payload: dict[str, Any] | None = None,
-            input_format: Mapping[str, Any] | None = None,
-        ) -> Created: ...
-        def submit(self, actor: Actor, task_id: str, *, size: int | None = None) -> TaskRecord: ...
-        def _recall(self, task_id: str) -> tuple[TaskRecord, str] | None: ...
-        def _queue(
-            self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: InputFormat
-        ) -> TaskRecord: ...
-        def cancel(self, actor: Actor, task_id: str) -> TaskRecord: ...
+    def created(self, record: TaskRecord) -> Created:
+        """A task just created, with the URL its browser may send the file to."""
+        return Created(record, self.urls.put(record.input_object_path, CSV_TYPE))
 
     # --- the whole operation, as the page, the CLI and the API call it -----------------------
 
@@ -64,14 +58,14 @@ class InputFiles:
         """Create a task, store its input from ``stream`` and queue it; on failure, no task is left half-made.
 
         ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows)."""
-        record = self.create(actor, name, task_type, payload, input_format).record
+        record = self.transitions.create(actor, name, task_type, payload, input_format)
         try:
             # The file passes through here: its first bytes are checked as they go by and its
             # ETag comes back with the write, so neither the record nor the file is read again.
             meta, head = self._store_input(record, stream)
-            read_as = self._judge_input(record, head, meta)
-            known = self._recall(record.task_id)
-            return self._queue(record, None if known is None else known[1], meta, read_as)
+            read_as = judge_input(record, head, meta)
+            known = self.transitions.recall(record.task_id)
+            return self.transitions.queue(record, None if known is None else known[1], meta, read_as)
         except S3TaskError:
             self.abandon_upload(actor, record.task_id)
             raise
@@ -96,7 +90,7 @@ class InputFiles:
             if upload_id:
                 self.complete_multipart(actor, task_id, upload_id, list(parts))
             # The submit reads the file's size with its start, and checks it against ``size``.
-            return self.submit(actor, task_id, size=size)
+            return self.transitions.submit(actor, task_id, size=size)
         except InvalidTransition:
             raise
         except S3TaskError:
@@ -109,15 +103,15 @@ class InputFiles:
             with contextlib.suppress(S3TaskError):
                 self.abort_multipart(actor, task_id, upload_id)
         with contextlib.suppress(S3TaskError):
-            self.cancel(actor, task_id)
+            self.transitions.cancel(actor, task_id)
 
     # --- the steps ------------------------------------------------------------------------------
 
     def _uploadable(self, actor: Actor, task_id: str) -> TaskRecord:
         """The task, if ``actor`` may put its input now: until it is submitted."""
-        record = self.get(actor, task_id)
-        self._require(actor, record, "upload to")
-        if record.status != lifecycle.Status.CREATED:
+        record = self.transitions.get(actor, task_id)
+        access.require(actor, record, "upload to")
+        if record.status != Status.CREATED:
             raise InvalidTransition(f"cannot replace the input: {lifecycle.describe(record)}")
         return record
 
@@ -157,7 +151,7 @@ class InputFiles:
     ) -> list[str]:
         """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed)."""
         key = self._uploadable(actor, task_id).input_object_path
-        store, seconds = self._multipart_store(), expires or self.url_seconds
+        store, seconds = self._multipart_store(), expires or self.urls.seconds
         return [store.presign_part(key, upload_id, n, expires=seconds) for n in numbers]
 
     def complete_multipart(
@@ -170,37 +164,9 @@ class InputFiles:
 
     def abort_multipart(self, actor: Actor, task_id: str, upload_id: str) -> None:
         """Drop an unfinished upload's parts (in any state: a cancelled task's upload goes too)."""
-        record = self.get(actor, task_id)
-        self._require(actor, record, "upload to")
+        record = self.transitions.get(actor, task_id)
+        access.require(actor, record, "upload to")
         self._multipart_store().abort_multipart(record.input_object_path, upload_id)
-
-    def _check_input(self, record: TaskRecord, size: int | None = None) -> tuple[ObjectMeta, InputFormat]:
-        """The input exists (of ``size`` bytes, if given) and its header row passes the worker's own
-        reading of it, in its format. One request: the file's start, with its size and ETag."""
-        try:
-            got = get_start(self.store, record.input_object_path, INSPECT_BYTES)
-        except NotFound as e:
-            raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
-        if size is not None and got.meta.size != size:
-            raise InvalidInput(f"the store holds {got.meta.size:,} bytes of the file's {size:,}; upload it again")
-        return got.meta, self._judge_input(record, got.body, got.meta)
-
-    @staticmethod
-    def _judge_input(record: TaskRecord, head: bytes, meta: ObjectMeta) -> InputFormat:
-        """Only the header: rows are the worker's to judge (with line numbers, as a failed task).
-
-        A ``detect`` in the task's input format is settled here, on the first bytes (as the New
-        task page's preview detects it).
-        """
-        whole = len(head) >= meta.size
-        try:
-            read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
-            read_start(head, whole=whole, rows=False, input_format=read_as)
-        except InvalidInput as e:  # the worker's words, saying whose they are
-            raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
-        return read_as
-
-    # --- reading -----------------------------------------------------------
 
 
 def _chunks(stream: BinaryIO | bytes | Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:

@@ -1,0 +1,34 @@
+"""Whether a stored input can be queued: it exists, has the size the uploader sent, and its header
+row passes the worker's own reading of it. Rows are the worker's to judge (with line numbers, as a
+failed task)."""
+
+from __future__ import annotations
+
+from ..csvio import INSPECT_BYTES, InputFormat, parse_input_format, read_start, resolve
+from ..errors import InvalidInput, NotFound
+from ..record import TaskRecord
+from ..store.base import ObjectMeta, ObjectStore, get_start
+
+
+def check_input(store: ObjectStore, record: TaskRecord, size: int | None = None) -> tuple[ObjectMeta, InputFormat]:
+    """The input's size and ETag as stored, and the format to read it in. One request: the file's start,
+    with its size and ETag. ``size``: the uploader's; a stored file of another size is refused."""
+    try:
+        got = get_start(store, record.input_object_path, INSPECT_BYTES)
+    except NotFound as e:
+        raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
+    if size is not None and got.meta.size != size:
+        raise InvalidInput(f"the store holds {got.meta.size:,} bytes of the file's {size:,}; upload it again")
+    return got.meta, judge_input(record, got.body, got.meta)
+
+
+def judge_input(record: TaskRecord, head: bytes, meta: ObjectMeta) -> InputFormat:
+    """Only the header, on the file's first bytes (``head``) — and a ``detect`` in the task's input
+    format is settled here (as the New task page's preview detects it)."""
+    whole = len(head) >= meta.size
+    try:
+        read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
+        read_start(head, whole=whole, rows=False, input_format=read_as)
+    except InvalidInput as e:  # the worker's words, saying whose they are
+        raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
+    return read_as

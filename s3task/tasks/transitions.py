@@ -1,0 +1,306 @@
+"""A task's way through its states, as its users drive it: create, submit, cancel, retry — and how
+they look at it (get, list), which heals a lost marker and lays a running attempt's live counts over
+its record.
+
+Each change re-reads the record (or starts from the one this service just wrote), checks who is
+asking, and writes through :mod:`s3task.lifecycle` with a compare-and-set. Clients never decide a
+transition from their own copy or clock.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import csvio, handlers, lifecycle, live, markers, metrics
+from ..errors import InvalidInput, InvalidTaskId, InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
+from ..ids import new_task_id, validate_task_id
+from ..progress import Progress
+from ..record import SCHEMA_VERSION, Records, TaskRecord, new_write_id, parse_iso, to_iso
+from ..states import State, Status
+from ..store.base import ObjectMeta, PutMode
+from . import access
+from .access import Actor
+from .input_check import check_input
+
+log = logging.getLogger("s3task.tasks")
+
+MAX_LIST = 200
+#: Seconds a pending task may sit untouched before a reader checks that workers can still find it.
+MARKER_CHECK_AFTER = 60.0
+MAX_NAME = 200
+MAX_PAYLOAD_BYTES = 64 * 1024
+#: Created records a service keeps for their submit (older ones are read again when submitted).
+REMEMBERED_CREATES = 500
+_READERS = 16
+
+
+@dataclass
+class Page:
+    tasks: list[TaskRecord]
+    next_cursor: str | None
+    #: Tasks whose record could not be read, with the reason (skipped, never rewritten).
+    problems: list[str] = field(default_factory=list)
+
+
+class Transitions:
+    def __init__(self, records: Records, *, max_attempts: int = 3) -> None:
+        self.records = records
+        self.store, self.layout = records.store, records.layout
+        self.max_attempts = max_attempts
+        #: Called with the task id after a submit or retry has queued it (the app wakes its embedded worker).
+        self.on_queued: Callable[[str], None] | None = None
+        # Completed and abandoned records never change again: cache them.
+        self._finished: dict[str, TaskRecord] = {}
+        #: Records this service created and has not submitted yet, with their ETags (see submit).
+        self._created: collections.OrderedDict[str, tuple[TaskRecord, str]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        #: When each pending task's marker was last checked (monotonic seconds).
+        self._marker_checked: dict[str, float] = {}
+
+    # --- create and submit -----------------------------------------------------------------------
+
+    def create(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None = None,
+        input_format: Mapping[str, Any] | None = None,
+    ) -> TaskRecord:
+        """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
+        (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
+        what the file's first bytes show when it is submitted."""
+        name = (name or "").strip()
+        if not name:
+            raise InvalidInput("give the task a name")
+        if len(name) > MAX_NAME:
+            raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
+        params = handlers.get(task_type).validate(payload)
+        read_as = csvio.parse_input_format(input_format, allow_detect=True)
+        # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
+        # a record written bigger could never be read (or listed, or cancelled) again.
+        size = len(json.dumps(params, ensure_ascii=False).encode())
+        if size > MAX_PAYLOAD_BYTES:
+            raise InvalidInput(
+                f"the task's parameters take {size:,} bytes; at most {MAX_PAYLOAD_BYTES // 1024} KiB are allowed"
+            )
+        record = self._new_record(actor, name, task_type, params, read_as)
+        # The "my tasks" marker goes first: a marker without a record is skipped
+        # by listings, a record without its marker would be missing from them.
+        self.store.put(self.layout.user_key(actor.name, record.task_id), b"", PutMode.OVERWRITE)
+        record, etag = self.records.create(record)
+        if etag is not None:
+            self._remember(record, etag)
+        return record
+
+    def _new_record(
+        self, actor: Actor, name: str, task_type: str, params: dict[str, Any], read_as: dict[str, str]
+    ) -> TaskRecord:
+        task_id = new_task_id()
+        now = to_iso(self.store.now())
+        return TaskRecord(
+            task_id=task_id,
+            task_name=name,
+            created_by=actor.name,
+            task_type=task_type,
+            payload=params,
+            input_format=read_as,
+            schema_version=SCHEMA_VERSION,
+            max_attempts=self.max_attempts,
+            revision=1,
+            write_id=new_write_id(),
+            input_object_path=self.layout.input_key(task_id),
+            created_at=now,
+            updated_at=now,
+            history=[{"at": now, "event": "create", "attempt": 0}],
+        )
+
+    def submit(self, actor: Actor, task_id: str, *, size: int | None = None) -> TaskRecord:
+        """Check the input, pin its ETag, add the active marker, then queue the task.
+
+        ``size``: the input's size as the uploader knows it; a stored file of another size is refused.
+        A task this service created (the New task page's, whose browser upload comes back to the
+        same service) is not read again: its record as created, and the write that queues it is
+        conditional on the record being unchanged since.
+        """
+        validate_task_id(task_id)
+        known = self.recall(task_id)
+        record, etag = known if known is not None else self.records.read(task_id)
+        access.require(actor, record, "submit")
+        if record.status != Status.CREATED:
+            raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
+        meta, read_as = check_input(self.store, record, size)
+        return self.queue(record, etag, meta, read_as)
+
+    def _remember(self, record: TaskRecord, etag: str) -> None:
+        """Keep a record this service created, and its ETag, for the submit (the newest few hundred)."""
+        with self._lock:
+            self._created[record.task_id] = (record, etag)
+            while len(self._created) > REMEMBERED_CREATES:
+                self._created.popitem(last=False)
+
+    def recall(self, task_id: str) -> tuple[TaskRecord, str] | None:
+        """The record this service created under ``task_id`` and its ETag, once (None: not known here)."""
+        with self._lock:
+            return self._created.pop(task_id, None)
+
+    def queue(self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: csvio.InputFormat) -> TaskRecord:
+        """Queue a created task whose input passed the check: ``etag`` is the record's as last seen."""
+        task_id = record.task_id
+        # Marker before record: a queued task without a marker would never be
+        # polled; a marker on a still-created task is harmless (workers leave
+        # created tasks alone) and the next submit reuses it.
+        markers.add(self.store, self.layout, task_id)
+
+        def change(current: TaskRecord, now: Any) -> TaskRecord:
+            submitted = lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
+            return submitted.replace(input_format=read_as.to_dict())  # detection settled: the worker reads so
+
+        # Conditional on the record as read (or as created): one read less, and a record changed
+        # in between (a cancel) fails the condition and is decided on again as it is now.
+        first = None if etag is None else (record, etag)
+        record = self.records.update(task_id, change, first=first)
+        self._queued(task_id, "submit")
+        return record
+
+    def _queued(self, task_id: str, why: str) -> None:
+        """After the marker and record writes: ring the bell for idle workers, wake an in-process one.
+
+        Neither may fail the submit or retry, which has happened: the bell logs its own failure
+        (workers' safety-net listing covers it), and a wake hook's trouble is only logged.
+        """
+        markers.ring(self.store, self.layout, why)
+        if self.on_queued is not None:
+            try:
+                self.on_queued(task_id)
+            except Exception:
+                log.exception("the on_queued hook failed for %s", task_id)
+
+    # --- looking ---------------------------------------------------------------------------------
+
+    def get(self, actor: Actor, task_id: str) -> TaskRecord:
+        """Anyone may look at a task; acting on it is checked per action."""
+        validate_task_id(task_id)
+        cached = self._finished.get(task_id)
+        if cached is not None:
+            return cached
+        record, _ = self.records.read(task_id)
+        if record.status in (Status.COMPLETED, Status.ABANDONED):
+            with self._lock:
+                self._finished[task_id] = record
+        elif record.state in (State.QUEUED, State.FAILED):
+            self._check_marker(record)
+        elif record.status == Status.RUNNING:
+            record = live.merged(self.store, self.layout, record)  # the counts of the last few seconds
+        return record
+
+    def _check_marker(self, record: TaskRecord) -> None:
+        """A pending task nobody has touched for a while gets its ``active/`` marker back if it lost it.
+
+        Markers are written before a task becomes pending, and put back when a
+        worker's drop races a retry; only a worker that dies between its delete
+        and that check leaves a pending task unmarked, invisible to every poll.
+        Whoever looks at such a task (its page, ``show``, the API) heals it: one
+        HEAD per task and minute, only for tasks that look stuck.
+        """
+        updated = parse_iso(record.updated_at)
+        if updated is None or (self.store.now() - updated).total_seconds() < MARKER_CHECK_AFTER:
+            return
+        with self._lock:
+            last = self._marker_checked.get(record.task_id, -MARKER_CHECK_AFTER)
+            if time.monotonic() - last < MARKER_CHECK_AFTER:
+                return
+            self._marker_checked[record.task_id] = time.monotonic()
+        key = self.layout.active_key(record.task_id)
+        try:
+            self.store.head(key)
+        except NotFound:
+            log.warning("task %s is %s but had no active/ marker; putting it back", record.task_id, record.status)
+            with contextlib.suppress(S3TaskError):
+                markers.add_again(self.store, self.layout, record.task_id)
+                markers.ring(self.store, self.layout, "marker put back")
+        except S3TaskError:
+            pass  # a look at a task never fails for this; the next look tries again
+
+    def list(self, actor: Actor, *, limit: int = 50, cursor: str | None = None, mine: bool = False) -> Page:
+        """Newest first, ``limit`` at a time; pass ``next_cursor`` back for the next page."""
+        if not 1 <= limit <= MAX_LIST:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIST}")
+        if cursor is not None:
+            try:
+                validate_task_id(cursor)
+            except InvalidTaskId as e:
+                raise InvalidInput("that page cursor is not valid; start again from the first page") from e
+        # One key more than a page: it says whether another page exists, so the last page never
+        # hands out a cursor to an empty one. Task ids (first character 0-7) sort before every
+        # other name under the prefix (active/, by-user/, workers/, _probe/), which are skipped.
+        if mine:
+            root = self.layout.user_root(actor.name)
+            keys = self.store.list_keys(root, start_after=root + cursor if cursor else None, limit=limit + 1)
+        else:
+            start = self.layout.task_cursor(cursor) if cursor else None
+            keys = self.store.list_prefixes(self.layout.root, start_after=start, limit=limit + 1)
+        ids = [i for i in (self.layout.task_id_of(k) for k in keys) if i]
+        page_ids = ids[:limit]
+        records, problems = self._read_many(actor, page_ids)
+        next_cursor = page_ids[-1] if len(ids) > limit else None
+        return Page(records, next_cursor, problems)
+
+    def _read_many(self, actor: Actor, ids: builtins.list[str]) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+        def one(task_id: str) -> TaskRecord | str | None:
+            try:
+                return self.get(actor, task_id)
+            except TaskNotFound:
+                return None  # a marker whose create never finished
+            except RecordError as e:
+                return f"{task_id}: {e}"
+
+        with ThreadPoolExecutor(max_workers=min(_READERS, max(1, len(ids)))) as pool:
+            results = builtins.list(pool.map(one, ids))
+        records = [r for r in results if isinstance(r, TaskRecord)]
+        problems = [r for r in results if isinstance(r, str)]
+        return records, problems
+
+    # --- cancel and retry ------------------------------------------------------------------------
+
+    def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
+        looked = self.get(actor, task_id)  # with a running attempt's live counts (s3task.live)
+        access.require(actor, looked, "cancel")
+        seen = Progress(**{name: getattr(looked, name) or 0 for name in Progress.__dataclass_fields__})
+        # The counts the worker saved live, which the signal below overwrites, are kept in the record.
+        written = self.records.write(
+            task_id, lambda r, now: lifecycle.cancel(r, now, by=actor.name, seen=seen, attempt=looked.attempt_id)
+        )
+        metrics.cancelled(written.record.task_type)
+        # The worker of a task that was running (as the cancel found it) notices within seconds
+        # (s3task.live); if we die before this, its next heartbeat does.
+        live.signal_cancel(self.store, self.layout, written.before, actor.name)
+        # Record first, then the marker: a crash in between leaves a stale
+        # marker, which the next poll removes.
+        self.store.delete(self.layout.active_key(task_id))
+        return written.record
+
+    def retry(self, actor: Actor, task_id: str) -> TaskRecord:
+        record = self.get(actor, task_id)
+        access.require(actor, record, "retry")
+        if record.status != Status.FAILED:
+            raise InvalidTransition(f"cannot retry {lifecycle.describe(record)}; only failed tasks can be retried")
+        # A final failure had its marker removed: put it back before queueing.
+        markers.add(self.store, self.layout, task_id)
+        record = self.records.update(task_id, lambda r, now: lifecycle.retry(r, now, automatic=False))
+        # And again after: a poller that saw the task failed for good may have dropped the marker
+        # between our add and our write (its re-read still said "failed"). Retry is the one way a
+        # finished task comes back, so it is the one place that must re-add last.
+        markers.add_again(self.store, self.layout, task_id)
+        self._queued(task_id, "retry")
+        return record

@@ -1,0 +1,36 @@
+"""Short-lived URLs for a task's files: the store's own presigned ones, else a signer's (the local store)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..store.base import ObjectStore
+
+
+class UrlSigner(Protocol):
+    """Makes transfer URLs for a store that has no presigned URLs of its own (see s3task.transfer)."""
+
+    def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str: ...
+
+    def presign_put(self, key: str, *, expires: int, content_type: str) -> str: ...
+
+
+class Urls:
+    """Download and upload URLs valid for ``seconds``; None when neither the store nor a signer makes them."""
+
+    def __init__(self, store: ObjectStore, seconds: int, signer: UrlSigner | None = None) -> None:
+        self.store, self.seconds = store, seconds
+        #: Used only when the store's own presign returns None (the local store).
+        self.signer = signer
+
+    def get(self, key: str, filename: str | None = None) -> str | None:
+        url = self.store.presign_get(key, expires=self.seconds, filename=filename)
+        if url is None and self.signer is not None:
+            url = self.signer.presign_get(key, expires=self.seconds, filename=filename)
+        return url
+
+    def put(self, key: str, content_type: str) -> str | None:
+        url = self.store.presign_put(key, expires=self.seconds, content_type=content_type)
+        if url is None and self.signer is not None:
+            url = self.signer.presign_put(key, expires=self.seconds, content_type=content_type)
+        return url
