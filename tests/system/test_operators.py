@@ -1,6 +1,6 @@
 """Find and act: the Tasks list's search and filters, and the operators' Workers view.
 
-The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/system/test_app.py``:
+The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/app_pages.py``:
 a fresh local store, the embedded worker off, users told apart by a trusted header, ``boss``
 an operator). The Workers view is fed by two real ``worker.py`` processes, whose presence
 module writes the objects the page reads.
@@ -9,27 +9,24 @@ module writes the objects the page reads.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+import app_pages
 import pytest
 import worker_handlers  # noqa: F401  (registers the gated task type here too)
+from app_pages import CSV, goto, listed, run_as_worker, submitted, texts
 from conftest import wait_for
+from procs import Proc, Procs
 from streamlit.testing.v1 import AppTest
 
 from s3task.record import read_record
 from s3task.tasks import Actor, TaskService
-from tests.system import test_app as pages
-from tests.system.test_app import CSV, goto, listed, run_as_worker, submitted, texts
 from ui import tables
 
 # The pages' fixtures: a fresh local store, the embedded worker off, users told apart by a trusted header.
-app, options, service, store_dir = pages.app, pages.options, pages.service, pages.store_dir
+app, options, service, store_dir = app_pages.app, app_pages.options, app_pages.service, app_pages.store_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 POLL = 0.2
 #: Seconds a worker process may take to start here (interpreter, pandas and pyarrow imports, the store
 #: probe) on a busy 2-core machine; every wait for a worker is this plus its own poll interval.
@@ -113,28 +110,12 @@ def test_count_columns_are_wide_enough_for_any_count(app, service: TaskService) 
 
 
 @pytest.fixture
-def workers(store_dir: Path, tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen]]:
-    procs: list[subprocess.Popen] = []
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("S3TASK_")},
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-    }
+def workers(store_dir: Path, procs: Procs) -> Callable[[str], Proc]:
+    def start(worker_id: str) -> Proc:
+        args = ["--poll-interval", str(POLL), "--handlers", "worker_handlers"]
+        return procs.worker(str(store_dir), *args, worker_id=worker_id)
 
-    def start(worker_id: str) -> subprocess.Popen:
-        log = open(tmp_path / f"{worker_id}.log", "wb")  # noqa: SIM115 - closed with the process
-        cmd = [
-            sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), "--poll-interval", str(POLL),
-            "--handlers", "worker_handlers", "--worker-id", worker_id,
-        ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
+    return start
 
 
 def page_links(at: AppTest) -> dict[str, str]:
