@@ -132,3 +132,14 @@ def texts(node) -> str:
 
 def listed(at: AppTest) -> list[str]:
     return at.dataframe[0].value["name"].tolist() if at.dataframe else []
+
+
+def page_links(at: AppTest) -> dict[str, str]:
+    return {e.proto.label: f"{e.proto.page}?{e.proto.query_string}" for e in at.get("page_link")}
+
+
+def workers_page(at: AppTest) -> AppTest:
+    from ui import services
+
+    services.live_workers.clear()  # the page's 10-second cache of the presence objects
+    return goto(at, "pages/workers.py")

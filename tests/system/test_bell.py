@@ -22,11 +22,11 @@ import boto3
 import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
+from hooked import Hooked
 from procs import Proc, Procs, child_env
 from s3proxy import RequestLog, counting_proxy
 from support import csv_rows
 
-from s3task import markers
 from s3task.config import Settings
 from s3task.errors import StoreError
 from s3task.layout import Layout
@@ -45,36 +45,10 @@ LEASE = 4.0
 # --- in this process: the races, step by step -------------------------------------------------
 
 
-class Hooked:
-    """A store that runs ``after_list`` once a listing of ``active/`` has its answer, and
-    ``before_put[key]`` before a PUT of that key; everything else goes straight through."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.after_list: Callable[[], None] | None = None
-        self.before_put: dict[str, Callable[[], None]] = {}
-
-    def list_keys(self, prefix: str, **kw: Any) -> list[str]:
-        keys = self.inner.list_keys(prefix, **kw)
-        hook, self.after_list = (self.after_list, None) if prefix == LAYOUT.active_root else (None, self.after_list)
-        if hook:
-            hook()
-        return keys
-
-    def put(self, key: str, *args: Any, **kw: Any) -> Any:
-        hook = self.before_put.pop(key, None)
-        if hook:
-            hook()
-        return self.inner.put(key, *args, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[tuple[LocalStore, Worker, Hooked]]:
     store = LocalStore(tmp_path / "store")
-    hooked = Hooked(store)
+    hooked = Hooked(store, LAYOUT)
     settings = Settings(store=str(tmp_path / "store"), worker_id="bell-w", idle_list_seconds=3600, poll_interval=5)
     worker = Worker(settings, hooked, LAYOUT)  # type: ignore[arg-type]
     yield store, worker, hooked
@@ -138,32 +112,6 @@ def test_a_bell_rung_during_a_listing_makes_the_next_poll_list(local) -> None:
     assert status(store, task_id) == "queued"
     assert worker.poll_once(idle_check=True) == 1, "the ring seen after the bell was read made this poll list"
     wait_for(lambda: status(store, task_id) == "completed", timeout=60, what="completed")
-
-
-def test_repair_and_a_healed_marker_ring_the_bell(local) -> None:
-    store, _, _ = local
-    service = TaskService(store, LAYOUT)
-    task_id = created(service)
-    service.submit(ALICE, task_id)
-    store.delete(LAYOUT.active_key(task_id))  # a worker died between its delete and its check
-    rung = store.head(LAYOUT.bell_key).etag
-    markers.repair(store, LAYOUT)
-    assert store.list_keys(LAYOUT.active_root) == [LAYOUT.active_key(task_id)]
-    assert store.head(LAYOUT.bell_key).etag != rung, "repair rang the bell"
-
-
-def test_a_failed_ring_fails_nothing_and_is_logged(local, caplog: pytest.LogCaptureFixture) -> None:
-    store, _, hooked = local
-    service = TaskService(hooked, LAYOUT)  # type: ignore[arg-type]
-    task_id = created(service)
-
-    def refuse() -> None:
-        raise StoreError("the store refused the bell")
-
-    hooked.before_put[LAYOUT.bell_key] = refuse
-    assert service.submit(ALICE, task_id).status == "queued"
-    assert "could not ring the active-bell" in caplog.text
-    assert store.list_keys(LAYOUT.active_root) == [LAYOUT.active_key(task_id)]
 
 
 def test_an_embedded_submit_or_retry_wakes_the_worker_at_once(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ PLUGIN_PATH = {"PYTHONPATH": child_env(path=(TESTS, ROOT))["PYTHONPATH"]}
 
 def run(store: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m s3task --store STORE ARGS`` as ada, this checkout on its import path (not tests/)."""
-    environ = child_env(path=(ROOT,), S3TASK_USER="ada", **(env or {}))
+    environ = child_env(path=(ROOT,), **{"S3TASK_USER": "ada", **(env or {})})
     return cli("--store", store, *args, cwd=cwd, env=environ, timeout=60)
 
 
