@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -70,6 +71,10 @@ def answers(url: str) -> bool:
         return False
 
 
+class Exited(AssertionError):
+    """The process ended while a test was waiting on it."""
+
+
 class Proc:
     """One child process, its stdout and stderr in ``log``."""
 
@@ -87,11 +92,11 @@ class Proc:
         self.log = log
         self.name = name or Path(args[1]).name
         self.url = ""  # a server's base URL (see Procs.serve)
+        self.worker_id = ""  # a worker's id (see Procs.worker)
         with log.open("wb") as out:
             self.popen = subprocess.Popen(
                 self.args, cwd=cwd, env=dict(env), stdin=stdin, stdout=out, stderr=subprocess.STDOUT, text=True
             )
-        self.started = time.monotonic()
 
     def say(self, line: str) -> None:
         """A line on its stdin (started with ``stdin=subprocess.PIPE``)."""
@@ -137,7 +142,7 @@ class Proc:
     def alive(self) -> None:
         """Fail the test, with its output, if it has exited."""
         if self.poll() is not None:
-            raise AssertionError(f"{self.name} exited ({self.returncode})\n{self.tail()}")
+            raise Exited(f"{self.name} exited ({self.returncode})\n{self.tail()}")
 
     def wait_until(self, condition: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> Any:
         """``wait_for(condition)``, failing at once if the process exits first; a failure shows its output."""
@@ -150,16 +155,18 @@ class Proc:
 
         try:
             return wait_for(check, timeout=timeout, interval=interval, what=what)
+        except Exited:
+            raise
         except AssertionError as e:
-            if self.name in str(e) and self.log.name in str(e):  # it exited: the output is in the message
-                raise
             raise AssertionError(f"{e}\n{self.tail()}") from None
 
     def wait_for_output(self, text: str, timeout: float) -> None:
         self.wait_until(lambda: text in self.output(), timeout, f"{self.name} to say {text!r}", interval=0.1)
 
-    def worker_ready(self, worker_id: str, timeout: float) -> None:
-        """A ``worker.py`` (not ``--once``) has proven its store and is polling it."""
+    def worker_ready(self, timeout: float) -> None:
+        """A ``worker.py`` (not ``--once``, started by :meth:`Procs.worker`) has proven its store and is
+        polling it: it says so once, after its conditional-write probe."""
+        worker_id = self.worker_id or f"{socket.gethostname()}-{self.pid}"
         self.wait_for_output(f"worker {worker_id} polling ", timeout)
 
     def serving(self, health: str, timeout: float = SERVE_SECONDS) -> None:
@@ -212,7 +219,9 @@ class Procs:
         """``python worker.py --store STORE [--worker-id ID] ARGS``, logging to ``{name or ID}.log``
         (without an id, the worker names itself ``{host}-{pid}``)."""
         command = worker_args(store, *args, worker_id=worker_id)
-        return self.start(command, name=name or worker_id or "worker", env=env, **kw)
+        proc = self.start(command, name=name or worker_id or "worker", env=env, **kw)
+        proc.worker_id = worker_id or ""
+        return proc
 
     def serve(
         self, args: Sequence[str], *, url: str, health: str, name: str, timeout: float = SERVE_SECONDS, **kw: Any

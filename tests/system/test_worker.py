@@ -173,7 +173,7 @@ def test_skewed_clocks_neither_steal_nor_keep_leases(s3: S3Workers) -> None:
     wait_for(lambda: s3.done(task_id, "running"), timeout=30 + s3.start, what="claimed")
     # A worker whose clock runs ten minutes fast sees the same live lease.
     fast = s3.worker(name="fast", env={"S3TASK_CLOCK_SKEW_SECONDS": "600"})
-    wait_for(lambda: "polling" in fast.output(), timeout=30 + s3.start)
+    fast.worker_ready(30 + s3.start)
     leases_seen = set()
     deadline = 3 * LEASE
     wait_for(
