@@ -272,7 +272,7 @@ def test_a_failed_ring_is_caught_by_the_safety_net(s3: Env) -> None:
     listed = wait_for(lambda: (ts := log.listings(since))[2:] and ts, timeout=4 * net + 10, what="net listings")
     gaps = [b - a for a, b in itertools.pairwise(listed)]
     assert all(net - 2 * POLL <= g <= net + 4 * POLL for g in gaps), f"idle listings {gaps} s apart, not every {net} s"
-    hooked = Hooked(s3.store)
+    hooked = Hooked(s3.store, LAYOUT)
 
     def refuse() -> None:
         raise StoreError("the store refused the bell")
