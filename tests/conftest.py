@@ -5,6 +5,10 @@
 - ``moto_http``: the S3 backend over real HTTP to moto's ``ThreadedMotoServer``
   on 127.0.0.1, reset before each test.
 
+And the processes a test starts (tests/procs.py): ``procs`` (stopped at the test's end), ``startup``
+(a worker process's measured start-up, added to every wait on one) and ``s3_workers`` (worker
+processes on a fresh moto bucket over HTTP).
+
 Moto handles each request in its own thread but does not lock its
 conditional checks: two puts with the same If-Match can both succeed, and an
 overwrite closes the old object's buffer while another thread is still
