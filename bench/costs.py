@@ -113,7 +113,7 @@ def _task_life(
     ``browser``: the input goes as the New task page sends it (a PUT to the presigned URL, then
     the submit); otherwise in one call (``submit_file``: the page's uploader through the app, the
     CLI's ``submit``). A submit by another process than the create's reads the record once more
-    (tests/system/test_requests.py)."""
+    (tests/unit/test_requests_counted.py)."""
     moto.reset_counts()
     started = time.monotonic()
     task_id = _submit(site.service, path, handler, browser)

@@ -5,6 +5,10 @@
 - ``moto_http``: the S3 backend over real HTTP to moto's ``ThreadedMotoServer``
   on 127.0.0.1, reset before each test.
 
+And the processes a test starts (tests/procs.py): ``procs`` (stopped at the test's end), ``startup``
+(a worker process's measured start-up, added to every wait on one) and ``s3_workers`` (worker
+processes on a fresh moto bucket over HTTP).
+
 Moto handles each request in its own thread but does not lock its
 conditional checks: two puts with the same If-Match can both succeed, and an
 overwrite closes the old object's buffer while another thread is still
@@ -169,6 +173,39 @@ def moto_http_bucket(moto_server: str) -> Iterator[tuple[str, str]]:
     bucket = f"t-{uuid.uuid4().hex[:12]}"
     s3_client(moto_server).create_bucket(Bucket=bucket)
     yield moto_server, bucket
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[object]:
+    """The processes this test starts (tests/procs.py), each logging under ``tmp_path``; stopped at its end."""
+    from procs import Procs
+
+    with Procs(tmp_path) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """Seconds a worker process takes here to start, probe a store, load its fork server, run one tiny
+    task and stop (measured once per module, with headroom).
+
+    Machine time is no setting: on a busy 2-core machine a worker's interpreter, its fork server's
+    pandas and pyarrow imports and the store probe take from one to twenty seconds. Every wait on a
+    worker process is the settings' own time plus this.
+    """
+    from procs import timed_worker_once
+
+    return 5 * timed_worker_once(tmp_path_factory.mktemp("startup") / "store")
+
+
+@pytest.fixture
+def s3_workers(moto_http_bucket: tuple[str, str], procs, startup: float) -> object:
+    """Real ``worker.py`` processes on a fresh moto bucket over HTTP (tests/procs.py ``S3Workers``)."""
+    from procs import S3Workers, child_env
+
+    endpoint, bucket = moto_http_bucket
+    procs.env = child_env(endpoint=endpoint, S3TASK_LEASE_GRACE_SECONDS="1", S3TASK_RETRY_BACKOFF_SECONDS="0.5")
+    return S3Workers(endpoint, bucket, procs, startup)
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +61,3 @@ def queue_tiny_task(store_dir: Path) -> str:
     """A two-row ``copy`` task, queued on the local store in ``store_dir``."""
     service = TaskService(LocalStore(store_dir), Layout())
     return service.submit_file(Actor("startup"), "startup", "copy", None, b"a,b\n1,2\n").task_id
-
-
-def timed_worker_once(store_dir: Path, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> float:
-    """Seconds one ``worker.py --once`` takes here to start, probe the store, load its fork server (pandas
-    and pyarrow), run one tiny task and exit: machine time, which no setting gives. A measurement, not a
-    wait for a condition: the process ends by itself (a hang is caught by the suite's per-test timeout)."""
-    queue_tiny_task(store_dir)
-    cmd = [sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), *args, "--once"]
-    started = time.monotonic()
-    subprocess.run(cmd, env=None if env is None else dict(env), check=True, capture_output=True)
-    return time.monotonic() - started

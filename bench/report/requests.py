@@ -78,7 +78,7 @@ def _steps(lives: list[dict[str, Any]]) -> list[str]:
         f"Each request of the {life['input_mb']:g} MB browser-upload task, in the order the store saw them "
         "(the one-call way has no `GET` of the input at submit: the file passes through the submit, which "
         "checks its first bytes on the way and takes its ETag from the write). The order and the submit's "
-        "requests are also pinned by `tests/system/test_requests.py`.",
+        "requests are also pinned by `tests/unit/test_requests_counted.py`.",
         "",
         _table(["#", "by", "request", "why it must be there"], rows),
         "",

@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
 import pytest
-import requests
-from conftest import CHROMIUM, free_port, wait_for
+from browsers import base_env, grid_cells, open_app, settle, shot, streamlit_app
+from conftest import CHROMIUM, wait_for
+from procs import Procs
 from support import csv_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "tests" / "artifacts"
 ROWS = [["name", "age", "note"], ["ann", "007", "first"], ["bob", "42", "=1+1"], ["cy", "", "multi\nline"]]
 
 pytestmark = [
@@ -41,75 +36,6 @@ pytestmark = [
         "or run ./test.sh as root, which installs it",
     ),
 ]
-
-
-def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("S3TASK_", "STREAMLIT_"))}
-    env.update(S3TASK_POLL_INTERVAL="0.3", S3TASK_REFRESH_SECONDS="0.5", PYTHONUNBUFFERED="1", **extra)
-    return env
-
-
-@contextmanager
-def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
-    """A child process whose output goes to ``log`` (shown if the test fails); stopped afterwards."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            yield proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-@contextmanager
-def app_on(port: int, env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
-    """``streamlit run app.py`` on ``port``; yields its URL and pid (the process that serves it)."""
-    url = f"http://127.0.0.1:{port}"
-    args = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    args += ["--server.headless", "true", "--server.address", "127.0.0.1"]
-    with process(args, env, log) as proc:
-
-        def healthy() -> bool:
-            assert proc.poll() is None, f"streamlit exited:\n{log.read_text()}"
-            try:
-                return requests.get(url + "/_stcore/health", timeout=1).ok
-            except requests.RequestException:
-                return False
-
-        wait_for(healthy, timeout=30, interval=0.1, what="streamlit /_stcore/health")
-        yield url, proc.pid
-
-
-@contextmanager
-def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
-    with app_on(free_port(), env, log) as (url, _pid):
-        yield url
-
-
-def open_app(page, url: str) -> None:
-    page.goto(url)
-    settle(page)
-
-
-def settle(page) -> None:
-    """Connected and no script running: the page shows what the server last sent."""
-    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']", timeout=20_000)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=20_000)
-
-
-def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def grid_cells(page, nth: int = -1) -> list[str]:
-    """The text of a dataframe's cells (Streamlit's grid keeps an accessible table of them)."""
-    frames = page.locator("[data-testid='stDataFrame']")
-    return frames.nth(nth if nth >= 0 else frames.count() - 1).locator("td").all_inner_texts()
 
 
 def upload_and_submit(page, url: str, name: str, data: Path, prefix: str) -> str:
@@ -266,12 +192,9 @@ def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket
     store_url = f"s3://{bucket}/batch-tasks"
     env = base_env(S3TASK_STORE=store_url, S3TASK_EMBEDDED_WORKER="0", **aws)
     page = browser.new_page(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
-    worker = [sys.executable, "worker.py", "--store", store_url, "--poll-interval", "0.3"]
     try:
-        with (
-            streamlit_app(env, tmp_path / "streamlit.log") as url,
-            process(worker, env, tmp_path / "worker.log") as worker_proc,
-        ):
+        with streamlit_app(env, tmp_path / "streamlit.log") as url, Procs(tmp_path, env) as procs:
+            worker_proc = procs.worker(store_url, "--poll-interval", "0.3")
             upload_and_submit(page, url, "People on S3", data, "s3")
             watch_until_completed(page, "s3")
             with page.expect_download() as download:

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 import uuid
@@ -34,9 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import procs
 import pyarrow.csv as pacsv
 import pytest
 import requests
+from browsers import ARTIFACTS, app_on, base_env, settle, shot
 from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
 
 from s3task import cli, lifecycle
@@ -48,7 +48,6 @@ from s3task.store.local import LocalStore
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.transfer import TransferDenied, UrlSigner, local_secret, signer_for
-from tests.browser.test_browser import ARTIFACTS, app_on, base_env, settle, shot
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # ui/ lives next to app.py
@@ -226,10 +225,7 @@ def test_big_upload_to_s3_goes_browser_to_bucket(browser, cors_moto, big_csv, tm
     origin = f"http://127.0.0.1:{port}"
     store_url = f"s3://{bucket}/batch-tasks"
     env = base_env(S3TASK_STORE=store_url, AWS_ENDPOINT_URL_S3=cors_moto, **AWS)
-    init = subprocess.run(
-        [sys.executable, "-m", "s3task", "init", "--origin", origin],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    init = procs.cli("init", "--origin", origin, env=env, timeout=60)
     assert init.returncode == 0, init.stderr
     assert f"created: bucket {bucket}" in init.stdout and "added: CORS rule" in init.stdout
 
@@ -379,8 +375,7 @@ def test_the_server_runs_the_worker_and_hands_its_task_back_when_it_stops(gated_
     task_id = service.create(ALICE, "held", gated_type, {"gate": str(tmp_path / "never")}).record.task_id
     service.upload_input(ALICE, task_id, b"a\n1\n")
     service.submit(ALICE, task_id)
-    paths = os.pathsep.join([str(ROOT / "tests"), str(ROOT)])
-    env = base_env(S3TASK_STORE=str(root), S3TASK_HANDLERS="worker_handlers", PYTHONPATH=paths)
+    env = base_env(S3TASK_STORE=str(root), S3TASK_HANDLERS="worker_handlers")
     log = tmp_path / "streamlit.log"
     with app_on(free_port(), env, log) as (url, _):
         assert requests.get(url + "/api/openapi.json", timeout=5).ok  # the API is served by the same process
@@ -409,8 +404,8 @@ def test_a_late_put_on_s3_cannot_change_what_is_processed(moto_http_bucket, tmp_
     assert store.head(queued.input_object_path).etag != queued.input_etag
     # ...but the worker reads the input only if it is the one pinned at submit.
     env = base_env(AWS_ENDPOINT_URL_S3=endpoint, **AWS)
-    cmd = [sys.executable, "worker.py", "--store", f"s3://{bucket}/batch-tasks", "--once", "--poll-interval", "0.2"]
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    cmd = procs.worker_args(f"s3://{bucket}/batch-tasks", "--once", "--poll-interval", "0.2")
+    done = procs.run(cmd, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     record = read_record(store, service.layout, task_id)[0]
     assert (record.status, record.final) == ("failed", True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from browsers import base_env, grid_cells, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 
@@ -21,7 +22,6 @@ from s3task.layout import Layout
 from s3task.record import read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
-from tests.browser.test_browser import base_env, grid_cells, settle, shot, streamlit_app
 
 pytestmark = [
     pytest.mark.browser,

@@ -25,6 +25,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from conftest import STORE_KINDS, make_store
+from procs import Proc, child_env
 
 import s3task.store.s3
 from s3task.clock import Clock
@@ -628,27 +629,23 @@ def test_local_race_across_processes(tmp_path: Path) -> None:
     root = str(tmp_path / "store")
     store = LocalStore(root)
     store.put("race/counter", b"0", PutMode.CREATE)
+    env = child_env()
     children = [
-        subprocess.Popen(
-            [sys.executable, "-c", _CHILD, root, str(INCREMENTS), f"child {i}"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        Proc([sys.executable, "-c", _CHILD, root, str(INCREMENTS), f"child {i}"], env=env,
+             log=tmp_path / f"child-{i}.log", name=f"child {i}", stdin=subprocess.PIPE)
         for i in range(PROCESSES)
-    ]
+    ]  # fmt: skip
     try:
         for child in children:
-            assert child.stdout.readline().strip() == "ready"
+            child.wait_for_output("ready", timeout=60)
         for child in children:  # all loaded and waiting: let them go together
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        outputs = [child.communicate(timeout=60)[0].split() for child in children]
+            child.say("go")
+        for child in children:
+            child.wait(60)
+        outputs = [child.output().split() for child in children]
     finally:
         for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+            child.stop()
     assert [c.returncode for c in children] == [0] * PROCESSES
     assert int(store.get("race/counter").body) == PROCESSES * INCREMENTS
     assert sorted(o[-1] for o in outputs) == ["lost"] * (PROCESSES - 1) + ["won"]

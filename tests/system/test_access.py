@@ -15,11 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -29,8 +25,8 @@ import figures
 import pytest
 import requests
 from apps.http_server import serve
-from conftest import wait_for
 from faults import save_figures
+from procs import Procs, child_env
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
@@ -338,15 +334,12 @@ def test_task_names_with_html_and_markdown_render_as_plain_text(tmp_path: Path, 
 
 def test_nothing_logs_credentials_or_url_signatures(moto_http_bucket, tmp_path: Path, caplog) -> None:
     endpoint, bucket = moto_http_bucket
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_ACCESS_KEY_ID": "AKIAS3TASKTESTKEY123",
-        "AWS_SECRET_ACCESS_KEY": SECRET,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "S3TASK_LOG_LEVEL": "DEBUG",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-    }
+    env = child_env(
+        endpoint=endpoint,
+        AWS_ACCESS_KEY_ID="AKIAS3TASKTESTKEY123",
+        AWS_SECRET_ACCESS_KEY=SECRET,
+        S3TASK_LOG_LEVEL="DEBUG",
+    )
     caplog.set_level(logging.DEBUG)
     client = boto3.client(
         "s3",
@@ -360,20 +353,17 @@ def test_nothing_logs_credentials_or_url_signatures(moto_http_bucket, tmp_path: 
     ok = submitted(service)
     bad = submitted(service, name="bad input")
     service.store.put(service.layout.input_key(bad), b"a,b\n1,2,3\n", PutMode.OVERWRITE)  # fails at the worker
-    logs = tmp_path / "worker.log"
-    cmd = [sys.executable, str(ROOT / "worker.py"), "--store", f"s3://{bucket}/batch-tasks", "--poll-interval",
-           "0.2", "--worker-id", "logcheck", "--log-format", "json"]  # fmt: skip
-    with logs.open("wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
+    args = ["--poll-interval", "0.2", "--log-format", "json"]
+    with Procs(tmp_path, env) as procs:
+        worker = procs.worker(f"s3://{bucket}/batch-tasks", *args, worker_id="logcheck")
 
         def done() -> bool:
             return all(read_record(service.store, service.layout, t)[0].is_terminal for t in (ok, bad))
 
-        wait_for(done, timeout=90, what="both tasks finished")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        worker.wait_until(done, timeout=90, what="both tasks finished")
+        worker.terminate()
+        worker.wait(30)
+    logs = worker.log
     urls = [service.output_url(ALICE, ok), service.create(ALICE, "upload", "copy").upload_url]
     signatures = [parse_qs(urlparse(u).query)["X-Amz-Signature"][0] for u in urls if u]
     with serve(create_app(Settings(store=f"s3://{bucket}/batch-tasks"), service=service, tokens=TokenTable(

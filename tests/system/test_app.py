@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,31 +18,29 @@ from typing import ClassVar
 
 import pandas as pd
 import pytest
-from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # app.py's own helpers (ui/) live next to it, not in the installed package
 
+import app_pages  # noqa: E402
+from app_pages import CSV, HEADER, goto, listed, run_as_worker, submitted, texts  # noqa: E402
 from badinput import Case, corpus  # noqa: E402
+from dialects import FILES, ROWS  # noqa: E402
+from procs import run, worker_args  # noqa: E402
 
-from s3task import handlers, lifecycle  # noqa: E402
+from s3task import handlers  # noqa: E402
 from s3task.csvio import CsvReader, InputFormat  # noqa: E402
 from s3task.errors import InvalidInput  # noqa: E402
 from s3task.handlers import Param, TaskType  # noqa: E402
-from s3task.layout import Layout  # noqa: E402
-from s3task.record import update_record  # noqa: E402
-from s3task.store.base import PutMode  # noqa: E402
-from s3task.store.local import LocalStore  # noqa: E402
 from s3task.tasks import Actor, TaskService  # noqa: E402
 from ui import format as fmt  # noqa: E402
 from ui.csvfile import PREVIEW_ROWS, PROBE_BYTES, inspect_upload  # noqa: E402
 from ui.direct import Chosen  # noqa: E402
 from ui.identity import is_loopback, resolve  # noqa: E402
 
-APP = str(ROOT / "app.py")
-CSV = b"name,age\nann,007\nbob,42\n"
-HEADER = {"X-Remote-User": "user"}
+# The pages' fixtures (tests/app_pages.py): a fresh local store, the embedded worker off, users told apart.
+app, options, service, store_dir = app_pages.app, app_pages.options, app_pages.service, app_pages.store_dir
 
 
 class FormDemo(TaskType):
@@ -72,112 +69,14 @@ def form_demo() -> Iterator[type[TaskType]]:
 
 
 @pytest.fixture
-def options() -> Iterator[Callable[..., None]]:
-    """Set Streamlit config options for one test (restored afterwards)."""
-    saved: dict[str, object] = {}
-
-    def set_(**values: object) -> None:
-        for name, value in values.items():
-            key = "server." + name
-            saved.setdefault(key, st_config.get_option(key))
-            st_config.set_option(key, value)
-
-    set_(address="127.0.0.1")
-    yield set_
-    for key, value in saved.items():
-        st_config.set_option(key, value)
-
-
-@pytest.fixture
-def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "store"
-    monkeypatch.setenv("S3TASK_STORE", str(path))
-    monkeypatch.setenv("S3TASK_EMBEDDED_WORKER", "0")
-    monkeypatch.setenv("S3TASK_OPERATORS", "boss")
-    for name in ("S3TASK_PAGE_SIZE", "S3TASK_DOWNLOAD_CAP_MB"):
-        monkeypatch.delenv(name, raising=False)
-    return path
-
-
-@pytest.fixture
 def through_app(monkeypatch: pytest.MonkeyPatch) -> None:
     """Streamlit's own uploader (the fallback to the browser's direct upload, tests/browser/test_direct_transfer.py)."""
     monkeypatch.setenv("S3TASK_DIRECT_UPLOAD", "0")
 
 
-@pytest.fixture
-def service(store_dir: Path) -> TaskService:
-    """The test's own view of the store (the app has its own cached service)."""
-    return TaskService(LocalStore(store_dir), Layout())
-
-
-@pytest.fixture
-def app(store_dir: Path, options: Callable[..., None]) -> Callable[..., AppTest]:
-    """``app(user)`` → an AppTest for that user (via the trusted header), or the dev user if None."""
-
-    def make(user: str | None = None) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=15)
-        if user is not None:
-            options(trustedUserHeaders=HEADER)
-            at.user = {"user": user}
-        return at
-
-    return make
-
-
-def goto(at: AppTest, page: str) -> AppTest:
-    """Open a page the way the app does: the entrypoint runs first and registers the pages."""
-    if not at._registered_pages:
-        at.run()
-    return at.switch_page(page).run()
-
-
 def task_page(at: AppTest, task_id: str) -> AppTest:
     at.query_params["id"] = task_id
     return goto(at, "pages/task.py")
-
-
-def submitted(service: TaskService, user: str, name: str, data: bytes = CSV) -> str:
-    return service.submit_file(Actor(user), name, "copy", None, data).task_id
-
-
-def run_as_worker(
-    service: TaskService,
-    task_id: str,
-    output: bytes | None = None,
-    error: str | None = None,
-    *,
-    permanent: bool = True,
-) -> None:
-    """Do what a worker does: claim, then complete with ``output`` or fail with ``error`` (``permanent``: bad input)."""
-    store, layout = service.store, service.layout
-    update_record(store, layout, task_id, lambda r, now: lifecycle.claim(r, now, worker_id="w1", lease_seconds=60)[0])
-    record = service.get(Actor("w"), task_id)
-    lease = lifecycle.Lease(record.attempt_id, record.lease_token or "", "w1")
-    if error is not None:
-        update_record(
-            store, layout, task_id, lambda r, now: lifecycle.fail(r, now, lease=lease, error=error, permanent=permanent)
-        )
-        return
-    key = layout.output_key(task_id, record.attempt_id)
-    store.put(key, output or b"", PutMode.CREATE)
-    rows = pd.read_csv(io.BytesIO(output or b""), dtype=str, keep_default_na=False)
-    errors = int((rows.get("error", pd.Series(dtype=str)) != "").sum())
-    progress = lifecycle.Progress(len(rows), len(rows) - errors, errors, record.input_size_bytes or 0)
-    update_record(
-        store,
-        layout,
-        task_id,
-        lambda r, now: lifecycle.complete(r, now, lease=lease, output_path=key, progress=progress, row_count=len(rows)),
-    )
-
-
-def texts(node) -> str:
-    """Everything a page (or its sidebar) says, as one string, Markdown escapes removed."""
-    parts = []
-    for kind in ("title", "markdown", "caption", "info", "warning", "error", "success", "text", "subheader"):
-        parts += [str(e.value) for e in getattr(node, kind)]
-    return "\n".join(parts).replace("\\", "").replace("\u2060", "")
 
 
 def buttons(at: AppTest) -> list[str]:
@@ -457,8 +356,6 @@ def test_only_the_chosen_type_s_settings_are_shown(app, through_app) -> None:
 
 
 def test_the_preview_says_how_the_file_is_read_and_rereads_it_with_the_user_s_choice(app, through_app) -> None:
-    from tests.unit.test_dialect import FILES, ROWS
-
     at = goto(app(), "pages/new_task.py")
     data = FILES["excel csv, europe"][0]
     at.file_uploader[0].set_value(("export.csv", data, "text/csv")).run()
@@ -478,12 +375,7 @@ def test_the_preview_says_how_the_file_is_read_and_rereads_it_with_the_user_s_ch
 
 def worker_once(store_dir: Path) -> None:
     """A real worker (worker.py) on the app's store, until no task is left."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), "--once", "--poll-interval", "0.1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run(worker_args(str(store_dir), "--once", "--poll-interval", "0.1"), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -497,8 +389,6 @@ def output_of(service: TaskService, task_id: str) -> list[list[str]]:
 
 def test_files_from_excel_are_read_as_previewed_by_a_real_worker(app, through_app, service, store_dir) -> None:
     """Excel's "CSV" in Europe, its "Unicode text" (a .txt), "CSV UTF-8", and a pipe file: form, worker, output."""
-    from tests.unit.test_dialect import FILES, ROWS
-
     files = {
         "export.csv": "excel csv, europe",
         "unicode text.txt": "excel unicode text",
@@ -581,10 +471,6 @@ def test_start_again_from_a_task_that_is_not_there_shows_the_empty_form(app, thr
 
 
 # --- Tasks ---------------------------------------------------------------------------
-
-
-def listed(at: AppTest) -> list[str]:
-    return at.dataframe[0].value["name"].tolist() if at.dataframe else []
 
 
 def test_tasks_newest_first_with_status_and_progress(app, service: TaskService) -> None:

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,10 +22,11 @@ import boto3
 import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
+from hooked import Hooked
+from procs import Proc, Procs, child_env
 from s3proxy import RequestLog, counting_proxy
-from support import csv_rows, timed_worker_once
+from support import csv_rows
 
-from s3task import markers
 from s3task.config import Settings
 from s3task.errors import StoreError
 from s3task.layout import Layout
@@ -38,7 +36,6 @@ from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker, start_embedded, stop_embedded, wake_embedded
 
-ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 LAYOUT = Layout("batch-tasks")
 POLL = 0.2
@@ -48,36 +45,10 @@ LEASE = 4.0
 # --- in this process: the races, step by step -------------------------------------------------
 
 
-class Hooked:
-    """A store that runs ``after_list`` once a listing of ``active/`` has its answer, and
-    ``before_put[key]`` before a PUT of that key; everything else goes straight through."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.after_list: Callable[[], None] | None = None
-        self.before_put: dict[str, Callable[[], None]] = {}
-
-    def list_keys(self, prefix: str, **kw: Any) -> list[str]:
-        keys = self.inner.list_keys(prefix, **kw)
-        hook, self.after_list = (self.after_list, None) if prefix == LAYOUT.active_root else (None, self.after_list)
-        if hook:
-            hook()
-        return keys
-
-    def put(self, key: str, *args: Any, **kw: Any) -> Any:
-        hook = self.before_put.pop(key, None)
-        if hook:
-            hook()
-        return self.inner.put(key, *args, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[tuple[LocalStore, Worker, Hooked]]:
     store = LocalStore(tmp_path / "store")
-    hooked = Hooked(store)
+    hooked = Hooked(store, LAYOUT)
     settings = Settings(store=str(tmp_path / "store"), worker_id="bell-w", idle_list_seconds=3600, poll_interval=5)
     worker = Worker(settings, hooked, LAYOUT)  # type: ignore[arg-type]
     yield store, worker, hooked
@@ -141,32 +112,6 @@ def test_a_bell_rung_during_a_listing_makes_the_next_poll_list(local) -> None:
     assert status(store, task_id) == "queued"
     assert worker.poll_once(idle_check=True) == 1, "the ring seen after the bell was read made this poll list"
     wait_for(lambda: status(store, task_id) == "completed", timeout=60, what="completed")
-
-
-def test_repair_and_a_healed_marker_ring_the_bell(local) -> None:
-    store, _, _ = local
-    service = TaskService(store, LAYOUT)
-    task_id = created(service)
-    service.submit(ALICE, task_id)
-    store.delete(LAYOUT.active_key(task_id))  # a worker died between its delete and its check
-    rung = store.head(LAYOUT.bell_key).etag
-    markers.repair(store, LAYOUT)
-    assert store.list_keys(LAYOUT.active_root) == [LAYOUT.active_key(task_id)]
-    assert store.head(LAYOUT.bell_key).etag != rung, "repair rang the bell"
-
-
-def test_a_failed_ring_fails_nothing_and_is_logged(local, caplog: pytest.LogCaptureFixture) -> None:
-    store, _, hooked = local
-    service = TaskService(hooked, LAYOUT)  # type: ignore[arg-type]
-    task_id = created(service)
-
-    def refuse() -> None:
-        raise StoreError("the store refused the bell")
-
-    hooked.before_put[LAYOUT.bell_key] = refuse
-    assert service.submit(ALICE, task_id).status == "queued"
-    assert "could not ring the active-bell" in caplog.text
-    assert store.list_keys(LAYOUT.active_root) == [LAYOUT.active_key(task_id)]
 
 
 def test_an_embedded_submit_or_retry_wakes_the_worker_at_once(tmp_path: Path) -> None:
@@ -246,25 +191,20 @@ class Env:
     service: TaskService
     endpoint: str
     url: str
-    env: dict[str, str]
-    tmp: Path
+    procs: Procs
     start: float  # a worker process's measured start-up here, added to every wait
-    procs: list[subprocess.Popen] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
-    def worker(self, name: str, **settings: str) -> tuple[subprocess.Popen, Log]:
+    @property
+    def tmp(self) -> Path:
+        return self.procs.tmp
+
+    def worker(self, name: str, **settings: str) -> tuple[Proc, Log]:
         """A ``worker.py`` whose every request goes through a counting proxy of its own."""
         proxy, log = self.stack.enter_context(counting_proxy(self.endpoint, Log()))
-        out = open(self.tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        env = {**self.env, "AWS_ENDPOINT_URL_S3": proxy, **{f"S3TASK_{k.upper()}": v for k, v in settings.items()}}
-        cmd = [
-            sys.executable, str(ROOT / "worker.py"), "--store", self.url, "--poll-interval", str(POLL),
-            "--lease-seconds", str(LEASE), "--handlers", "worker_handlers", "--worker-id", name,
-        ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        proc.log_path = out.name  # type: ignore[attr-defined]
-        self.procs.append(proc)
-        return proc, log
+        env = {"AWS_ENDPOINT_URL_S3": proxy, **{f"S3TASK_{k.upper()}": v for k, v in settings.items()}}
+        args = ["--poll-interval", str(POLL), "--lease-seconds", str(LEASE), "--handlers", "worker_handlers"]
+        return self.procs.worker(self.url, *args, worker_id=name, env=env), log
 
     def record(self, task_id: str):
         return read_record(self.store, LAYOUT, task_id)[0]
@@ -286,34 +226,20 @@ class Env:
         return time.monotonic()
 
 
-@pytest.fixture(scope="module")
-def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
-    """Seconds a worker process takes here to start, probe a store, load its fork server, run one tiny
-    task and stop (measured, with headroom)."""
-    return 5 * timed_worker_once(tmp_path_factory.mktemp("startup") / "store")
-
-
 @pytest.fixture
-def s3(moto_http_bucket, tmp_path: Path, startup: float) -> Iterator[Env]:
+def s3(moto_http_bucket, procs: Procs, startup: float) -> Iterator[Env]:
     endpoint, bucket = moto_http_bucket
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_LEASE_GRACE_SECONDS": "1",
-        "S3TASK_RETRY_BACKOFF_SECONDS": "0.5",
-        "S3TASK_IDLE_LIST_SECONDS": "3600",  # no safety-net listing unless a test asks for one
-    }
+    procs.env = child_env(
+        endpoint=endpoint,
+        S3TASK_LEASE_GRACE_SECONDS="1",
+        S3TASK_RETRY_BACKOFF_SECONDS="0.5",
+        S3TASK_IDLE_LIST_SECONDS="3600",  # no safety-net listing unless a test asks for one
+    )
     store = S3Store(bucket, client=boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
-    e = Env(store, TaskService(store, LAYOUT), endpoint, f"s3://{bucket}/batch-tasks", env, tmp_path, startup)
+    e = Env(store, TaskService(store, LAYOUT), endpoint, f"s3://{bucket}/batch-tasks", procs, startup)
     with e.stack:
         yield e
-        for p in e.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait(10)
+        procs.close()  # while their proxies still answer
 
 
 def submit(e: Env, service: TaskService, task_type: str = "copy", params: dict | None = None) -> str:
@@ -346,7 +272,7 @@ def test_a_failed_ring_is_caught_by_the_safety_net(s3: Env) -> None:
     listed = wait_for(lambda: (ts := log.listings(since))[2:] and ts, timeout=4 * net + 10, what="net listings")
     gaps = [b - a for a, b in itertools.pairwise(listed)]
     assert all(net - 2 * POLL <= g <= net + 4 * POLL for g in gaps), f"idle listings {gaps} s apart, not every {net} s"
-    hooked = Hooked(s3.store)
+    hooked = Hooked(s3.store, LAYOUT)
 
     def refuse() -> None:
         raise StoreError("the store refused the bell")

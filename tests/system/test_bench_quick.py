@@ -9,24 +9,18 @@ noise, so it belongs in the normal suite.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from procs import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_bench_quick_runs_and_reports(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
+    proc = run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--out", str(tmp_path)], timeout=280)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["mode"] == "quick"

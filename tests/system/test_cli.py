@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from conftest import free_port
+from procs import ROOT, TESTS, child_env, cli
 
 from s3task import lifecycle
 from s3task.ids import new_task_id
@@ -24,22 +23,14 @@ from s3task.tasks import Actor, TaskService
 LAYOUT = Layout("batch-tasks")
 ADA = Actor("ada")
 CSV = b"id,name\n1,ada\n2,bob\n"
-TESTS = Path(__file__).resolve().parents[1]
 #: tests/ on the import path of the CLI's process, for the plug-in module tests/plugin_types.py.
-PLUGIN_PATH = {"PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+PLUGIN_PATH = {"PYTHONPATH": child_env(path=(TESTS, ROOT))["PYTHONPATH"]}
 
 
 def run(store: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "S3TASK_USER": "ada", **(env or {})}
-    environ.pop("S3TASK_STORE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "s3task", "--store", store, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=environ,
-        timeout=60,
-    )
+    """``python -m s3task --store STORE ARGS`` as ada, this checkout on its import path (not tests/)."""
+    environ = child_env(path=(ROOT,), **{"S3TASK_USER": "ada", **(env or {})})
+    return cli("--store", store, *args, cwd=cwd, env=environ, timeout=60)
 
 
 def in_parallel(*commands: tuple[str, ...], cwd: Path, env: dict[str, str] | None = None) -> list:
@@ -152,15 +143,8 @@ def test_store_from_the_environment(local, tmp_path: Path) -> None:
     url, store = local
     path = tmp_path / "in.csv"
     path.write_bytes(CSV)
-    environ = {**os.environ, "S3TASK_STORE": url, "S3TASK_USER": "bob"}
-    result = subprocess.run(
-        [sys.executable, "-m", "s3task", "submit", str(path), "--name", "env"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=environ,
-        timeout=60,
-    )
+    environ = child_env(path=(ROOT,), S3TASK_STORE=url, S3TASK_USER="bob")
+    result = cli("submit", str(path), "--name", "env", cwd=tmp_path, env=environ, timeout=60)
     task_id = ok(result).strip().splitlines()[-1]
     assert read_record(store, LAYOUT, task_id)[0].created_by == "bob"
 

@@ -27,8 +27,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +41,8 @@ import worker_handlers  # noqa: F401  (registers the gated task type in this pro
 from conftest import wait_for
 from crashhook import CrashStore
 from faults import Expect, check_invariants, save_figures
+from procs import Proc, child_env, worker_args
+from procs import run as run_command
 from support import csv_rows, queue_tiny_task
 
 from s3task import lifecycle
@@ -258,7 +258,7 @@ class Run:
     def record(self):
         return read_record(self.store, self.layout, self.task_id)[0]
 
-    def wait_started(self, proc: subprocess.Popen, started: float, clock: Clock) -> None:
+    def wait_started(self, proc: Proc, started: float, clock: Clock) -> None:
         """Wait for the worker's first store call, and tell the clock how long that took."""
         wait_run(self, self.points, clock.deadline, "the worker's first store call", proc)
         clock.seen(self.points()[0]["t"] - started)
@@ -283,27 +283,21 @@ def new_run(tmp: Path, scenario: Scenario) -> Run:
 
 def worker_process(tmp: Path, crash_at: str | None, *more: str) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of a worker process with the hook, on the store in ``tmp``."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_LEASE_GRACE_SECONDS": str(GRACE),
-        "S3TASK_RETRY_BACKOFF_SECONDS": str(BACKOFF),
-        "S3TASK_TEST_CRASH_TRACE": str(tmp / "trace.jsonl"),
-        "S3TASK_TEST_CRASH_AT": crash_at or "",
-        "S3TASK_TEST_CRASH_ONCE": str(tmp / "crashed"),
-    }
-    cmd = [
-        sys.executable, str(ROOT / "worker.py"), "--store", str(tmp / "store"), "--poll-interval", str(POLL),
-        "--lease-seconds", str(LEASE), "--max-attempts", str(MAX_ATTEMPTS), "--handlers", "worker_handlers",
-        "--handlers", "crashhook", "--worker-id", "victim", *more,
-    ]  # fmt: skip
-    return cmd, env
+    env = child_env(
+        S3TASK_LEASE_GRACE_SECONDS=str(GRACE),
+        S3TASK_RETRY_BACKOFF_SECONDS=str(BACKOFF),
+        S3TASK_TEST_CRASH_TRACE=str(tmp / "trace.jsonl"),
+        S3TASK_TEST_CRASH_AT=crash_at or "",
+        S3TASK_TEST_CRASH_ONCE=str(tmp / "crashed"),
+    )
+    args = ["--poll-interval", str(POLL), "--lease-seconds", str(LEASE), "--max-attempts", str(MAX_ATTEMPTS)]
+    args += ["--handlers", "worker_handlers", "--handlers", "crashhook", *more]
+    return worker_args(str(tmp / "store"), *args, worker_id="victim"), env
 
 
-def start_worker(run: Run, crash_at: str | None) -> subprocess.Popen:
+def start_worker(run: Run, crash_at: str | None) -> Proc:
     cmd, env = worker_process(run.tmp, crash_at)
-    log = open(run.tmp / "worker.log", "wb")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return Proc(cmd, env=env, log=run.tmp / "worker.log", name="victim")
 
 
 @pytest.fixture(scope="module")
@@ -318,17 +312,14 @@ def clock(tmp_path_factory: pytest.TempPathFactory) -> Clock:
     queue_tiny_task(tmp / "store")
     cmd, env = worker_process(tmp, None, "--once")
     started = time.monotonic()
-    with open(tmp / "worker.log", "wb") as log:
-        code = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    done = run_command(cmd, env=env, timeout=None)
     elapsed = time.monotonic() - started
-    assert code == 0, (tmp / "worker.log").read_text(errors="replace")
+    assert done.returncode == 0, done.stdout + done.stderr
     first = json.loads((tmp / "trace.jsonl").read_text().splitlines()[0])
     return Clock(startup=elapsed, first_call=first["t"] - started)
 
 
-def wait_run(
-    run: Run, condition: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None
-) -> None:
+def wait_run(run: Run, condition: Callable[[], object], timeout: float, what: str, proc: Proc | None = None) -> None:
     """``wait_for``, failing with the worker's log; with ``proc``, that worker exiting fails the wait at once."""
 
     def check() -> object:
@@ -379,14 +370,8 @@ def terminal(run: Run) -> bool:
         return False
 
 
-def finish(proc: subprocess.Popen, clock: Clock) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(clock.deadline)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(clock.deadline)
+def finish(proc: Proc, clock: Clock) -> None:
+    proc.stop(clock.deadline)
 
 
 def reference(tmp: Path, scenario: Scenario, clock: Clock) -> list[str]:

@@ -20,8 +20,6 @@ import gzip
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +33,7 @@ from apps.http_server import serve
 from conftest import wait_for
 from crashhook import CrashStore
 from faults import save_figures
+from procs import Proc, Procs, child_env, worker_args
 from support import csv_rows
 
 from s3task import cli
@@ -376,20 +375,11 @@ def test_hostile_tasks_are_contained_and_the_rest_still_runs(tmp_path: Path) -> 
         unreadable[task_id] = body
     good = [submit_file(service, f"good {i}", small) for i in range(3)]
 
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_MAX_CHILD_MEMORY_MB": "400",
-        "S3TASK_RETRY_BACKOFF_SECONDS": "0.1",
-    }
-    cmd = [
-        sys.executable, str(ROOT / "worker.py"), "--store", str(root), "--poll-interval", "0.2",
-        "--concurrency", "2", "--stall-timeout", "3", "--max-attempts", "2",
-        "--handlers", "worker_handlers", "--handlers", "faults", "--worker-id", "hostile",
-    ]  # fmt: skip
-    log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    env = child_env(S3TASK_MAX_CHILD_MEMORY_MB="400", S3TASK_RETRY_BACKOFF_SECONDS="0.1")
+    args = ["--poll-interval", "0.2", "--concurrency", "2", "--stall-timeout", "3", "--max-attempts", "2"]
+    args += ["--handlers", "worker_handlers", "--handlers", "faults"]
+    proc = Proc(worker_args(str(root), *args, worker_id="hostile"), env=env, log=tmp_path / "worker.log")
+    log = proc.log
     try:
         with PeakMemory(proc.pid) as memory:
             watched = [*csv_tasks, hog, hang, *good]
@@ -400,7 +390,7 @@ def test_hostile_tasks_are_contained_and_the_rest_still_runs(tmp_path: Path) -> 
             wait_for(settled, timeout=150, interval=0.2, what="every hostile task finished")
         assert proc.poll() is None, "the worker itself must survive all of it"
     finally:
-        proc.send_signal(signal.SIGTERM)
+        proc.terminate()
         proc.wait(30)
         for task_id in csv_tasks:  # the 200 MB input need not outlive the test in pytest's kept tmp dirs
             with contextlib.suppress(S3TaskError):
@@ -460,17 +450,14 @@ def test_a_killed_worker_leaves_no_attempt_process_behind(tmp_path: Path) -> Non
     small = tmp_path / "small.csv"
     small.write_bytes(csv_rows(2))
     task_id = submit_file(service, "hangs", small, "test_hang")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
-    cmd = [sys.executable, str(ROOT / "worker.py"), "--store", str(root), "--poll-interval", "0.2",
-           "--handlers", "worker_handlers", "--worker-id", "doomed"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["--poll-interval", "0.2", "--handlers", "worker_handlers"]
+    proc = Proc(worker_args(str(root), *args, worker_id="doomed"), env=child_env(), log=tmp_path / "doomed.log")
     try:
         wait_for(lambda: read_record(store, layout, task_id)[0].status == "running", timeout=60)
         server = wait_for(lambda: [p for p in _children(proc.pid) if _cmdline_has(p, "forkserver")], timeout=30)
         attempt = wait_for(lambda: _children(server[0]), timeout=30, what="the attempt's process")
     finally:
         proc.kill()
-        proc.wait(10)
     try:
         wait_for(lambda: not any(_alive(p) for p in attempt), timeout=15, what="the orphaned attempt to go")
     finally:
@@ -515,20 +502,12 @@ def test_a_worker_whose_clock_is_ten_minutes_off_neither_steals_nor_hoards(moto_
     held = service.create(ALICE, "held", "test_gated", {"gate": str(gate)}).record.task_id
     service.upload_input(ALICE, held, csv_rows(3))
     service.submit(ALICE, held)
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_LEASE_GRACE_SECONDS": "2",
-    }
+    harness = Procs(tmp_path, child_env(endpoint=endpoint, S3TASK_LEASE_GRACE_SECONDS="2"))
 
-    def worker(name: str, skew: int) -> subprocess.Popen:
-        cmd = [sys.executable, str(ROOT / "worker.py"), "--store", f"s3://{bucket}/batch-tasks", "--poll-interval",
-               "0.2", "--lease-seconds", "4", "--handlers", "worker_handlers", "--worker-id", name]  # fmt: skip
-        out = (tmp_path / f"{name}.log").open("wb")
-        return subprocess.Popen(cmd, env={**env, "S3TASK_CLOCK_SKEW_SECONDS": str(skew)}, stdout=out, stderr=out)
+    def worker(name: str, skew: int) -> Proc:
+        args = ["--poll-interval", "0.2", "--lease-seconds", "4", "--handlers", "worker_handlers"]
+        env = {"S3TASK_CLOCK_SKEW_SECONDS": str(skew)}
+        return harness.worker(f"s3://{bucket}/batch-tasks", *args, worker_id=name, env=env)
 
     procs = [worker("honest", 0)]
     try:
@@ -554,7 +533,7 @@ def test_a_worker_whose_clock_is_ten_minutes_off_neither_steals_nor_hoards(moto_
         assert done.attempt_id == 1 and done.failed_attempts == 0
     finally:
         for p in procs:
-            p.send_signal(signal.SIGTERM)
+            p.terminate()
         for p in procs:
             p.wait(30)
     _figures["skewed_clocks"] = "±600 s: no lease stolen or kept; a skewed worker completes its own task"

@@ -14,11 +14,9 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,8 @@ import boto3
 import pytest
 import requests
 from apps.http_server import serve
-from conftest import free_port, wait_for
+from conftest import free_port
+from procs import Procs, child_env, cli, run
 
 from s3task import lifecycle
 from s3task.config import Settings
@@ -603,8 +602,7 @@ def test_bad_tokens_files_are_refused_with_a_reason(text: str, complaint: str) -
 )
 def test_serving_with_a_bad_setting_is_one_line_and_exit_2(tmp_path: Path, command: list[str]) -> None:
     env = _process_env(tmp_path, S3TASK_CONCURRENCY="abc")
-    cmd = [sys.executable, *command, str(free_port())]
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = run([sys.executable, *command, str(free_port())], env=env, timeout=60)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "S3TASK_CONCURRENCY" in lines[0], done.stderr
@@ -613,8 +611,7 @@ def test_serving_with_a_bad_setting_is_one_line_and_exit_2(tmp_path: Path, comma
 
 def test_cli_makes_and_hashes_tokens(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     for module in ("s3task.http_api", "s3task.web"):  # the old name, kept, and the package's own
-        cmd = [sys.executable, "-m", module, "hash-token"]
-        hashed = subprocess.run(cmd, input="secret-token\n", capture_output=True, text=True, check=True, cwd=ROOT)
+        hashed = cli("hash-token", module=module, input="secret-token\n", check=True)
         assert hashed.stdout.strip() == hash_token("secret-token")
 
     assert web_cli.main(["new-token", "--user", "ops-bot", "--role", "operator"]) == 0
@@ -641,41 +638,10 @@ def walkthrough_script() -> str:
 def _process_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     tokens = tmp_path / "tokens.toml"
     tokens.write_text(f'[{hash_token("walk-token")}]\nuser = "walker"\nrole = "user"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("S3TASK_")}
-    env.update(
-        S3TASK_STORE=str(tmp_path / "store"),
-        S3TASK_API_TOKENS_FILE=str(tokens),
-        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        **extra,
-    )
-    return env
+    return child_env(S3TASK_STORE=str(tmp_path / "store"), S3TASK_API_TOKENS_FILE=str(tokens), **extra)
 
 
-@contextmanager
-def running(cmd: list[str], env: dict[str, str], health: str, log: Path) -> Iterator[subprocess.Popen]:
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: proc.poll() is not None or _answers(health), timeout=45, what=f"{cmd[2]} to serve")
-        assert proc.poll() is None, f"{cmd} exited:\n{log.read_text()}"
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=2).status_code < 500
-    except requests.RequestException:
-        return False
-
-
-def test_the_docs_curl_walkthrough_runs_against_uvicorn(tmp_path: Path) -> None:
+def test_the_docs_curl_walkthrough_runs_against_uvicorn(tmp_path: Path, procs: Procs) -> None:
     missing = [tool for tool in ("curl", "jq", "bash") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"the docs/API.md walkthrough needs {', '.join(missing)}; install it to run this test")
@@ -687,7 +653,7 @@ def test_the_docs_curl_walkthrough_runs_against_uvicorn(tmp_path: Path) -> None:
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
     base = f"http://127.0.0.1:{port}"
     worker_settings = Settings.load({"store": env["S3TASK_STORE"], "poll_interval": 0.2, "worker_id": "walk"}, {})
-    with running(cmd, env, base + "/api/openapi.json", tmp_path / "uvicorn.log"):
+    with procs.serve(cmd, url=base, health="/api/openapi.json", name="uvicorn", env=env):
         worker = EmbeddedWorker(Worker(worker_settings)).start()
         try:
             work = tmp_path / "work"
@@ -710,15 +676,10 @@ def test_the_docs_curl_walkthrough_runs_against_uvicorn(tmp_path: Path) -> None:
     assert rows == [["name", "city"], ["Ada", "London"], ["Grace", "Arlington"]]  # copied unchanged
 
 
-def test_streamlit_run_serves_the_ui_and_the_api_in_one_process(tmp_path: Path) -> None:
-    port = free_port()
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "tests" / "apps" / "streamlit_api_app.py"),
-        "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-    ]  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    with running(cmd, _process_env(tmp_path), base + "/_stcore/health", tmp_path / "streamlit.log"):
+def test_streamlit_run_serves_the_ui_and_the_api_in_one_process(tmp_path: Path, procs: Procs) -> None:
+    script = ROOT / "tests" / "apps" / "streamlit_api_app.py"
+    with procs.streamlit(script, env=_process_env(tmp_path)) as app:
+        base = app.url
         assert requests.get(base + "/_stcore/health", timeout=10).text == "ok"
         assert "<html" in requests.get(base + "/", timeout=10).text.lower()  # the UI is still there
         auth = {"Authorization": "Bearer walk-token"}

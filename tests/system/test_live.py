@@ -8,9 +8,6 @@ reader's GETs per look at a running task.
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +19,7 @@ import requests
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from apps.http_server import serve
 from conftest import wait_for
+from procs import Proc, Procs, child_env
 from s3proxy import RequestLog as Log
 from s3proxy import counting_proxy
 
@@ -35,7 +33,6 @@ from s3task.web.api import create_app
 from s3task.web.tokens import TokenTable, hash_token
 from s3task.worker.attempt import TICK
 
-ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
 #: Long enough that no heartbeat (every lease ÷ 3 = 20 s) falls inside what the tests watch.
 LEASE = 60.0
@@ -64,24 +61,16 @@ class Env:
     writes: Log  # the worker's requests
     layout: Layout
     url: str
-    env: dict[str, str]
+    procs: Procs  # the worker processes, through the worker's proxy
     tmp: Path
     service: TaskService = field(init=False)
-    procs: list[subprocess.Popen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.service = TaskService(self.store, self.layout)
 
-    def worker(self) -> subprocess.Popen:
-        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115 - closed with the process
-        cmd = [
-            sys.executable, str(ROOT / "worker.py"), "--store", self.url, "--poll-interval", str(POLL),
-            "--lease-seconds", str(LEASE), "--handlers", "worker_handlers", "--worker-id", f"live-{len(self.procs)}",
-        ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        proc.log_path = log.name  # type: ignore[attr-defined]
-        self.procs.append(proc)
-        return proc
+    def worker(self) -> Proc:
+        args = ["--poll-interval", str(POLL), "--lease-seconds", str(LEASE), "--handlers", "worker_handlers"]
+        return self.procs.worker(self.url, *args, worker_id=f"live-{len(self.procs.all)}")
 
     def submit(self, body: bytes, task_type: str, params: dict | None = None) -> str:
         return self.service.submit_file(ALICE, task_type, task_type, params, body).task_id
@@ -91,33 +80,26 @@ class Env:
 
 
 @pytest.fixture
-def s3(moto_http_bucket, tmp_path: Path) -> Iterator[Env]:
+def s3(moto_http_bucket, tmp_path: Path, procs: Procs) -> Iterator[Env]:
     endpoint, bucket = moto_http_bucket
     with counting_proxy(endpoint) as (worker_url, writes), counting_proxy(endpoint) as (reader_url, reads):
-        env = {
-            **os.environ,
-            "AWS_ENDPOINT_URL_S3": worker_url,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        }
+        procs.env = child_env(endpoint=worker_url)
         session = boto3.session.Session(region_name="us-east-1")
         store = S3Store(bucket, client=session.client("s3", endpoint_url=endpoint, config=_RECORD_CONFIG))
         reader_store = S3Store(bucket, client=session.client("s3", endpoint_url=reader_url, config=_RECORD_CONFIG))
         layout = Layout("batch-tasks")
         e = Env(
-            store, TaskService(reader_store, layout), reads, writes, layout, f"s3://{bucket}/batch-tasks", env, tmp_path
+            store,
+            TaskService(reader_store, layout),
+            reads,
+            writes,
+            layout,
+            f"s3://{bucket}/batch-tasks",
+            procs,
+            tmp_path,
         )
         yield e
-        for p in e.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait(10)
-
-
-def logs(proc: subprocess.Popen) -> str:
-    return Path(proc.log_path).read_text(errors="replace")  # type: ignore[attr-defined]
+        procs.close()  # while their proxy still answers
 
 
 def running(e: Env, task_id: str):
@@ -159,7 +141,7 @@ def test_a_reader_sees_progress_move_every_few_seconds_between_heartbeats(s3: En
             assert time.monotonic() - started < 60, "the task took too long"
             time.sleep(0.1)
     ended = time.monotonic()
-    assert s3.record(task_id).status == "completed", logs(w)
+    assert s3.record(task_id).status == "completed", w.output()
     assert api_rows, "the API showed no rows read while the record had none yet"
     # The first counts come with the first block (the process starting, reading 4 MB, the handler's second);
     # from then on the view moves at least every 3 s, to the end.
@@ -210,7 +192,7 @@ def test_cancel_stops_the_attempts_process_within_seconds(s3: Env, n_blocks: int
     assert deadline < LEASE / 3
     wait_for(lambda: gone(pid), timeout=deadline, interval=0.05, what="the attempt's process to be stopped")
     stopped_after = time.monotonic() - cancelled_at
-    wait_for(lambda: "it was cancelled" in logs(w), timeout=10, what="the worker to say why it stopped")
+    wait_for(lambda: "it was cancelled" in w.output(), timeout=10, what="the worker to say why it stopped")
 
     record = s3.record(task_id)
     assert record.status == "abandoned" and record.history[-1]["event"] == "cancel", record.history
@@ -236,48 +218,3 @@ def test_cancel_stops_the_attempts_process_within_seconds(s3: Env, n_blocks: int
     nxt = s3.submit(b"id\n1\n", "copy")
     wait_for(lambda: s3.record(nxt).status == "completed", timeout=60, what="the next task")
     print(f"attempt stopped {stopped_after:.2f} s after the cancel")
-
-
-# --- the progress object on the local store, in this process ----------------------------------------
-
-
-def test_progress_object_merge_and_cancel_signal_on_the_local_store(tmp_path: Path) -> None:
-    from s3task import lifecycle
-    from s3task.progress import Progress
-    from s3task.record import update_record
-    from s3task.store.local import LocalStore
-
-    store, layout = LocalStore(tmp_path / "store"), Layout()
-    service = TaskService(store, layout)
-    task_id = service.submit_file(ALICE, "t", "copy", None, b"id\n1\n2\n").task_id
-    held = {}
-
-    def claim(r, now):
-        new, held["lease"] = lifecycle.claim(r, now, worker_id="w", lease_seconds=60)
-        return new
-
-    update_record(store, layout, task_id, claim)
-    publisher = live.Publisher(store, layout, task_id, 1)
-    assert publisher.save(Progress(processed_count=2, bytes_processed=7, row_count=2, success_count=2))
-    seen = service.get(ALICE, task_id)
-    assert (seen.processed_count, seen.row_count, seen.bytes_processed) == (2, 2, 7)
-    assert read_record(store, layout, task_id)[0].processed_count == 0  # the record itself is untouched
-    # Counts that stand still are not saved again: no request at all.
-    assert publisher.save(Progress(processed_count=2, bytes_processed=7, row_count=2, success_count=2))
-    # An older attempt's object is never shown.
-    live.Publisher(store, layout, task_id, 0).save(Progress(processed_count=99, bytes_processed=99))
-    assert service.get(ALICE, task_id).processed_count == 2
-    # Cancel: the record first, then the signal; the worker's next save fails its condition. (While the
-    # counts stand still nothing is saved, and the worker's poll, which reads the record, notices instead.)
-    service.cancel(ALICE, task_id)
-    # The counts the worker had saved live are kept in the cancelled record (the signal overwrote them).
-    cancelled = read_record(store, layout, task_id)[0]
-    assert (cancelled.status, cancelled.processed_count, cancelled.row_count, cancelled.bytes_processed) == (
-        "abandoned",
-        2,
-        2,
-        7,
-    )
-    assert publisher.save(Progress(processed_count=2, bytes_processed=7, row_count=2, success_count=2))
-    assert not publisher.save(Progress(processed_count=3, bytes_processed=9))
-    assert service.get(ALICE, task_id).status == "abandoned"

@@ -2,19 +2,15 @@
 
 ``worker.py --metrics-port`` on moto's S3 server over HTTP, the API server (``python -m s3task.web
 serve``) and the app (``streamlit run app.py``, whose embedded worker does the work); plus a bad
-``--metrics-port`` stopping the worker at the door, and the store wrapper counting each request once.
+``--metrics-port`` stopping the worker at the door. (The store wrapper counting each request once, in this
+process: tests/unit/test_metrics_counted.py.)
 """
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,18 +18,13 @@ import requests
 import worker_handlers  # noqa: F401  (registers test_gated here too, for create())
 import yaml
 from conftest import free_port, wait_for
-from prometheus_client import REGISTRY
+from procs import SERVE_SECONDS, Proc, Procs, child_env, run, worker_args
 from prometheus_client.parser import text_string_to_metric_families
-from support import csv_rows, timed_worker_once
+from support import csv_rows
 
-import s3task.store as store_mod
-from s3task import metrics
-from s3task.errors import NotFound
 from s3task.layout import Layout
 from s3task.record import read_record
 from s3task.store import open_store
-from s3task.store.base import PutMode
-from s3task.store.local import LocalStore
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.tokens import hash_token
@@ -78,49 +69,17 @@ def answers(url: str) -> Samples | None:
         return None
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("S3TASK_", "STREAMLIT_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), str(ROOT)])
-    env.update(extra)
-    return env
-
-
-@contextmanager
-def process(cmd: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
-    """A child process logging to ``log``; SIGTERM afterwards (killed if it does not stop)."""
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def serving(proc: subprocess.Popen, url: str, log: Path, timeout: float) -> Samples:
-    def up() -> Samples | None:
-        assert proc.poll() is None, f"{proc.args} exited:\n{log.read_text(errors='replace')}"
-        return answers(url)
-
-    return wait_for(up, timeout=timeout, interval=0.1, what=f"{url} to answer")  # type: ignore[return-value]
-
-
-@pytest.fixture(scope="module")
-def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
-    """Seconds a worker process takes here to start, probe a store, load its fork server, run one tiny
-    task and stop, with headroom (as in test_worker: 1–20 s on a busy 2-core machine)."""
-    return 5 * timed_worker_once(tmp_path_factory.mktemp("startup") / "store")
+def serving(proc: Proc, url: str, timeout: float) -> Samples:
+    """The first scrape of ``url`` that answers (failing at once, with its output, if ``proc`` exits)."""
+    return proc.wait_until(lambda: answers(url), timeout, f"{url} to answer", interval=0.1)
 
 
 # --- worker.py --metrics-port ------------------------------------------------------------------------
 
 
-def test_a_worker_on_s3_reports_what_it_did(moto_http_bucket: tuple[str, str], tmp_path: Path, startup: float) -> None:
+def test_a_worker_on_s3_reports_what_it_did(
+    moto_http_bucket: tuple[str, str], tmp_path: Path, startup: float, procs: Procs
+) -> None:
     endpoint, bucket = moto_http_bucket
     store, layout = S3Store(bucket, client=_client(endpoint)), Layout("batch-tasks")
     service = TaskService(store, layout)
@@ -136,19 +95,10 @@ def test_a_worker_on_s3_reports_what_it_did(moto_http_bucket: tuple[str, str], t
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"
-    env = clean_env(
-        AWS_ENDPOINT_URL_S3=endpoint,
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
-        AWS_DEFAULT_REGION="us-east-1",
-    )
-    cmd = [
-        sys.executable, str(ROOT / "worker.py"), "--store", f"s3://{bucket}/batch-tasks", "--handlers",
-        "worker_handlers", "--poll-interval", str(POLL), "--concurrency", "1", "--metrics-port", str(port),
-    ]  # fmt: skip
-    log = tmp_path / "worker.log"
-    with process(cmd, env, log) as worker:
-        serving(worker, url, log, 30 + startup)
+    args = ["--handlers", "worker_handlers", "--poll-interval", str(POLL), "--concurrency", "1", "--metrics-port"]
+    procs.env = child_env(endpoint=endpoint)
+    with procs.worker(f"s3://{bucket}/batch-tasks", *args, str(port), name="worker") as worker:
+        serving(worker, url, 30 + startup)
         first = wait_for(lambda: _up(url), timeout=30 + startup, what="the worker loop to start")
         # Every registered type shows zeros before it has done anything (so alerts see a series).
         assert value(first, "s3task_tasks_completed_total", task_type="copy") == 0
@@ -202,7 +152,7 @@ def test_a_worker_on_s3_reports_what_it_did(moto_http_bucket: tuple[str, str], t
                 assert name.removesuffix("_total") in families, (rule["alert"], name)
 
         worker.send_signal(signal.SIGTERM)
-        assert worker.wait(30 + startup) == 0, log.read_text(errors="replace")
+        assert worker.wait(30 + startup) == 0, worker.tail()
 
 
 def readme_alert_rules() -> list[dict]:
@@ -252,13 +202,7 @@ def test_a_bad_metrics_flag_stops_the_worker_at_the_door(
 ) -> None:
     store = tmp_path / "store"
     extra = [flag, value] if flag == "--metrics-port" else [flag, value, "--metrics-port", str(free_port())]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--once", *extra],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run(worker_args(str(store), "--once", *extra))
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"error: {flag} {shown} is not allowed: use {allowed}"]
     assert not store.exists(), "the store was touched"
@@ -270,13 +214,7 @@ def test_a_metrics_port_in_use_is_one_line_before_any_store_call(tmp_path: Path)
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--once", "--metrics-port", str(port)],
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = run(worker_args(str(store), "--once", "--metrics-port", str(port)))
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: cannot serve metrics on 127.0.0.1:{port}: "), lines
@@ -286,16 +224,13 @@ def test_a_metrics_port_in_use_is_one_line_before_any_store_call(tmp_path: Path)
 # --- the API server and the app ------------------------------------------------------------------------
 
 
-def test_the_api_server_serves_metrics_of_its_requests_and_cancels(tmp_path: Path) -> None:
+def test_the_api_server_serves_metrics_of_its_requests_and_cancels(tmp_path: Path, procs: Procs) -> None:
     tokens = tmp_path / "tokens.json"
     tokens.write_text(f'{{"{hash_token("alice-token")}": {{"user": "alice", "role": "user"}}}}')
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = clean_env(S3TASK_STORE=str(tmp_path / "store"), S3TASK_API_TOKENS_FILE=str(tokens))
-    log = tmp_path / "api.log"
-    cmd = [sys.executable, "-m", "s3task.web", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with process(cmd, env, log) as api:
-        before = serving(api, base + "/metrics", log, 60)
+    env = {"S3TASK_STORE": str(tmp_path / "store"), "S3TASK_API_TOKENS_FILE": str(tokens)}
+    with procs.api(env=env, health="/metrics") as api:
+        base = api.url
+        before = serving(api, base + "/metrics", SERVE_SECONDS)
         assert value(before, "s3task_tasks_cancelled_total", task_type="copy") is None  # nothing cancelled yet
         auth = {"Authorization": "Bearer alice-token"}
         created = requests.post(base + "/api/tasks", json={"name": "n", "type": "copy"}, headers=auth, timeout=10)
@@ -312,18 +247,11 @@ def test_the_api_server_serves_metrics_of_its_requests_and_cancels(tmp_path: Pat
     assert value(after, "s3task_worker_up") == 0  # the API server runs no worker
 
 
-def test_the_app_serves_metrics_of_its_embedded_worker(tmp_path: Path) -> None:
+def test_the_app_serves_metrics_of_its_embedded_worker(tmp_path: Path, procs: Procs) -> None:
     store_dir = tmp_path / "store"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = clean_env(S3TASK_STORE=str(store_dir), S3TASK_POLL_INTERVAL=str(POLL), PYTHONUNBUFFERED="1")
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-    ]  # fmt: skip
-    log = tmp_path / "streamlit.log"
-    with process(cmd, env, log) as app:
-        serving(app, base + "/metrics", log, 60)
+    with procs.streamlit(env={"S3TASK_STORE": str(store_dir), "S3TASK_POLL_INTERVAL": str(POLL)}) as app:
+        base = app.url
+        serving(app, base + "/metrics", SERVE_SECONDS)
         wait_for(lambda: _up(base + "/metrics"), timeout=60, what="the embedded worker to start")
         store, layout = open_store(str(store_dir))
         service = TaskService(store, layout)
@@ -341,67 +269,3 @@ def test_the_app_serves_metrics_of_its_embedded_worker(tmp_path: Path) -> None:
     assert value(after, "s3task_attempt_duration_seconds_count", task_type="copy", outcome="completed") == 1
     assert value(after, "s3task_store_requests_total", operation="list") > 0
     assert value(after, "s3task_worker_up") == 1
-
-
-# --- the store wrapper ------------------------------------------------------------------------------------
-
-
-def test_each_store_request_counts_once_and_the_store_keeps_its_class(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # As in a fresh process (an earlier test may have enabled metrics in this one); restored afterwards.
-    fresh = [w for w in store_mod._WRAPPERS if w is not metrics.count_requests]
-    monkeypatch.setattr(store_mod, "_WRAPPERS", fresh)
-    monkeypatch.setattr(metrics, "_enabled", False)
-    metrics.enable()
-    metrics.enable()  # once per process, however often asked
-    assert store_mod._WRAPPERS.count(metrics.count_requests) == 1
-
-    def count(name: str, **labels: str) -> float:
-        return REGISTRY.get_sample_value(name, labels) or 0.0
-
-    def total_errors() -> float:
-        return sum(s.value for m in REGISTRY.collect() for s in m.samples if s.name == "s3task_store_errors_total")
-
-    store, _ = open_store(str(tmp_path / "store"))
-    assert isinstance(store, LocalStore)  # what signer_for and the CLI check
-    puts = count("s3task_store_requests_total", operation="put")
-    gets = count("s3task_store_requests_total", operation="get")
-    missing = count("s3task_store_errors_total", operation="get", error="NotFound")
-    store.put("a/one", b"x", PutMode.CREATE)  # the local store's put is an open_write inside: one request
-    with store.open_write("a/two", PutMode.CREATE) as w:
-        w.write(b"y")
-    with pytest.raises(NotFound):
-        store.get("a/none")
-    assert count("s3task_store_requests_total", operation="put") == puts + 2
-    assert count("s3task_store_requests_total", operation="get") == gets + 1
-    assert count("s3task_store_errors_total", operation="get", error="NotFound") == missing + 1
-    # A failure in the caller's own block aborts the write; it is not the store's error.
-    errors = total_errors()
-    with pytest.raises(RuntimeError), store.open_write("a/three", PutMode.CREATE):
-        raise RuntimeError("the caller's own")
-    assert count("s3task_store_requests_total", operation="put") == puts + 3
-    assert total_errors() == errors
-    assert store.list_keys("a/") == ["a/one", "a/two"]
-
-
-def test_a_worker_counts_the_expired_lease_it_ends(tmp_path: Path) -> None:
-    from s3task import lifecycle
-    from s3task.config import Settings
-    from s3task.record import update_record
-    from s3task.worker import Worker
-
-    store, layout = LocalStore(tmp_path / "store"), Layout()
-    service = TaskService(store, layout)
-    task_id = service.create(ALICE, "orphan", "copy").record.task_id
-    service.upload_input(ALICE, task_id, csv_rows(2))
-    service.submit(ALICE, task_id)
-    # A worker that claimed it and died: its lease ran out long ago.
-    update_record(store, layout, task_id, lambda r, t: lifecycle.claim(r, t, worker_id="gone", lease_seconds=0.01)[0])
-    expiries = REGISTRY.get_sample_value("s3task_lease_expiries_total", {"task_type": "copy"}) or 0.0
-    worker = Worker(Settings(store=str(tmp_path / "store"), lease_grace_seconds=0), store, layout)
-    wait_for(lambda: worker.poll_once() == 0 and read_record(store, layout, task_id)[0].status == "failed")
-    assert REGISTRY.get_sample_value("s3task_lease_expiries_total", {"task_type": "copy"}) == expiries + 1
-    worker.poll_once()  # nothing more to expire: not counted again
-    assert REGISTRY.get_sample_value("s3task_lease_expiries_total", {"task_type": "copy"}) == expiries + 1
-    assert REGISTRY.get_sample_value("s3task_queue_depth") == 0

@@ -8,11 +8,9 @@ import email
 import email.policy
 import http.server
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -21,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import procs
 import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import CHROMIUM, free_port, wait_for
+from procs import S3Workers as Env
 from support import CountingStore, csv_rows
 
 from s3task import lifecycle, notify
@@ -34,7 +34,6 @@ from s3task.record import HISTORY_LIMIT, read_record, update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker
-from tests.system.test_worker import Env, done, logs, s3, startup  # noqa: F401  (s3 and startup are fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "NOTIFICATIONS.md"
@@ -377,10 +376,7 @@ def test_an_outbox_entry_left_by_a_dead_sender_is_settled_against_the_record(
     notifier._last_sweep = float("-inf")  # sweep again now, not a third of the recover time later
     assert notifier.sweep_if_due(env.store, env.layout) == {"resent": 0, "dropped": 0, "missed": 1}
     assert env.pending() == []
-    listed = subprocess.run(
-        [sys.executable, "-m", "s3task.notify", "--store", str(tmp_path / "data"), "missed"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, check=True,
-    )  # fmt: skip
+    listed = procs.cli("--store", str(tmp_path / "data"), "missed", module="s3task.notify", check=True)
     assert f"{other}.{gone.revision}" in listed.stdout and key.rsplit("/", 1)[-1] in key
 
 
@@ -411,9 +407,9 @@ def test_a_lost_claim_race_sends_nothing_and_leaves_nothing(tmp_path: Path, rece
 
 
 @pytest.fixture
-def many(request: pytest.FixtureRequest) -> Env:
-    """Real worker processes on one moto S3 store over HTTP (tests/system/test_worker.py's ``s3`` fixture)."""
-    return request.getfixturevalue("s3")
+def many(s3_workers: Env) -> Env:
+    """Real worker processes on one moto S3 store over HTTP (conftest.py's ``s3_workers``)."""
+    return s3_workers
 
 
 def hooked(receiver: Receiver, **extra: str) -> dict[str, str]:
@@ -433,13 +429,13 @@ def test_every_state_change_of_many_tasks_reaches_the_receiver_exactly_once(many
     ids = [many.submit(f"t{i}", csv_rows(i + 1)) for i in range(8)]
     workers = [many.worker(name=f"race{i}", env=hooked(receiver)) for i in range(3)]
     for task_id in ids:
-        wait_for(lambda t=task_id: done(many, t), timeout=120 + many.start, what=f"{task_id} completed")
+        wait_for(lambda t=task_id: many.done(t), timeout=120 + many.start, what=f"{task_id} completed")
     wait_for(lambda: len(receiver.ids()) >= 3 * len(ids), timeout=60, what="every event")
     wait_for(lambda: many.store.list_keys(many.layout.outbox_root()) == [], timeout=60, what="the outbox empty")
     for w in workers:
         w.send_signal(signal.SIGTERM)
     for w in workers:
-        assert w.wait(20 + many.start) == 0, logs(w)
+        assert w.wait(20 + many.start) == 0, w.output()
     assert receiver.bad_signatures == 0
     assert set(receiver.ids().values()) == {1}, "each event delivered once"
     assert receiver.ids("received") == receiver.ids(), "and never sent twice"
@@ -463,7 +459,7 @@ def test_a_worker_killed_before_its_event_was_taken_has_it_sent_by_another(many:
     wait_for(lambda: receiver.holding == 1, timeout=60 + many.start, what="the completion held by the receiver")
     victim.kill()  # the task is completed; its event was never taken
     victim.wait(10)
-    record = done(many, task_id)
+    record = many.done(task_id)
     assert record is not None
     completed_id = f"{task_id}.{record.revision}"
     assert completed_id not in receiver.ids()
@@ -475,7 +471,7 @@ def test_a_worker_killed_before_its_event_was_taken_has_it_sent_by_another(many:
     wait_for(lambda: many.store.list_keys(many.layout.outbox_root()) == [], timeout=30, what="the outbox empty")
     assert receiver.ids()[completed_id] == 1  # taken once (the first, held copy went to a dead sender)
     assert [ev["type"] for ev in receiver.received if ev["id"] == completed_id] == ["task.completed"] * 2
-    assert "re-sending notification" in logs(rescuer)
+    assert "re-sending notification" in rescuer.output()
     rescuer.terminate()
     assert rescuer.wait(20 + many.start) == 0
 
@@ -508,9 +504,8 @@ NOTIFICATION_SHIM = """
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; see tests/browser/test_browser.py")
 def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser, tmp_path: Path) -> None:
+    from browsers import base_env, settle, streamlit_app
     from playwright.sync_api import expect
-
-    from tests.browser.test_browser import base_env, settle, streamlit_app
 
     store = tmp_path / "store"
     service = TaskService(LocalStore(store), Layout())
@@ -525,11 +520,7 @@ def test_the_tab_title_and_a_desktop_notification_say_when_my_task_ends(browser,
     first, first_gate = gated("March customer list")
     second, second_gate = gated("April list")
     service.submit(me, first)
-    env = base_env(
-        S3TASK_STORE=str(store),
-        S3TASK_HANDLERS="worker_handlers",
-        PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-    )
+    env = base_env(S3TASK_STORE=str(store), S3TASK_HANDLERS="worker_handlers")
     with streamlit_app(env, tmp_path / "streamlit.log") as url:
         context = browser.new_context()
         context.grant_permissions(["notifications"], origin=url)
@@ -591,11 +582,8 @@ PASSWORD = "hunter2"
 
 
 def cli(tmp_path: Path, env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "s3task", "--store", str(tmp_path / "data"), *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=full,
-    )  # fmt: skip
+    """``python -m s3task --store {tmp_path}/data ARGS`` with the notification settings in ``env``."""
+    return procs.cli("--store", str(tmp_path / "data"), *args, env=procs.child_env(**env), timeout=timeout)
 
 
 def test_an_smtp_password_with_a_question_mark_is_refused_at_load_and_never_shown(tmp_path: Path) -> None:
@@ -756,14 +744,7 @@ def test_webhook_urls_are_secret_wherever_they_could_be_shown(
     assert drained(env)
     entries = [env.store.get(k).body.decode() for k in env.store.list_keys(missed_root)]
     listed = [
-        subprocess.run(
-            [sys.executable, "-m", "s3task.notify", "--store", str(tmp_path / "data"), "missed", *extra],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-            check=True,
-        )
+        procs.cli("--store", str(tmp_path / "data"), "missed", *extra, module="s3task.notify", check=True)
         for extra in ([], ["--json"])
     ]
     shown = [caplog.text, *entries, *(r.stdout + r.stderr for r in listed)]

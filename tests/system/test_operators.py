@@ -1,6 +1,6 @@
 """Find and act: the Tasks list's search and filters, and the operators' Workers view.
 
-The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/system/test_app.py``:
+The pages run through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/app_pages.py``:
 a fresh local store, the embedded worker off, users told apart by a trusted header, ``boss``
 an operator). The Workers view is fed by two real ``worker.py`` processes, whose presence
 module writes the objects the page reads.
@@ -9,27 +9,24 @@ module writes the objects the page reads.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+import app_pages
 import pytest
 import worker_handlers  # noqa: F401  (registers the gated task type here too)
+from app_pages import CSV, listed, page_links, run_as_worker, submitted, texts, workers_page
 from conftest import wait_for
+from procs import Proc, Procs
 from streamlit.testing.v1 import AppTest
 
 from s3task.record import read_record
 from s3task.tasks import Actor, TaskService
-from tests.system import test_app as pages
-from tests.system.test_app import CSV, goto, listed, run_as_worker, submitted, texts
 from ui import tables
 
 # The pages' fixtures: a fresh local store, the embedded worker off, users told apart by a trusted header.
-app, options, service, store_dir = pages.app, pages.options, pages.service, pages.store_dir
+app, options, service, store_dir = app_pages.app, app_pages.options, app_pages.service, app_pages.store_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 POLL = 0.2
 #: Seconds a worker process may take to start here (interpreter, pandas and pyarrow imports, the store
 #: probe) on a busy 2-core machine; every wait for a worker is this plus its own poll interval.
@@ -97,55 +94,16 @@ def test_filters_say_they_cover_only_the_tasks_loaded(app, many, monkeypatch) ->
     assert shown_caption(at).startswith("Showing 1 of 4: search and filters cover all 4")
 
 
-def test_count_columns_are_wide_enough_for_any_count(app, service: TaskService) -> None:
-    """A count that grows while the list is open keeps its width: the grid sizes a column only once."""
-    task_id = submitted(service, "local", "big")
-    run_as_worker(service, task_id, output=b"name,age,error\n" + b"a,1,\n" * 3)
-    at = app().run()
-    columns = json.loads(at.dataframe[0].proto.columns)
-    numbers = {name: c for name, c in columns.items() if c.get("type_config", {}).get("type") == "number"}
-    assert "rows" in numbers
-    for name, column in numbers.items():
-        assert column["width"] >= tables.COUNT_WIDTH, name  # "123,456,789,012" is 94 px + 16 px padding
-
-
 # --- the Workers view ------------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def workers(store_dir: Path, tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen]]:
-    procs: list[subprocess.Popen] = []
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("S3TASK_")},
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-    }
+def workers(store_dir: Path, procs: Procs) -> Callable[[str], Proc]:
+    def start(worker_id: str) -> Proc:
+        args = ["--poll-interval", str(POLL), "--handlers", "worker_handlers"]
+        return procs.worker(str(store_dir), *args, worker_id=worker_id)
 
-    def start(worker_id: str) -> subprocess.Popen:
-        log = open(tmp_path / f"{worker_id}.log", "wb")  # noqa: SIM115 - closed with the process
-        cmd = [
-            sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), "--poll-interval", str(POLL),
-            "--handlers", "worker_handlers", "--worker-id", worker_id,
-        ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
-
-
-def page_links(at: AppTest) -> dict[str, str]:
-    return {e.proto.label: f"{e.proto.page}?{e.proto.query_string}" for e in at.get("page_link")}
-
-
-def workers_page(at: AppTest) -> AppTest:
-    from ui import services
-
-    services.live_workers.clear()  # the page's 10-second cache of the presence objects
-    return goto(at, "pages/workers.py")
+    return start
 
 
 def test_operators_see_each_worker_what_it_runs_and_when_it_last_beat(
@@ -202,51 +160,3 @@ def test_operators_see_each_worker_what_it_runs_and_when_it_last_beat(
     first.wait(WORKER_START)
     at = workers_page(at)
     assert "1 stopped" in texts(at)
-
-
-def test_staff_who_open_the_workers_page_are_refused(app, store_dir: Path) -> None:
-    at = workers_page(app("ann"))
-    assert "This page is for operators only" in at.error[0].value
-    assert not [c for c in at.caption if c.value.startswith("Last beat")]
-    assert not at.exception
-
-
-def menu_for(user: str, operator: bool) -> dict[str, str]:
-    """An AppTest script: the app's pages as ``nav.pages()`` builds them for this run's user."""
-    from unittest import mock
-
-    import streamlit as st
-
-    from s3task.config import Settings
-    from s3task.tasks import Actor
-    from ui import context, nav, services
-    from ui.appsettings import AppSettings
-    from ui.identity import Identity
-
-    settings = Settings.load()
-    who = Identity("header", actor=Actor(user, operator=operator))
-    ctx = context.Context(settings, AppSettings.load(), who, services.service_for(settings), services.Worker(False))
-    context.put(ctx)
-    # The menu as built for this run (st.Page itself needs the page files next to the script).
-    with mock.patch.object(nav.st, "Page", lambda path, **kwargs: kwargs):
-        pages = nav.pages()
-    st.json({page["url_path"]: page.get("visibility", "visible") for page in pages})
-
-
-@pytest.mark.parametrize(("user", "operator", "visibility"), [("ann", False, "hidden"), ("boss", True, "visible")])
-def test_the_workers_page_is_in_the_menu_of_operators_only(store_dir: Path, user, operator, visibility) -> None:
-    at = AppTest.from_function(menu_for, args=(user, operator), default_timeout=20).run()
-    assert not at.exception
-    assert json.loads(at.json[0].value)["workers"] == visibility
-
-
-def test_a_report_from_another_version_is_shown_without_what_it_lacks(app, service: TaskService) -> None:
-    from s3task.record import to_iso
-    from s3task.store.base import PutMode
-
-    odd = {"worker_id": "old-box", "last_seen": to_iso(service.store.now()), "task_ids": "not a list"}
-    service.store.put(service.layout.worker_key("old-box"), json.dumps(odd).encode(), PutMode.OVERWRITE)
-    at = workers_page(app("boss"))
-    assert not at.exception
-    said = texts(at)
-    assert "**1 worker** · 0 busy, 1 idle" in said and "old-box" in said and "Not running a task." in said

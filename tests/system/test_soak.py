@@ -19,8 +19,6 @@ import os
 import random
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -38,6 +36,7 @@ from faults import (
     read_fault_log,
     save_figures,
 )
+from procs import Proc, Procs, child_env
 from support import csv_rows
 
 from s3task.errors import InvalidTransition, S3TaskError, StoreError, TooManyConflicts
@@ -62,25 +61,23 @@ class Chaos:
         self.tmp = tmp
         self.url = f"s3://{bucket}/batch-tasks"
         self.log = tmp / "faults.jsonl"
-        self.env = {
-            **os.environ,
-            "AWS_ENDPOINT_URL_S3": endpoint,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-            "S3TASK_LEASE_GRACE_SECONDS": "0.5",
-            "S3TASK_RETRY_BACKOFF_SECONDS": "0.2",
-            ENV: json.dumps({"seed": SEED, "worker_rates": RATES, "child_rates": CHILD_RATES}),
-            LOG_ENV: str(self.log),
-        }
+        self.env = child_env(
+            endpoint=endpoint,
+            S3TASK_LEASE_GRACE_SECONDS="0.5",
+            S3TASK_RETRY_BACKOFF_SECONDS="0.2",
+            **{
+                ENV: json.dumps({"seed": SEED, "worker_rates": RATES, "child_rates": CHILD_RATES}),
+                LOG_ENV: str(self.log),
+            },
+        )
+        self.harness = Procs(tmp, self.env)
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
         self.inner = S3Store(bucket, client=client)
         self.layout = Layout("batch-tasks")
         self.store = FaultyStore(self.inner, seed=SEED, rates=RATES)
         self.service = TaskService(self.store, self.layout, max_attempts=5)
         self.clean = TaskService(self.inner, self.layout)
-        self.procs: list[subprocess.Popen | None] = [None] * WORKERS
+        self.procs: list[Proc | None] = [None] * WORKERS
         self.started = 0
         self.expected: dict[str, Expect] = {}
         self.events: Counter[str] = Counter()
@@ -89,38 +86,22 @@ class Chaos:
 
     def start(self, slot: int) -> None:
         self.started += 1
-        log = open(self.tmp / f"worker-{self.started}.log", "wb")  # noqa: SIM115 - closed with the process
-        cmd = [
-            sys.executable, str(ROOT / "worker.py"), "--store", self.url, "--poll-interval", "0.3",
-            "--lease-seconds", "3", "--max-attempts", "5", "--handlers", "faults",
-            "--worker-id", f"soak-{self.started}",
-        ]  # fmt: skip
-        self.procs[slot] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        args = ["--poll-interval", "0.3", "--lease-seconds", "3", "--max-attempts", "5", "--handlers", "faults"]
+        self.procs[slot] = self.harness.worker(self.url, *args, worker_id=f"soak-{self.started}")
 
     def kill(self, sig: int) -> None:
         slot = self.rng.randrange(WORKERS)
         proc = self.procs[slot]
         assert proc is not None
-        proc.send_signal(sig)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:  # a polite stop that takes too long: the operator's second signal
+        if sig == signal.SIGKILL:
             proc.kill()
-            proc.wait(10)
+        else:  # a polite stop that takes too long gets the operator's SIGKILL
+            proc.stop(30)
         self.events["sigkill" if sig == signal.SIGKILL else "sigterm"] += 1
         self.start(slot)
 
     def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            if proc is not None:
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+        self.harness.close()
 
     # --- the client ---
 

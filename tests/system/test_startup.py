@@ -11,14 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import wait_for
+from procs import Procs, child_env, run
 
 from s3task.record import read_record
 from s3task.store import open_store
@@ -46,13 +44,8 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 
 
 def run_main(module: str, *argv: str, cwd: Path) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, module, *argv],
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "S3TASK_USER": ALICE.name},
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run(
+        [sys.executable, "-c", DRIVER, module, *argv], cwd=cwd, env=child_env(path=(ROOT,), S3TASK_USER=ALICE.name)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -70,8 +63,7 @@ def queue_task(store_dir: Path, body: bytes) -> tuple[TaskService, str]:
 
 def test_importing_the_cli_and_the_worker_imports_no_pandas_pyarrow_or_numpy(tmp_path: Path) -> None:
     code = f"import sys, s3task.cli, s3task.worker.cli; print([m for m in {HEAVY!r} if m in sys.modules])"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = run([sys.executable, "-c", code], cwd=tmp_path, env=child_env(path=(ROOT,)))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
@@ -98,26 +90,17 @@ def test_a_worker_claims_and_completes_a_task_queued_before_it_started(tmp_path:
     """The fork server, started in the background as the worker starts, serves the first attempt."""
     store = tmp_path / "store"
     service, task_id = queue_task(store, b"id,name\n1,Ada\n2,Grace\n")
-    log = tmp_path / "worker.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--worker-id", "starter"],
-            cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=out,
-            stderr=subprocess.STDOUT,
+    with Procs(tmp_path, child_env(path=(ROOT,))) as procs:
+        proc = procs.worker(str(store), worker_id="starter", cwd=tmp_path)
+        # The first poll comes as the worker starts (the interval is only between polls); the
+        # deadline is machine time: an interpreter, the store probe, the fork server's imports.
+        wait_for(
+            lambda: proc.poll() is not None or read_record(service.store, service.layout, task_id)[0].is_terminal,
+            timeout=120,
+            what="the task to end",
         )
-        try:
-            # The first poll comes as the worker starts (the interval is only between polls); the
-            # deadline is machine time: an interpreter, the store probe, the fork server's imports.
-            wait_for(
-                lambda: proc.poll() is not None or read_record(service.store, service.layout, task_id)[0].is_terminal,
-                timeout=120,
-                what="the task to end",
-            )
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(60)
+        code = proc.stop(60)
+    log = proc.log
     text = log.read_text(errors="replace")
     assert code == 0, text
     assert "Traceback" not in text

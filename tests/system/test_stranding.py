@@ -1,8 +1,8 @@
 """Nothing a worker claims or a person queues is stranded.
 
 Whatever escapes after a claim ends that attempt through the lifecycle (the
-worker keeps running), and a marker that a retry race needs back is put back
-through store errors — or kept in mind and put back on the next poll.
+worker keeps running). (A marker that a retry race needs back, put back through
+store errors or on the next poll, in this process: tests/unit/test_markers_kept.py.)
 
 Leases here are long (60 s) and every wait is shorter than half of one, so a
 lease expiry can never be what rescues a task: the worker itself must end it.
@@ -10,7 +10,6 @@ lease expiry can never be what rescues a task: the worker itself must end it.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import wait_for
 
-from s3task import lifecycle, markers
+from s3task import lifecycle
 from s3task.config import Settings
-from s3task.errors import MarkerLost, StoreUnavailable
 from s3task.layout import Layout
-from s3task.record import TaskRecord, read_record, update_record
+from s3task.record import TaskRecord, read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import attempt as attempt_mod
@@ -135,82 +133,6 @@ def test_a_claim_whose_attempt_cannot_start_is_ended_at_once(
     assert failed.last_error == "the worker could not start the attempt: TypeError: cannot build the attempt"
     broken.clear()
     wait_for(lambda: record(env, task_id).status == "completed", timeout=WITHIN)
-
-
-class MarkerPutsFail(LocalStore):
-    """Refuses the next ``failures`` PUTs of ``active/`` markers (503s from a struggling store)."""
-
-    failures = 0
-
-    def put(self, key, body, mode, **kwargs):
-        if "/active/" in key and self.failures > 0:
-            self.failures -= 1
-            raise StoreUnavailable(f"the store failed on {key} (503, injected)")
-        return super().put(key, body, mode, **kwargs)
-
-
-def _retried_after_final_failure(store: LocalStore, layout: Layout, service: TaskService) -> str:
-    """A task that failed for good and was retried by a person: pending, marker present."""
-    task_id = submit(service, "retried")
-    record_, etag = read_record(store, layout, task_id)
-    claimed, lease = lifecycle.claim(record_, store.now(), worker_id="x", lease_seconds=60, max_attempts=3)
-    update_record(store, layout, task_id, lambda r, t: claimed, first=(record_, etag))
-    update_record(
-        store,
-        layout,
-        task_id,
-        lambda r, t: lifecycle.fail(r, t, lease=lease, error="bad", permanent=True, progress=lifecycle.Progress()),
-    )
-    service.retry(ALICE, task_id)
-    return task_id
-
-
-def test_drop_puts_a_pending_tasks_marker_back_through_store_errors(tmp_path: Path) -> None:
-    store, layout = MarkerPutsFail(tmp_path / "s"), Layout()
-    task_id = _retried_after_final_failure(store, layout, TaskService(store, layout))
-    store.failures = 2  # the re-add after the delete fails twice, then lands
-    markers.drop(store, layout, task_id)
-    assert layout.active_key(task_id) in store.list_keys(layout.active_root)
-
-
-def test_a_marker_that_cannot_be_put_back_is_reported_and_restored_by_the_next_poll(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    store, layout = MarkerPutsFail(tmp_path / "s"), Layout()
-    task_id = _retried_after_final_failure(store, layout, TaskService(store, layout))
-    worker = Worker(Settings(store=str(tmp_path / "s"), worker_id="w3", **SETTINGS), store=store, layout=layout)
-    worker.stop_event.set()  # tidy only: no claims, so the marker is all this test looks at
-    store.failures = 100
-    with caplog.at_level(logging.ERROR, logger="s3task.markers"), pytest.raises(MarkerLost):
-        markers.drop(store, layout, task_id)
-    assert any("may be pending" in r.getMessage() and r.levelno == logging.ERROR for r in caplog.records)
-    assert layout.active_key(task_id) not in store.list_keys(layout.active_root)
-    worker._delete_marker(task_id)  # the worker's own drop (tidy) meets the same store: it remembers the task
-    store.failures = 0  # the store recovers
-    worker.poll_once()
-    assert layout.active_key(task_id) in store.list_keys(layout.active_root)
-    assert read_record(store, layout, task_id)[0].status == "queued"
-
-
-def test_a_pending_task_that_lost_its_marker_is_healed_when_someone_looks_at_it(env) -> None:
-    """The one window left: a worker dies between dropping a marker and putting it back for a
-    task a person just retried. Whoever looks at the task (page, CLI, API) puts it back."""
-    from datetime import timedelta
-
-    from s3task.tasks import MARKER_CHECK_AFTER
-
-    store, layout, service = env
-    task_id = submit(service, "stuck")
-    store.delete(layout.active_key(task_id))  # the dead worker's delete
-    assert service.get(ALICE, task_id).status == "queued"
-    assert layout.active_key(task_id) not in store.list_keys(layout.active_root)  # fresh: not checked yet
-    old = store.now() - timedelta(seconds=MARKER_CHECK_AFTER + 1)
-    update_record(store, layout, task_id, lambda r, t: r.replace(updated_at=old.strftime("%Y-%m-%dT%H:%M:%S.000Z")))
-    assert service.get(ALICE, task_id).status == "queued"
-    assert layout.active_key(task_id) in store.list_keys(layout.active_root)
-    store.delete(layout.active_key(task_id))
-    service.get(ALICE, task_id)  # checked at most once a minute per task: no HEAD storm from a refreshing page
-    assert layout.active_key(task_id) not in store.list_keys(layout.active_root)
 
 
 def test_an_error_while_claiming_gives_the_slot_back(env, worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,122 +2,38 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-import boto3
 import pytest
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
+from procs import S3Workers, child_env, run, worker_args
 from s3proxy import proxy_server
-from support import csv_rows, timed_worker_once
+from support import csv_rows
 
 from s3task import lifecycle
-from s3task.layout import Layout
-from s3task.record import read_record, update_record
-from s3task.store.s3 import S3Store
-from s3task.tasks import Actor, TaskService
+from s3task.record import update_record
+from s3task.tasks import Actor
 
-ROOT = Path(__file__).resolve().parents[2]
 ALICE = Actor("alice")
-LEASE = 4.0
-
-
-@dataclass
-class Env:
-    store: S3Store
-    layout: Layout
-    service: TaskService
-    url: str
-    env: dict[str, str]
-    tmp: Path
-    #: a worker process's measured start-up on this machine (``startup``), added to every wait
-    start: float
-    procs: list[subprocess.Popen] = field(default_factory=list)
-
-    def worker(self, *extra: str, env: dict[str, str] | None = None, name: str = "w") -> subprocess.Popen:
-        log = open(self.tmp / f"{name}-{len(self.procs)}.log", "wb")  # noqa: SIM115 - closed with the process
-        cmd = [
-            sys.executable, str(ROOT / "worker.py"), "--store", self.url, "--poll-interval", "0.2",
-            "--lease-seconds", str(LEASE), "--handlers", "worker_handlers", "--worker-id", f"{name}-{len(self.procs)}",
-            *extra,
-        ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
-        proc.log_path = log.name  # type: ignore[attr-defined]
-        self.procs.append(proc)
-        return proc
-
-    def submit(self, name: str, body: bytes, task_type: str = "copy", params: dict | None = None) -> str:
-        created = self.service.create(ALICE, name, task_type, params)
-        self.service.upload_input(ALICE, created.record.task_id, body)
-        self.service.submit(ALICE, created.record.task_id)
-        return created.record.task_id
-
-    def record(self, task_id: str):
-        return read_record(self.store, self.layout, task_id)[0]
-
-    def outputs(self, task_id: str) -> list[str]:
-        return [k for k in self.store.list_keys(self.layout.task_prefix(task_id)) if "output-attempt-" in k]
-
-
-@pytest.fixture(scope="module")
-def startup(tmp_path_factory: pytest.TempPathFactory) -> float:
-    """Seconds a worker process takes here to start, probe a store, load its fork server, run one tiny
-    task and stop (measured, with headroom).
-
-    Machine time is no setting: on a busy 2-core machine a worker's interpreter, its fork server's
-    pandas and pyarrow imports and the store probe take from one to twenty seconds. Every wait
-    below is the settings' own time plus this.
-    """
-    return 5 * timed_worker_once(tmp_path_factory.mktemp("startup") / "store")
+LEASE = S3Workers.lease
 
 
 @pytest.fixture
-def s3(moto_http_bucket, tmp_path: Path, startup: float) -> Iterator[Env]:
-    endpoint, bucket = moto_http_bucket
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "S3TASK_LEASE_GRACE_SECONDS": "1",
-        "S3TASK_RETRY_BACKOFF_SECONDS": "0.5",
-    }
-    store = S3Store(bucket, client=boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
-    layout = Layout("batch-tasks")
-    e = Env(store, layout, TaskService(store, layout), f"s3://{bucket}/batch-tasks", env, tmp_path, startup)
-    yield e
-    for p in e.procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(10)
-
-
-def done(e: Env, task_id: str, status: str = "completed"):
-    record = e.record(task_id)
-    return record if record.status == status else None
-
-
-def logs(proc: subprocess.Popen) -> str:
-    return Path(proc.log_path).read_text(errors="replace")  # type: ignore[attr-defined]
+def s3(s3_workers: S3Workers) -> S3Workers:
+    return s3_workers
 
 
 # --- tests ----------------------------------------------------------------------------
 
 
-def test_five_workers_complete_forty_tasks_exactly_once(s3: Env) -> None:
+def test_five_workers_complete_forty_tasks_exactly_once(s3: S3Workers) -> None:
     ids = [s3.submit(f"t{i}", csv_rows(i + 1)) for i in range(40)]
     workers = [s3.worker(name=f"race{i}") for i in range(5)]
     for task_id in ids:
-        wait_for(lambda t=task_id: done(s3, t), timeout=120 + s3.start, what=f"{task_id} completed")
+        wait_for(lambda t=task_id: s3.done(t), timeout=120 + s3.start, what=f"{task_id} completed")
     for n, task_id in enumerate(ids):
         record = s3.record(task_id)
         assert record.attempt_id == 1, (task_id, record.history)
@@ -130,19 +46,19 @@ def test_five_workers_complete_forty_tasks_exactly_once(s3: Env) -> None:
     for w in workers:
         w.send_signal(signal.SIGTERM)
     for w in workers:
-        assert w.wait(20 + s3.start) == 0, logs(w)
+        assert w.wait(20 + s3.start) == 0, w.output()
 
 
-def test_sigkill_mid_task_is_recovered_by_another_worker_on_attempt_two(s3: Env) -> None:
+def test_sigkill_mid_task_is_recovered_by_another_worker_on_attempt_two(s3: S3Workers) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("held", csv_rows(5), "test_gated", {"gate": str(gate)})
     first = s3.worker(name="victim")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
+    wait_for(lambda: s3.done(task_id, "running"), timeout=30 + s3.start, what="claimed")
     first.kill()
     first.wait(10 + s3.start)
     gate.touch()
     second = s3.worker(name="rescuer")
-    record = wait_for(lambda: done(s3, task_id), timeout=60 + s3.start, what="completed by the rescuer")
+    record = wait_for(lambda: s3.done(task_id), timeout=60 + s3.start, what="completed by the rescuer")
     assert record.attempt_id == 2
     assert record.failed_attempts == 1
     assert "victim" in (record.history[-3].get("note") or "") or any(
@@ -155,13 +71,13 @@ def test_sigkill_mid_task_is_recovered_by_another_worker_on_attempt_two(s3: Env)
     assert second.wait(20 + s3.start) == 0
 
 
-def test_sigterm_releases_the_task_without_charging_an_attempt(s3: Env) -> None:
+def test_sigterm_releases_the_task_without_charging_an_attempt(s3: S3Workers) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
     w = s3.worker(name="polite")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
+    wait_for(lambda: s3.done(task_id, "running"), timeout=30 + s3.start, what="claimed")
     w.send_signal(signal.SIGTERM)
-    assert w.wait(20 + s3.start) == 0, logs(w)
+    assert w.wait(20 + s3.start) == 0, w.output()
     record = s3.record(task_id)
     assert record.status == "queued"
     assert record.failed_attempts == 0 and record.release_count == 1
@@ -172,24 +88,24 @@ def test_sigterm_releases_the_task_without_charging_an_attempt(s3: Env) -> None:
     assert record.status == "completed" and record.attempt_id == 2 and record.failed_attempts == 0
 
 
-def test_second_signal_exits_at_once(s3: Env) -> None:
+def test_second_signal_exits_at_once(s3: S3Workers) -> None:
     gate = s3.tmp / "never"
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
     with proxy_server(s3.env["AWS_ENDPOINT_URL_S3"], slow_status_puts=True) as (proxy, slow):
         w = s3.worker(env={"AWS_ENDPOINT_URL_S3": proxy}, name="impatient")
-        wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
+        wait_for(lambda: s3.done(task_id, "running"), timeout=30 + s3.start, what="claimed")
         slow.set()  # from now on the store takes ages to accept a record write
         w.send_signal(signal.SIGINT)
-        wait_for(lambda: "releasing tasks" in logs(w), timeout=10 + s3.start, what="first signal seen")
+        wait_for(lambda: "releasing tasks" in w.output(), timeout=10 + s3.start, what="first signal seen")
         w.send_signal(signal.SIGINT)
         assert w.wait(5 + s3.start) == 128 + signal.SIGINT
     assert s3.record(task_id).status == "running"  # it left without writing; the lease will expire
 
 
-def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: Env) -> None:
+def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: S3Workers) -> None:
     task_id = s3.submit("hangs", csv_rows(3), "test_hang")
     w = s3.worker("--stall-timeout", "2", "--max-attempts", "2", name="stall")
-    record = wait_for(lambda: done(s3, task_id, "failed") if s3.record(task_id).final else None, timeout=60 + s3.start)
+    record = wait_for(lambda: s3.done(task_id, "failed") if s3.record(task_id).final else None, timeout=60 + s3.start)
     assert record.failed_attempts == 2 and record.attempt_id == 2
     assert "stalled" in record.last_error
     assert s3.store.list_keys(s3.layout.active_root) == []
@@ -197,29 +113,29 @@ def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: Env) -> None
     w.wait(20 + s3.start)
 
 
-def test_deterministic_failure_stops_after_max_attempts(s3: Env) -> None:
+def test_deterministic_failure_stops_after_max_attempts(s3: S3Workers) -> None:
     task_id = s3.submit("fails", csv_rows(3), "test_boom")
     ok_id = s3.submit("fine", csv_rows(4))
     w = s3.worker("--max-attempts", "3", name="boom")
     record = wait_for(lambda: s3.record(task_id) if s3.record(task_id).final else None, timeout=60 + s3.start)
     assert record.status == "failed" and record.failed_attempts == 3 and record.attempt_id == 3
     assert "deliberate failure" in record.last_error
-    assert wait_for(lambda: done(s3, ok_id), timeout=30 + s3.start).row_count == 4
+    assert wait_for(lambda: s3.done(ok_id), timeout=30 + s3.start).row_count == 4
     assert s3.store.list_keys(s3.layout.active_root) == []
     w.terminate()
     w.wait(20 + s3.start)
 
 
-def test_cancel_during_processing_stops_the_attempt_and_stays_abandoned(s3: Env) -> None:
+def test_cancel_during_processing_stops_the_attempt_and_stays_abandoned(s3: S3Workers) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("cancel me", csv_rows(3), "test_gated", {"gate": str(gate)})
     w = s3.worker(name="cancelled")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
+    wait_for(lambda: s3.done(task_id, "running"), timeout=30 + s3.start, what="claimed")
     s3.service.cancel(ALICE, task_id)
     # The gated task's counts stand still, so no progress save fails its condition: the worker's next poll
     # (which reads the cancelled record) or at the latest its next heartbeat (lease/3) notices; it lets go.
     wait_for(
-        lambda: "it was cancelled" in logs(w) or "lost lease" in logs(w),
+        lambda: "it was cancelled" in w.output() or "lost lease" in w.output(),
         timeout=LEASE + 2 + s3.start,
         what="worker noticed the cancel",
     )
@@ -231,7 +147,7 @@ def test_cancel_during_processing_stops_the_attempt_and_stays_abandoned(s3: Env)
     assert w.wait(20 + s3.start) == 0
 
 
-def test_late_heartbeat_never_resurrects_an_expired_task(s3: Env) -> None:
+def test_late_heartbeat_never_resurrects_an_expired_task(s3: S3Workers) -> None:
     task_id = s3.submit("expired", csv_rows(2))
     record, lease = lifecycle.claim(s3.record(task_id), s3.store.now(), worker_id="slow", lease_seconds=0.01)
     update_record(s3.store, s3.layout, task_id, lambda r, t: record)
@@ -250,14 +166,14 @@ def test_late_heartbeat_never_resurrects_an_expired_task(s3: Env) -> None:
     assert s3.record(task_id) == before
 
 
-def test_skewed_clocks_neither_steal_nor_keep_leases(s3: Env) -> None:
+def test_skewed_clocks_neither_steal_nor_keep_leases(s3: S3Workers) -> None:
     gate = s3.tmp / "gate"
     task_id = s3.submit("held", csv_rows(3), "test_gated", {"gate": str(gate)})
     honest = s3.worker(name="honest")
-    wait_for(lambda: done(s3, task_id, "running"), timeout=30 + s3.start, what="claimed")
+    wait_for(lambda: s3.done(task_id, "running"), timeout=30 + s3.start, what="claimed")
     # A worker whose clock runs ten minutes fast sees the same live lease.
     fast = s3.worker(name="fast", env={"S3TASK_CLOCK_SKEW_SECONDS": "600"})
-    wait_for(lambda: "polling" in logs(fast), timeout=30 + s3.start)
+    fast.worker_ready(30 + s3.start)
     leases_seen = set()
     deadline = 3 * LEASE
     wait_for(
@@ -275,35 +191,32 @@ def test_skewed_clocks_neither_steal_nor_keep_leases(s3: Env) -> None:
     fast.terminate()
     fast.wait(20 + s3.start)
     slow = s3.worker(name="slowclock", env={"S3TASK_CLOCK_SKEW_SECONDS": "-600"})
-    wait_for(lambda: done(s3, slow_id, "running"), timeout=30 + s3.start)
+    wait_for(lambda: s3.done(slow_id, "running"), timeout=30 + s3.start)
     slow.kill()
     slow.wait(10 + s3.start)
     gate.touch()
     (s3.tmp / "gate-slow").touch()
     rescuer = s3.worker(name="rescuer")
-    wait_for(lambda: done(s3, task_id), timeout=30 + s3.start, what="first task recovered")
-    wait_for(lambda: done(s3, slow_id), timeout=30 + s3.start, what="slow-clock task recovered")
+    wait_for(lambda: s3.done(task_id), timeout=30 + s3.start, what="first task recovered")
+    wait_for(lambda: s3.done(slow_id), timeout=30 + s3.start, what="slow-clock task recovered")
     assert s3.record(slow_id).attempt_id == 2
     rescuer.terminate()
     rescuer.wait(20 + s3.start)
 
 
-def test_worker_refuses_a_store_that_ignores_conditions(s3: Env) -> None:
+def test_worker_refuses_a_store_that_ignores_conditions(s3: S3Workers) -> None:
     with proxy_server(s3.env["AWS_ENDPOINT_URL_S3"], forget=True) as (proxy, _):
         w = s3.worker("--once", env={"AWS_ENDPOINT_URL_S3": proxy}, name="unsafe")
         assert w.wait(60 + s3.start) == 1
-    text = logs(w)
+    text = w.output()
     assert "refusing to start" in text and "does not enforce conditional writes" in text, text
     assert "Traceback" not in text
 
 
 def test_worker_says_so_when_the_store_is_unreachable(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "worker.py"), "--store", "s3://no-such-bucket/x", "--once"],
-        env={**os.environ, "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "x",
-             "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"},
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    env = child_env(AWS_ENDPOINT_URL_S3="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
+                    AWS_DEFAULT_REGION="us-east-1")  # fmt: skip
+    proc = run(worker_args("s3://no-such-bucket/x", "--once"), env=env, timeout=300)
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: refusing to start")
     assert "Traceback" not in proc.stderr

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 from badinput import corpus
+from procs import child_env, run, worker_args
 
 from s3task.errors import InvalidInput
 from s3task.record import read_record
@@ -42,13 +40,8 @@ def test_each_bad_input_ends_clearly_and_the_task_behind_still_runs(tmp_path: Pa
     service.upload_input(ALICE, good, b"a,b\n1,2\n")
     service.submit(ALICE, good)
 
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "worker.py"), "--store", str(store_dir), "--once", "--poll-interval", "0.1"],
-        env={**os.environ, "S3TASK_RETRY_BACKOFF_SECONDS": "0.1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    args = worker_args(str(store_dir), "--once", "--poll-interval", "0.1")
+    proc = run(args, env=child_env(S3TASK_RETRY_BACKOFF_SECONDS="0.1"), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
 

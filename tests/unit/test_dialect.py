@@ -17,6 +17,7 @@ import typing
 
 import pandas as pd
 import pytest
+from dialects import FILES, ROWS, excel
 
 from s3task import csvio
 from s3task.csvio import DELIMITERS, ENCODINGS, CsvReader, InputFormat, detect, read_start
@@ -27,34 +28,6 @@ from s3task.progress import Progress
 from s3task.tasks import Actor, TaskService
 from s3task.testing import MemoryStore
 from s3task.web.models import InputFormat as InputFormatModel
-
-ROWS = [
-    ["Name", "Straße", "Betrag"],
-    ["Müller", "Hauptstraße 5", "€ 1.234,50"],
-    ['Jörg; "der Ältere"', "Königsallee 1", "12,00"],
-    ["Zoë", "Rue de l'Église", "0,99"],
-]
-
-
-def excel(rows: list[list[str]], delimiter: str, eol: str = "\r\n") -> str:
-    """Rows as Excel writes them: a value is quoted when it holds the delimiter, a quote or a line end."""
-
-    def cell(value: str) -> str:
-        if any(c in value for c in (delimiter, '"', "\n", "\r")):
-            return '"' + value.replace('"', '""') + '"'
-        return value
-
-    return "".join(delimiter.join(map(cell, row)) + eol for row in rows)
-
-
-#: name -> (the file's bytes, what it must be detected as)
-FILES = {
-    "excel csv, europe": (excel(ROWS, ";").encode("cp1252"), InputFormat(";", "windows-1252")),
-    "excel unicode text": (("\ufeff" + excel(ROWS, "\t")).encode("utf-16-le"), InputFormat("\t", "utf-16-le")),
-    "excel csv utf-8": (("\ufeff" + excel(ROWS, ",")).encode("utf-8"), InputFormat(",", "utf-8")),
-    "pipes": (excel(ROWS, "|", eol="\n").encode("utf-8"), InputFormat("|", "utf-8")),
-    "utf-16 big-endian": (("\ufeff" + excel(ROWS, "\t")).encode("utf-16-be"), InputFormat("\t", "utf-16-be")),
-}
 
 
 class Source:

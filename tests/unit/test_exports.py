@@ -17,6 +17,7 @@ import openpyxl
 import pandas as pd
 import pytest
 from conftest import wait_for
+from engine import neutralised
 from support import csv_bytes
 
 from s3task import exports, lifecycle
@@ -29,7 +30,6 @@ from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.testing import run_task_type
-from tests.unit.test_processing import neutralised
 
 ADA = Actor("ada")
 #: What office staff and analysts have in their files.

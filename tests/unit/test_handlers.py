@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from engine import neutralised, process, read_back
 from support import csv_bytes
 
 from s3task import handlers
@@ -13,7 +14,6 @@ from s3task.handlers import ERROR_COLUMN, Param
 from s3task.handlers.clean import SeenRows, normalise_headers, row_hashes
 from s3task.handlers.email import find_email_column
 from s3task.handlers.profile import HyperLogLog
-from tests.unit.test_processing import neutralised, process, read_back
 
 BUILT_IN = ("clean", "copy", "email_enrichment", "profile")
 

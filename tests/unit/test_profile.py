@@ -1,6 +1,6 @@
 """The profile an analyst reads: value and count columns, honest distinct counts, plain numbers, the charts.
 
-The handler runs through the real processing engine (``tests/unit/test_processing.process``);
+The handler runs through the real processing engine (``tests/engine.process``);
 the charts are drawn by ``ui/profile_view.py`` in Streamlit's AppTest, and their data
 is read back from the chart elements the page sends to the browser.
 """
@@ -22,8 +22,9 @@ from support import csv_bytes
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the app's helpers (ui/) live next to app.py
 
+from engine import process  # noqa: E402
+
 from s3task.handlers import profile  # noqa: E402
-from tests.unit.test_processing import process  # noqa: E402
 from ui import profile_view  # noqa: E402
 
 
@@ -169,10 +170,11 @@ def task_page_part(ctx, record) -> None:
 
 
 def test_the_task_page_reads_the_whole_profile_of_a_completed_task(tmp_path: Path) -> None:
+    from app_pages import run_as_worker
+
     from s3task.layout import Layout
     from s3task.store.local import LocalStore
     from s3task.tasks import Actor, TaskService
-    from tests.system.test_app import run_as_worker
 
     service = TaskService(LocalStore(tmp_path / "store"), Layout())
     header = [f"c{i}" for i in range(120)]  # more columns than the generic 100-row preview shows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from recordkit import LAYOUT, Wrapper, make_record, submit
 
 from s3task import lifecycle
 from s3task.errors import (
@@ -18,7 +19,6 @@ from s3task.errors import (
     UnsupportedSchema,
 )
 from s3task.ids import new_task_id
-from s3task.layout import Layout
 from s3task.lifecycle import Progress
 from s3task.record import (
     MAX_RECORD_BYTES,
@@ -30,30 +30,6 @@ from s3task.record import (
     update_record,
 )
 from s3task.store.base import ObjectStore, PutMode
-
-LAYOUT = Layout("batch-tasks")
-
-
-def make_record(**changes) -> TaskRecord:
-    task_id = new_task_id()
-    record = TaskRecord(
-        task_id=task_id,
-        task_name="prices ü",
-        created_by="ada",
-        task_type="copy",
-        payload={"sep": ",", "n": 3},
-        revision=1,
-        write_id="w0",
-        input_object_path=LAYOUT.input_key(task_id),
-        created_at="2026-01-01T12:00:00.000Z",
-        updated_at="2026-01-01T12:00:00.000Z",
-        history=[{"at": "2026-01-01T12:00:00.000Z", "event": "create", "attempt": 0}],
-    )
-    return record.replace(**changes)
-
-
-def submit(record: TaskRecord, now) -> TaskRecord:
-    return lifecycle.submit(record, now, input_etag='"e"', input_size=10)
 
 
 def raw(store: ObjectStore, task_id: str) -> dict:
@@ -200,27 +176,6 @@ def test_corrupt_records_are_a_clear_error_naming_the_key(local_store: ObjectSto
 
 
 # --- the compare-and-set loop ---------------------------------------------------------------
-
-
-class Wrapper:
-    """A store that lets a test interfere with updates of one key."""
-
-    def __init__(self, inner: ObjectStore) -> None:
-        self.inner = inner
-        self.description = "wrapped"
-        self.updates = 0
-
-    def put(self, key, body, mode, **kwargs):
-        if mode.kind == "update":
-            self.updates += 1
-            return self.on_update(key, body, mode, **kwargs)
-        return self.inner.put(key, body, mode, **kwargs)
-
-    def on_update(self, key, body, mode, **kwargs):
-        return self.inner.put(key, body, mode, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def test_lost_response_is_recognised_by_write_id(local_store: ObjectStore) -> None:

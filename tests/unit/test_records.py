@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from recordkit import LAYOUT, Wrapper, make_record, submit
 
 from s3task import lifecycle
 from s3task.errors import NotOwner
 from s3task.progress import Progress
 from s3task.record import Records
 from s3task.store.base import ObjectStore
-from tests.unit.test_record import LAYOUT, Wrapper, make_record, submit
 
 
 def test_written_says_what_the_winning_change_was_decided_on(local_store: ObjectStore) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from procs import child_env, run, worker_args
 
 from s3task.config import Settings, SettingsError, env_name
 from ui.appsettings import AppSettings
@@ -149,14 +148,7 @@ def test_settings_built_in_code_are_checked() -> None:
 def test_worker_stops_at_the_door_before_any_store_call(tmp_path: Path, variable: str, value: str) -> None:
     """A bad worker id used to be found only after the claim was written, leaving the task `running`."""
     store = tmp_path / "store"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("S3TASK_")}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "worker.py"), "--store", str(store), "--once"],
-        env={**env, variable: value},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run(worker_args(str(store), "--once"), env=child_env(**{variable: value}))
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"error: {variable}={value!r} is not allowed: use " + proc.stderr.split(": use ", 1)[1].strip()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 
 import pandas as pd
 import pytest
+from procs import run
 
 from s3task import handlers
 from s3task.errors import InvalidInput, UnknownTaskType
@@ -246,4 +246,4 @@ def test_importing_needs_neither_pytest_nor_moto() -> None:
         "bad = sorted(m for m in ('pytest', 'moto', 'boto3') if m in sys.modules)\n"
         "assert not bad, bad\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    run([sys.executable, "-c", code], timeout=60, check=True)

@@ -1,0 +1,56 @@
+"""Helpers for the tests that drive the app in a real Chromium (tests/browser/, and one in test_notify):
+the app as a process (``streamlit run app.py``, through tests/procs.py) and Playwright's waits for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from procs import Procs, child_env
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    """The app's environment: quick polls and refreshes, and the settings in ``extra``."""
+    return child_env(**{"S3TASK_POLL_INTERVAL": "0.3", "S3TASK_REFRESH_SECONDS": "0.5", **extra})
+
+
+@contextmanager
+def app_on(port: int, env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
+    """``streamlit run app.py`` on ``port``, once healthy; yields its URL and pid (the process that
+    serves it). Its output goes to ``log`` (shown if a wait fails); stopped with SIGTERM afterwards."""
+    with Procs(log.parent, env) as procs:
+        app = procs.streamlit("app.py", port=port, name=log.stem)
+        yield app.url, app.pid
+
+
+@contextmanager
+def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
+    """As :func:`app_on`, on a free port; yields its URL."""
+    with Procs(log.parent, env) as procs:
+        yield procs.streamlit("app.py", name=log.stem).url
+
+
+def open_app(page, url: str) -> None:
+    page.goto(url)
+    settle(page)
+
+
+def settle(page) -> None:
+    """Connected and no script running: the page shows what the server last sent."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']", timeout=20_000)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=20_000)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def grid_cells(page, nth: int = -1) -> list[str]:
+    """The text of a dataframe's cells (Streamlit's grid keeps an accessible table of them)."""
+    frames = page.locator("[data-testid='stDataFrame']")
+    return frames.nth(nth if nth >= 0 else frames.count() - 1).locator("td").all_inner_texts()
