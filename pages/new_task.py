@@ -15,6 +15,9 @@ Submit it uploads the file straight to the store (``ui/direct.py``) while this
 page only creates the task, hands out the upload URL and, once the browser says
 the upload is done, queues the task. If the browser cannot reach the store, the
 page falls back to Streamlit's uploader, which sends the file through the app.
+
+The form's logic (its session keys, prefill, what is missing, the upload mode, a type's
+one line) is in ``ui/task_form.py``; this page lays it out.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import CHROMIUM, free_port
 from support import csv_bytes
-from test_browser import app_on, base_env, settle
+from test_browser import app_on, base_env, settle, shot
 
 from s3task import handlers
 
@@ -124,9 +124,9 @@ class SlowLink:
             self.browser_side.send(self.held.pop(0))
 
 
-def fresh_page_with_a_file(browser, url: str, data: Path, slow: bool = False):
+def fresh_page_with_a_file(browser, url: str, data: Path, slow: bool = False, viewport=DESKTOP):
     """A new browser page (a new session) on New task; the file chosen as soon as the picker is there."""
-    page = browser.new_page(viewport=DESKTOP)
+    page = browser.new_page(viewport=viewport)
     link = SlowLink(page) if slow else None
     page.goto(url + "/new_task")
     picker = page.locator("input[type='file']")
@@ -176,6 +176,8 @@ def test_a_fresh_form_submits_the_default_type_it_shows(browser, apps: Apps, peo
     for n in range(pages):
         page = fresh_page_with_a_file(browser, url, people, slow=mode == "direct" and n % 2 == 0)
         try:
+            if n == 0:
+                shot(page, f"new-task-type-{mode}-desktop")
             title, caption = shown(page)
             if title != "Copy rows unchanged" or disagree(title, caption):
                 said = disagree(title, caption) or f"the box reads {title!r}"
@@ -208,3 +210,13 @@ def test_a_type_the_user_picks_is_the_type_stored(browser, apps: Apps, people: P
         finally:
             page.close()
     assert wrong == [], "\n".join(wrong)
+
+
+def test_on_a_phone_the_box_and_the_line_under_it_agree_too(browser, apps: Apps, people: Path) -> None:
+    page = fresh_page_with_a_file(browser, apps.direct, people, slow=True, viewport={"width": 390, "height": 844})
+    try:
+        shot(page, "new-task-type-direct-phone")
+        title, caption = shown(page)
+        assert (title, disagree(title, caption)) == ("Copy rows unchanged", "")
+    finally:
+        page.close()
