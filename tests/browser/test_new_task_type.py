@@ -28,6 +28,7 @@ from support import csv_bytes
 from test_browser import app_on, base_env, settle, shot
 
 from s3task import handlers
+from ui.task_form import summary
 
 pytestmark = [
     pytest.mark.browser,
@@ -163,6 +164,13 @@ def submit_with_the_keyboard(page, name: str) -> tuple[str, str]:
     return at_submit
 
 
+def shot_of_the_box(page, name: str) -> None:
+    """A screenshot with the type box and the line under it in view (the preview's grid drawn above)."""
+    page.locator("[data-testid='stDataFrame'] td").first.wait_for(state="attached", timeout=20_000)
+    page.locator(CAPTION_UNDER_BOX).scroll_into_view_if_needed()
+    shot(page, name)
+
+
 def type_named(title: str) -> str:
     return next(t.name for t in handlers.all_types() if t.title == title)
 
@@ -177,7 +185,7 @@ def test_a_fresh_form_submits_the_default_type_it_shows(browser, apps: Apps, peo
         page = fresh_page_with_a_file(browser, url, people, slow=mode == "direct" and n % 2 == 0)
         try:
             if n == 0:
-                shot(page, f"new-task-type-{mode}-desktop")
+                shot_of_the_box(page, f"new-task-type-{mode}-desktop")
             title, caption = shown(page)
             if title != "Copy rows unchanged" or disagree(title, caption):
                 said = disagree(title, caption) or f"the box reads {title!r}"
@@ -194,6 +202,8 @@ def test_a_fresh_form_submits_the_default_type_it_shows(browser, apps: Apps, peo
 
 
 def test_a_type_the_user_picks_is_the_type_stored(browser, apps: Apps, people: Path) -> None:
+    from playwright.sync_api import expect
+
     wrong: list[str] = []
     for n, title in enumerate(["Clean up the table", "Profile the columns"]):
         page = fresh_page_with_a_file(browser, apps.direct, people, slow=n % 2 == 0)
@@ -203,6 +213,8 @@ def test_a_type_the_user_picks_is_the_type_stored(browser, apps: Apps, people: P
             box.press("ControlOrMeta+a")
             box.press_sequentially(title)  # as a person types: the list narrows to the types that match
             page.get_by_role("option", name=title).click()
+            description = next(t.description for t in handlers.all_types() if t.title == title)
+            expect(page.locator(CAPTION_UNDER_BOX)).to_have_text(summary(description))  # the page's answer
             settle(page)
             assert shown(page)[0] == title and not disagree(*shown(page))
             submitted, caption = submit_with_the_keyboard(page, f"Picked {n}")
@@ -217,7 +229,7 @@ def test_a_type_the_user_picks_is_the_type_stored(browser, apps: Apps, people: P
 def test_on_a_phone_the_box_and_the_line_under_it_agree_too(browser, apps: Apps, people: Path) -> None:
     page = fresh_page_with_a_file(browser, apps.direct, people, slow=True, viewport={"width": 390, "height": 844})
     try:
-        shot(page, "new-task-type-direct-phone")
+        shot_of_the_box(page, "new-task-type-direct-phone")
         title, caption = shown(page)
         assert (title, disagree(title, caption)) == ("Copy rows unchanged", "")
     finally:
