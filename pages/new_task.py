@@ -15,14 +15,14 @@ Submit it uploads the file straight to the store (``ui/direct.py``) while this
 page only creates the task, hands out the upload URL and, once the browser says
 the upload is done, queues the task. If the browser cannot reach the store, the
 page falls back to Streamlit's uploader, which sends the file through the app.
+
+The form's logic (its session keys, prefill, what is missing, the upload mode, a type's
+one line) is in ``ui/task_form.py``; this page lays it out.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
-import re
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -33,12 +33,14 @@ from s3task.errors import InvalidInput, S3TaskError
 from s3task.handlers import Param, TaskType
 from ui import context, direct
 from ui import format as fmt
+from ui import task_form as tf
 from ui.csvfile import EXTENSIONS, PREVIEW_ROWS, Inspection, inspect_upload
 from ui.direct import Chosen, Plan
 
 ctx = context.get()
-# Bumped after a successful submit so the form starts empty next time.
-form = st.session_state.setdefault("new_task_form", 0)
+state = st.session_state
+form = state.setdefault(tf.FORM_NUMBER, 0)
+keys = tf.FormKeys(form)
 
 st.title("New task")
 st.write(
@@ -46,102 +48,82 @@ st.write(
     "the file is processed in the background, and its page shows the progress and the result."
 )
 
-#: The type a new form starts with: it keeps every row and changes nothing, so a first run shows
-#: that the file reads as intended before anything is changed (see docs/APP.md).
-DEFAULT_TYPE = "copy"
-state = st.session_state
-FROM_KEY = f"prefilled_{form}"
+service, actor = ctx.service, ctx.actor
 
 
-def summary(description: str) -> str:
-    """A type's description in one line: up to its first full stop or colon."""
-    match = re.search(r"[.:;](\s|$)", description)
-    return (description[: match.start()] if match else description).strip() + "."
-
-
-def prefill(source_id: str) -> str:
-    """Fill the form from the task ``source_id``, once per form; the one-line note to show about it."""
-    done = state.get(FROM_KEY)
-    if done and done[0] == source_id:
-        return str(done[1])
+def prefill(source_id: str) -> tf.Prefill:
+    """The form filled in from the task ``source_id``, once per form."""
+    done: tf.Prefill | None = state.get(keys.prefilled)
+    if done is not None and done.source_id == source_id:
+        return done
     try:
-        source = ctx.service.get(ctx.actor, source_id)  # the service's rules for who may see a task
-        task_type = handlers.get(source.task_type)
+        source = service.get(actor, source_id)  # the service's rules for who may see a task
     except S3TaskError:
-        note = f"There is no task {source_id[:40]!r} to start from, so the form starts empty."
-    else:
-        state[f"name_{form}"] = source.task_name
-        state[f"type_{form}"] = task_type
-        for param in task_type.params:
-            if source.payload.get(param.name) is not None:
-                state[f"param_{form}_{task_type.name}_{param.name}"] = source.payload[param.name]
-        with contextlib.suppress(InvalidInput):  # never submitted, so never settled: detect it from the file
-            state[f"format_{form}"] = InputFormat.from_dict(source.input_format)
-        note = f"Filled in from the task “{source.task_name}”: pick the corrected file and submit."
-    state[FROM_KEY] = (source_id, note)
-    return note
+        source = None
+    filled = tf.prefill(keys, source_id, source, handlers.all_types())
+    for key in (keys.name, keys.type, *filled.params):  # this task's values, not an earlier form's
+        state.pop(key, None)
+    state[keys.prefilled] = filled
+    return filled
 
 
 if "from" in st.query_params:
-    st.info(fmt.plain(prefill(str(st.query_params["from"]))), icon=":material/info:")
-prefilled_format: InputFormat | None = state.get(f"format_{form}")
+    st.info(fmt.plain(prefill(str(st.query_params["from"])).note), icon=":material/info:")
+prefilled: tf.Prefill | None = state.get(keys.prefilled)  # kept for the form, as the widgets keep their values
+prefilled_format = prefilled.input_format if prefilled else None
 
 
 limit_mb = ctx.settings.max_upload_mb
-service, actor = ctx.service, ctx.actor
-# The browser sends the file to the store itself unless it has shown it cannot reach
-# the store (then the page falls back to Streamlit's uploader for this session).
-FALLBACK = "upload_fallback"
-direct_mode = ctx.app.direct_upload and FALLBACK not in state
-comp_key, plan_key, note_key = f"upload_{form}", f"upload_plan_{form}", f"upload_note_{form}"
-plan: Plan | None = state.get(plan_key)
-# The app's upload limit applies when the bytes pass through it: Streamlit's uploader,
-# or the signed route of a local store. A browser uploading to S3 is limited by S3 alone.
-through_app = not direct_mode or service.url_signer is not None
-limit_bytes = limit_mb * 2**20 if through_app else None
-limit_text = f", up to {limit_mb} MB" if through_app else ""
+mode = tf.upload_mode(
+    direct_upload=ctx.app.direct_upload,
+    fell_back=tf.FALLBACK in state,
+    signs_urls=service.url_signer is not None,
+    limit_mb=limit_mb,
+)
+direct_mode = mode.direct
+plan: Plan | None = state.get(keys.plan)
 
 
 def name_from(file_name: str) -> None:
-    """An unnamed task takes the uploaded file's name (the user can still change it)."""
-    if not state.get(f"name_{form}", "").strip():
-        state[f"name_{form}"] = Path(file_name).stem[:200]
+    name = tf.name_from_file(state.get(keys.name, ""), file_name)
+    if name is not None:
+        state[keys.name] = name
 
 
 def name_from_file() -> None:
-    chosen = state.get(f"file_{form}")
+    chosen = state.get(keys.file)
     if chosen is not None:
         name_from(chosen.name)
 
 
 def name_from_chosen() -> None:
-    chosen = Chosen.from_state((state.get(comp_key) or {}).get("file"))
+    chosen = Chosen.from_state((state.get(keys.upload) or {}).get("file"))
     if chosen is not None:
         name_from(chosen.name)
 
 
 def abandon(plan: Plan) -> None:
     """Drop an upload that will not finish: its parts, and the task made for it."""
-    state.pop(plan_key, None)
+    state.pop(keys.plan, None)
     service.abandon_upload(actor, plan.task_id, plan.upload_id)
 
 
 def cancel_upload() -> None:
     if plan is not None:
         abandon(plan)
-        state[note_key] = ("info", "Upload cancelled. The file was not submitted.")
+        state[keys.note] = ("info", "Upload cancelled. The file was not submitted.")
 
 
 def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
     """The browser says the file is in the store: join its parts, check it, queue the task."""
     parts = [(int(n), str(etag)) for n, etag in report.get("parts") or []]
-    state.pop(plan_key, None)
+    state.pop(keys.plan, None)
     try:
         service.finish_upload(actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=parts)
     except S3TaskError as e:  # the upload was dropped and the task cancelled
-        state[note_key] = ("error", "The task was not submitted: " + str(e))
+        state[keys.note] = ("error", "The task was not submitted: " + str(e))
         st.rerun()
-    state["new_task_form"] = form + 1
+    state[tf.FORM_NUMBER] = form + 1
     st.switch_page("pages/task.py", query_params={"id": plan.task_id})
 
 
@@ -149,20 +131,15 @@ def upload_failed(plan: Plan, report: dict[str, Any]) -> None:
     abandon(plan)
     message = str(report.get("message") or "unknown error")
     if report.get("kind") == "network":
-        state[FALLBACK] = message
+        state[tf.FALLBACK] = message
     else:
-        state[note_key] = ("error", f"The upload failed ({message}). Press Submit to try again.")
+        state[keys.note] = ("error", f"The upload failed ({message}). Press Submit to try again.")
     st.rerun()
-
-
-def format_keys(file_key: str) -> tuple[str, str]:
-    """The session keys of the two format choices for one chosen file (a new file is detected afresh)."""
-    return f"delimiter_{form}_{file_key}", f"encoding_{form}_{file_key}"
 
 
 def chosen_format(file_key: str) -> InputFormat | None:
     """The format the user chose for this file (or the prefilled one); None: detect it."""
-    delimiter_key, encoding_key = format_keys(file_key)
+    delimiter_key, encoding_key = keys.format(file_key)
     if delimiter_key in state and encoding_key in state:
         return InputFormat(state[delimiter_key], state[encoding_key])
     return prefilled_format
@@ -177,15 +154,15 @@ def format_choice(inspection: Inspection, file_key: str) -> None:
     else:
         why = f"as chosen; the start of the file looks like: {detected.describe()}"
     st.markdown(f"**{fmt.plain(used.describe())}** ({fmt.plain(why)})")
-    delimiter_key, encoding_key = format_keys(file_key)
-    state.setdefault(delimiter_key, used.delimiter)
-    state.setdefault(encoding_key, used.encoding)
+    delimiter_key, encoding_key = keys.format(file_key)
     left, right = st.columns(2)
     delimiters, encodings = list(DELIMITERS), list(ENCODINGS)
+    # The starting value goes to the widget on every run, not into its key (see ui/task_form.py).
     with left:
         st.selectbox(
             "Values separated by",
             delimiters,
+            index=delimiters.index(state.get(delimiter_key, used.delimiter)),
             format_func=lambda d: DELIMITERS[d].capitalize(),
             key=delimiter_key,
         )
@@ -193,6 +170,7 @@ def format_choice(inspection: Inspection, file_key: str) -> None:
         st.selectbox(
             "Text encoding",
             encodings,
+            index=encodings.index(state.get(encoding_key, used.encoding)),
             format_func=lambda e: ENCODINGS[e].removesuffix(" text"),
             key=encoding_key,
             help="Excel's plain “CSV” is Windows (Western European) text; “CSV UTF-8” is UTF-8; "
@@ -208,8 +186,8 @@ ABOUT_FILES = (
     "tabs or pipes; UTF-8, UTF-16 or Windows text"
 )
 if direct_mode:
-    result = direct.uploader(key=comp_key, plan=plan, owner=comp_key, on_file_change=name_from_chosen)
-    st.caption(f"{ABOUT_FILES}{limit_text}.")
+    result = direct.uploader(key=keys.upload, plan=plan, owner=keys.upload, on_file_change=name_from_chosen)
+    st.caption(f"{ABOUT_FILES}{mode.limit_text}.")
     for event, handle in (("uploaded", finish_upload), ("failed", upload_failed)):
         report = result.get(event)
         if plan is not None and isinstance(report, dict) and report.get("id") == plan.task_id:
@@ -222,13 +200,13 @@ if direct_mode:
         file_key = chosen.id
         head = chosen.preview_bytes()
         inspection = inspect_upload(
-            chosen.name, chosen.size, io.BytesIO(head), max_bytes=limit_bytes, input_format=chosen_format(file_key)
+            chosen.name, chosen.size, io.BytesIO(head), max_bytes=mode.limit_bytes, input_format=chosen_format(file_key)
         )
 else:
-    if FALLBACK in state:
+    if tf.FALLBACK in state:
         st.warning(
             "Your browser could not send the file to the task store directly "
-            f"({fmt.plain(state[FALLBACK])}), so this page uploads it through the app instead, "
+            f"({fmt.plain(state[tf.FALLBACK])}), so this page uploads it through the app instead, "
             f"up to {limit_mb} MB. Choose the file again.",
             icon=":material/cloud_off:",
         )
@@ -237,17 +215,17 @@ else:
         type=[ext.lstrip(".") for ext in EXTENSIONS],
         max_upload_size=limit_mb,
         help=f"{ABOUT_FILES}, up to {limit_mb} MB.",
-        key=f"file_{form}",
+        key=keys.file,
         on_change=name_from_file,
     )
     if upload is not None:
         file_key = upload.file_id
         inspection = inspect_upload(
-            upload.name, upload.size, upload, max_bytes=limit_mb * 2**20, input_format=chosen_format(file_key)
+            upload.name, upload.size, upload, max_bytes=mode.limit_bytes, input_format=chosen_format(file_key)
         )
 
-if note_key in state:
-    kind, text = state.pop(note_key)
+if keys.note in state:
+    kind, text = state.pop(keys.note)
     if kind == "error":
         st.error(fmt.plain(text), icon=":material/error:")
     else:
@@ -274,48 +252,46 @@ if inspection is not None:
 st.subheader("The task")
 name = st.text_input(
     "Task name",
-    max_chars=200,
+    value=prefilled.name if prefilled else "",
+    max_chars=tf.NAME_CHARS,
     placeholder="For example: March customer list",
     help="Shown in the task list, so you can find this task again.",
-    key=f"name_{form}",
+    key=keys.name,
 )
 
 types = handlers.all_types()
-type_key = f"type_{form}"
-if state.get(type_key) not in types:
-    state[type_key] = next((t for t in types if t.name == DEFAULT_TYPE), types[0])
+# The box gets the type it shows as its own starting point on every run (never written into its
+# key): the value the page goes on with and the one the browser shows cannot part (issue 22, item 0).
 task_type: type[TaskType] = st.selectbox(
     "What should happen to the rows?",
     types,
+    index=types.index(tf.form_type(types, state.get(keys.type), prefilled)),
     format_func=lambda t: t.title,
-    key=type_key,
+    key=keys.type,
 )
-st.caption(fmt.plain(summary(task_type.description)))
-if summary(task_type.description).rstrip(".") != task_type.description.strip().rstrip("."):
+st.caption(fmt.plain(tf.summary(task_type.description)))
+if tf.says_more(task_type.description):
     with st.expander(f"More about “{task_type.title}”"):
         st.markdown(fmt.plain(task_type.description))
 
 
 def param_widget(param: Param) -> Any:
     label = param.name.replace("_", " ").capitalize() + (" *" if param.required else "")
-    key = f"param_{form}_{task_type.name}_{param.name}"
+    key = keys.param(task_type.name, param.name)
     help_ = param.help or None
-    # The default goes into the session first, so a value already there (the user's, or filled
-    # in from another task) stays the widget's own.
+    # The widget's own value once it has one, else the one filled in from another task, else the
+    # declared default; given to the widget, not written into its key (see ui/task_form.py).
+    start = state.get(key, (prefilled.params if prefilled else {}).get(key, param.default))
     if param.type == "bool":
-        state.setdefault(key, bool(param.default))
-        return st.checkbox(label, help=help_, key=key)
+        return st.checkbox(label, value=bool(start), help=help_, key=key)
     if param.type == "choice":
         options = list(param.choices)
-        state.setdefault(key, param.default if param.default in options else options[0])
-        return st.selectbox(label, options, help=help_, key=key)
-    if param.type in ("int", "float"):
-        state.setdefault(key, param.default)
-        if param.type == "int":
-            return st.number_input(label, step=1, help=help_, key=key)
-        return st.number_input(label, help=help_, key=key, format="%g")
-    state.setdefault(key, param.default or "")
-    return st.text_input(label, help=help_, key=key)
+        return st.selectbox(label, options, index=options.index(start) if start in options else 0, help=help_, key=key)
+    if param.type == "int":
+        return st.number_input(label, value=start, step=1, help=help_, key=key)
+    if param.type == "float":
+        return st.number_input(label, value=start, help=help_, key=key, format="%g")
+    return st.text_input(label, value=start or "", help=help_, key=key)
 
 
 payload: dict[str, Any] = {}
@@ -327,15 +303,9 @@ if task_type.params:
 if plan is not None:
     st.stop()  # uploading: the form stays as it is (its values kept), and Submit is not offered again
 
-missing = []
-if not name.strip():
-    missing.append("a task name")
-if inspection is None:
-    missing.append("a CSV file")
-elif not inspection.ok:
-    missing.append("a CSV file that can be read")
+missing = tf.missing(name, inspection)
 if missing:
-    st.caption("To submit, add " + " and ".join(missing) + ".")
+    st.caption(tf.to_submit(missing))
 
 if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/send:"):
     task_id = None
@@ -348,7 +318,7 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
             task_id = created.record.task_id
             if created.upload_url is None:
                 raise InvalidInput("this task store gives no upload links; reload the page to upload through the app")
-            state[plan_key] = direct.plan_upload(service, actor, task_id, created.upload_url, chosen)
+            state[keys.plan] = direct.plan_upload(service, actor, task_id, created.upload_url, chosen)
         else:
             with st.spinner("Uploading and queueing…"):
                 assert upload is not None  # Submit is enabled only with a file
@@ -360,5 +330,5 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
     else:
         if direct_mode:
             st.rerun()  # the uploader now gets its plan and starts sending
-        state["new_task_form"] = form + 1
+        state[tf.FORM_NUMBER] = form + 1
         st.switch_page("pages/task.py", query_params={"id": task_id})

@@ -14,6 +14,7 @@ import streamlit as st
 from s3task.config import Settings
 from s3task.tasks import Actor, TaskService
 
+from . import nav
 from .appsettings import AppSettings
 from .identity import Identity
 from .services import Worker
@@ -37,6 +38,7 @@ class Context:
 
 def put(context: Context) -> None:
     st.session_state[_KEY] = context
+    st.session_state[nav.OPERATOR] = context.identity.actor is not None and context.actor.operator
 
 
 def get() -> Context:
@@ -57,8 +59,6 @@ def _start_over_through_app() -> NoReturn:
     navigation and resolves the requested URL to one of them; switching to it
     then runs app.py and that page, with the same query.
     """
-    from .nav import pages
-
-    requested = st.navigation(pages(), position="hidden")
+    requested = st.navigation(nav.pages(), position="hidden")
     st.switch_page(requested, query_params=st.query_params.to_dict())
     raise AssertionError("st.switch_page returns only by raising")  # pragma: no cover

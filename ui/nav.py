@@ -1,4 +1,8 @@
-"""The app's pages, defined once: app.py navigates with them, and so does the v1 fallback in context."""
+"""The app's pages, defined once: app.py navigates with them, and so does the v1 fallback in context.
+
+Imports nothing else of ``ui``: :mod:`ui.context` imports this module, and tells it who the user is
+through :data:`OPERATOR` when it puts the run's context.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +17,15 @@ TASKS = "pages/tasks.py"
 NEW_TASK = "pages/new_task.py"
 TASK = "pages/task.py"
 WORKERS = "pages/workers.py"
+#: Session key: whether this run's user is an operator (set by ``ui.context.put``; unset: not known yet).
+OPERATOR = "_s3task_operator"
 
 
 def pages() -> list[Page]:
     # Workers is in the menu for operators only. It is registered for everyone, so that anyone else
     # who opens its URL gets the page's own plain refusal rather than being sent elsewhere unexplained.
-    workers: Literal["visible", "hidden"] = "visible" if _operator() else "hidden"
+    # app.py puts the context (and so this key) before it navigates; the v1 fallback has none yet.
+    workers: Literal["visible", "hidden"] = "visible" if st.session_state.get(OPERATOR) is True else "hidden"
     # No ":material/…:" page icons: Streamlit makes a page's icon the tab's icon when the page opens, and
     # fetches a material one from fonts.gstatic.com; the app must work on a network with no internet
     # (tests/browser/test_browser.py fails on any request that leaves 127.0.0.1).
@@ -28,11 +35,3 @@ def pages() -> list[Page]:
         st.Page(TASK, title="Task", url_path="task", visibility="hidden"),
         st.Page(WORKERS, title="Workers", url_path="workers", visibility=workers),
     ]
-
-
-def _operator() -> bool:
-    """Whether this run's user is an operator (app.py puts the context before it navigates)."""
-    from . import context
-
-    current = st.session_state.get(context._KEY)  # not context.get(): before app.py puts one, that reruns
-    return isinstance(current, context.Context) and current.identity.actor is not None and current.actor.operator

@@ -1,0 +1,184 @@
+"""The New task form's logic, as functions the page calls (``pages/new_task.py`` only lays out).
+
+The form's session keys are defined once (:class:`FormKeys`, built from the form number, which
+goes up after each submit so the next form starts empty); prefill from another task, which
+fields are still missing, the upload mode and a type's one-line summary are plain functions of
+their inputs, unit-tested in ``tests/unit/test_new_task_form.py``.
+
+A widget's starting value is given to the widget itself (``index=`` / ``value=``) on every run,
+never written into its session key: Streamlit sends a value written into a widget's key to the
+browser once, with that run's form, and a browser that has already sent the next request (a file
+chosen before the whole form arrived) never shows it. The box then showed its own default (the
+first type, "Clean up the table") while the page went on with the value in the session (issue 22,
+item 0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from s3task.csvio import InputFormat
+from s3task.errors import InvalidInput
+from s3task.handlers import TaskType
+from s3task.record import TaskRecord
+
+from .csvfile import Inspection
+
+#: The session key of the form number, bumped after a successful submit so the form starts empty.
+FORM_NUMBER = "new_task_form"
+#: Set (to the browser's error) once the browser has shown it cannot reach the store: from then on
+#: this session uploads through Streamlit's uploader.
+FALLBACK = "upload_fallback"
+#: The type a new form starts with: it keeps every row and changes nothing, so a first run shows
+#: that the file reads as intended before anything is changed (see docs/APP.md).
+DEFAULT_TYPE = "copy"
+NAME_CHARS = 200
+
+
+@dataclass(frozen=True)
+class FormKeys:
+    """The session keys of one form (form number ``form``)."""
+
+    form: int
+
+    @property
+    def name(self) -> str:
+        return f"name_{self.form}"
+
+    @property
+    def type(self) -> str:
+        return f"type_{self.form}"
+
+    @property
+    def file(self) -> str:
+        """Streamlit's uploader (the fallback)."""
+        return f"file_{self.form}"
+
+    @property
+    def upload(self) -> str:
+        """The direct-upload component."""
+        return f"upload_{self.form}"
+
+    @property
+    def plan(self) -> str:
+        """The upload under way (a :class:`ui.direct.Plan`)."""
+        return f"upload_plan_{self.form}"
+
+    @property
+    def note(self) -> str:
+        """A one-time message about the last upload: ``(kind, text)``."""
+        return f"upload_note_{self.form}"
+
+    @property
+    def prefilled(self) -> str:
+        """The :class:`Prefill` this form was filled in with."""
+        return f"prefilled_{self.form}"
+
+    def param(self, type_name: str, param_name: str) -> str:
+        return f"param_{self.form}_{type_name}_{param_name}"
+
+    def format(self, file_key: str) -> tuple[str, str]:
+        """The two format choices (delimiter, encoding) for one chosen file: a new file is detected afresh."""
+        return f"delimiter_{self.form}_{file_key}", f"encoding_{self.form}_{file_key}"
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """What a form filled in from a task starts with, and the note that says so."""
+
+    source_id: str
+    note: str
+    name: str = ""
+    type_name: str | None = None
+    #: Parameter values by their session key (:meth:`FormKeys.param`).
+    params: Mapping[str, Any] = field(default_factory=dict)
+    input_format: InputFormat | None = None
+
+
+def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Sequence[type[TaskType]]) -> Prefill:
+    """The form filled in from the task ``source`` (None: not there, or not the user's to see)."""
+    task_type = next((t for t in types if source is not None and t.name == source.task_type), None)
+    if source is None or task_type is None:
+        return Prefill(source_id, f"There is no task {source_id[:40]!r} to start from, so the form starts empty.")
+    params = {
+        keys.param(task_type.name, p.name): source.payload[p.name]
+        for p in task_type.params
+        if source.payload.get(p.name) is not None
+    }
+    input_format = None
+    with contextlib.suppress(InvalidInput):  # never submitted, so never settled: detect it from the file
+        input_format = InputFormat.from_dict(source.input_format)
+    note = f"Filled in from the task “{source.task_name}”: pick the corrected file and submit."
+    return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
+
+
+def form_type(types: Sequence[type[TaskType]], current: object, prefilled: Prefill | None = None) -> type[TaskType]:
+    """The type the form shows: the box's own value, else the prefilled type, else the default."""
+    for wanted in (getattr(current, "name", None), prefilled.type_name if prefilled else None, DEFAULT_TYPE):
+        found = next((t for t in types if t.name == wanted), None)
+        if found is not None:
+            return found
+    return types[0]
+
+
+def name_from_file(current_name: str, file_name: str) -> str | None:
+    """The name an unnamed task takes from its file (None: it has a name; the user can still change it)."""
+    return None if current_name.strip() else Path(file_name).stem[:NAME_CHARS]
+
+
+def missing(name: str, inspection: Inspection | None) -> tuple[str, ...]:
+    """What the form still needs before it can be submitted (empty: Submit is enabled)."""
+    needed = []
+    if not name.strip():
+        needed.append("a task name")
+    if inspection is None:
+        needed.append("a CSV file")
+    elif not inspection.ok:
+        needed.append("a CSV file that can be read")
+    return tuple(needed)
+
+
+def to_submit(needed: Sequence[str]) -> str:
+    """The line under the form that says what is missing ("" when nothing is)."""
+    return "To submit, add " + " and ".join(needed) + "." if needed else ""
+
+
+@dataclass(frozen=True)
+class UploadMode:
+    """How the chosen file reaches the store, and the size limit that applies."""
+
+    #: True: the browser sends the file to the store itself; False: Streamlit's uploader, through the app.
+    direct: bool
+    #: The largest file the page accepts (None: no limit of the app's; S3 has its own).
+    limit_bytes: int | None
+    #: ", up to N MB" for the line about files, or "".
+    limit_text: str
+
+
+def upload_mode(*, direct_upload: bool, fell_back: bool, signs_urls: bool, limit_mb: int) -> UploadMode:
+    """The browser uploads straight to the store unless that is off or it has shown it cannot reach it.
+
+    The app's limit applies when the bytes pass through the app: Streamlit's uploader, or the
+    signed route of a store that has no URLs of its own (``signs_urls``: the app signs them).
+    """
+    direct = direct_upload and not fell_back
+    through_app = not direct or signs_urls
+    if not through_app:
+        return UploadMode(True, None, "")
+    return UploadMode(direct, limit_mb * 2**20, f", up to {limit_mb} MB")
+
+
+def summary(description: str) -> str:
+    """A type's description in one line: up to its first full stop, colon or semicolon."""
+    match = re.search(r"[.:;](\s|$)", description)
+    return (description[: match.start()] if match else description).strip() + "."
+
+
+def says_more(description: str) -> bool:
+    """Whether the description says more than its one line (then the page offers the rest)."""
+    return summary(description).rstrip(".") != description.strip().rstrip(".")
