@@ -39,6 +39,9 @@ BELL = "active-bell"
 BY_USER = "by-user"
 WORKERS = "workers"
 OUTBOX = "outbox"
+#: The largest status.json (or other small JSON object) read as a record; larger ones are refused. The
+#: bucket's lifecycle rule keeps objects up to this size (s3task.store.bucket), so records are never expired.
+MAX_RECORD_BYTES = 256 * 1024
 CSV_TYPE = "text/csv"
 #: Derived copies of an attempt's output (s3task.exports), by variant.
 EXPORTS = {

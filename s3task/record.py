@@ -30,14 +30,13 @@ from .errors import (
     TooManyConflicts,
     UnsupportedSchema,
 )
-from .layout import Layout
+from .layout import MAX_RECORD_BYTES, Layout
 from .states import State, Status, state_of
 from .store.base import ObjectStore, PutMode
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-MAX_RECORD_BYTES = 256 * 1024
 HISTORY_LIMIT = 50
 CAS_TRIES = 10
 #: Reads to tell whether a write whose answer was lost landed, before giving up.

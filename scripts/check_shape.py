@@ -23,6 +23,14 @@ there is any. The rules, read from the source with ``ast`` (nothing is imported)
   counts as its first line alone, so a function that is mostly a table is
   judged by the code around the table. A display holding a call, a
   comprehension or any other expression is code and counts in full.
+- **Dependencies point down**, where the checkout declares its layers in
+  ``pyproject.toml`` (``[tool.check_shape] layers``: a list of layers, bottom
+  first, each a list of module or package names such as ``"s3task.store"``): a
+  module never imports, at run time, one of a higher layer. Each module is in
+  the layer of the longest name that covers it (a top-level name such as
+  ``"s3task"`` covers only its ``__init__``); a module of a layered package that
+  no layer names is a violation of its own, so a new module is placed before it
+  can point anywhere.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import argparse
 import ast
 import itertools
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,6 +237,51 @@ def circle_violations(root: Path, packages: tuple[str, ...] = CIRCLE_PACKAGES) -
     return out
 
 
+# --- layers ------------------------------------------------------------------------------------------------
+
+
+def declared_layers(root: Path) -> list[list[str]]:
+    """``[tool.check_shape] layers`` of the checkout's pyproject.toml, bottom first (none: no layer check)."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return []
+    config = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("check_shape", {})
+    return [list(layer) for layer in config.get("layers", [])]
+
+
+def _layer_of(name: str, rank: dict[str, int]) -> int | None:
+    """The layer of the longest declared name covering ``name``; a top-level name covers its ``__init__`` only."""
+    parts = name.split(".")
+    for i in range(len(parts), 1 if len(parts) > 1 else 0, -1):
+        if ".".join(parts[:i]) in rank:
+            return rank[".".join(parts[:i])]
+    return None
+
+
+def layer_violations(root: Path, packages: tuple[str, ...] = CIRCLE_PACKAGES) -> list[Violation]:
+    layers = declared_layers(root)
+    if not layers:
+        return []
+    rank = {name: i for i, layer in enumerate(layers) for name in layer}
+    layered = {name.split(".")[0] for name in rank}
+    mods = find_modules(root, packages)
+    graph = import_graph(root, mods)
+    out = []
+    for name, mod in sorted(mods.items()):
+        if name.split(".")[0] not in layered:
+            continue
+        mine = _layer_of(name, rank)
+        if mine is None:
+            out.append(Violation(str(mod.path), 1, f"{name} is in no layer", "pyproject.toml [tool.check_shape]"))
+            continue
+        for target, line in sorted(graph[name].items()):
+            theirs = _layer_of(target, rank)
+            if theirs is not None and theirs > mine:
+                what = f"{name} (layer {mine + 1}) imports {target} (layer {theirs + 1}), a layer above it"
+                out.append(Violation(str(mod.path), line, what, "dependencies point down"))
+    return out
+
+
 # --- sizes -------------------------------------------------------------------------------------------------
 
 
@@ -284,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent, help="the checkout")
     args = parser.parse_args(argv)
-    violations = circle_violations(args.root) + size_violations(args.root)
+    violations = circle_violations(args.root) + layer_violations(args.root) + size_violations(args.root)
     for v in violations:
         print(v)
     print(f"check_shape: {len(violations)} violation(s)", file=sys.stderr)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BucketMissing, NotFound
-from ..record import MAX_RECORD_BYTES
+from ..layout import MAX_RECORD_BYTES
 from .s3 import S3Store
 from .s3_errors import _translated
 

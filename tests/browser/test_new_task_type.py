@@ -23,9 +23,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from browsers import app_on, base_env, settle, shot
 from conftest import CHROMIUM, free_port
 from support import csv_bytes
-from test_browser import app_on, base_env, settle, shot
 
 from s3task import handlers
 from ui.task_form import summary

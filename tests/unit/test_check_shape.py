@@ -169,3 +169,37 @@ def test_a_data_literal_does_not_hide_long_code_around_it(tmp_path: Path) -> Non
         1,
         ["s3task/mixed.py:1: function long is 62 lines (limit 60)"],
     )
+
+
+LAYERS = """
+[tool.check_shape]
+layers = [["s3task", "s3task.low"], ["s3task.mid", "s3task.pkg"], ["s3task.top"]]
+"""
+
+
+def test_an_import_of_a_higher_layer_is_found_and_imports_downward_pass(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pyproject.toml": LAYERS,
+            "s3task/low.py": "X = 1\n",
+            "s3task/mid.py": "from s3task import low\n",
+            "s3task/pkg/__init__.py": "",
+            "s3task/pkg/part.py": "def later():\n    from s3task import top\n    return top\n",
+            "s3task/top.py": "from s3task import low, mid\n",
+        },
+    )
+    rc, out = check(root)
+    assert rc == 1
+    assert out == [
+        "s3task/pkg/part.py:2: s3task.pkg.part (layer 2) imports s3task.top (layer 3), a layer above it"
+        " (dependencies point down)"
+    ]
+
+
+def test_a_module_in_no_layer_is_found_once_layers_are_declared(tmp_path: Path) -> None:
+    files = {"s3task/low.py": "X = 1\n", "s3task/mid.py": "", "s3task/top.py": "", "s3task/stray.py": ""}
+    assert check(write(tmp_path / "undeclared", files)) == (0, [])  # no layers: only circles and sizes
+    rc, out = check(write(tmp_path / "declared", {"pyproject.toml": LAYERS, **files}))
+    assert rc == 1
+    assert out == ["s3task/stray.py:1: s3task.stray is in no layer (pyproject.toml [tool.check_shape])"]
