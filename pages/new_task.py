@@ -67,9 +67,14 @@ def prefill(source_id: str) -> tf.Prefill:
     return filled
 
 
-if "from" in st.query_params:
-    st.info(fmt.plain(prefill(str(st.query_params["from"])).note), icon=":material/info:")
-prefilled: tf.Prefill | None = state.get(keys.prefilled)  # kept for the form, as the widgets keep their values
+source_id = str(st.query_params["from"]) if "from" in st.query_params else None
+if source_id is not None:
+    st.info(fmt.plain(prefill(source_id).note), icon=":material/info:")
+# Kept for the form while the page is the one opened from that task; New task opened any other way
+# starts empty (Streamlit has dropped the widgets' own values when the user left the page).
+prefilled = tf.in_force(state.get(keys.prefilled), source_id)
+if prefilled is None:
+    state.pop(keys.prefilled, None)
 prefilled_format = prefilled.input_format if prefilled else None
 
 

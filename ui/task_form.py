@@ -117,6 +117,11 @@ def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Se
     return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
 
 
+def in_force(stored: Prefill | None, source_id: str | None) -> Prefill | None:
+    """The prefill this run of the page uses: only while it is the page opened from that task (``?from=``)."""
+    return stored if stored is not None and stored.source_id == source_id else None
+
+
 def form_type(types: Sequence[type[TaskType]], current: object, prefilled: Prefill | None = None) -> type[TaskType]:
     """The type the form shows: the box's own value, else the prefilled type, else the default."""
     for wanted in (getattr(current, "name", None), prefilled.type_name if prefilled else None, DEFAULT_TYPE):

@@ -459,6 +459,28 @@ def test_start_again_from_a_task_fills_the_form_in(app, through_app, service: Ta
     )
 
 
+def test_new_task_opened_again_without_a_source_starts_empty(app, through_app, service: TaskService) -> None:
+    """Filled in from a task, then left: New task opened from the menu is the plain form, not the old one."""
+    ann = Actor("ann")
+    source = service.submit_file(ann, "prefill src", "clean", {"drop_duplicate_rows": False}, b"a;b\n1;2\n")
+    at = app("ann")
+    at.query_params["from"] = source.task_id
+    at = goto(at, "pages/new_task.py")
+    assert pick(at, "What should happen to the rows?").value.name == "clean"
+    at.query_params.clear()  # what the menu does: the other page's address has no ?from=
+    at = at.switch_page("pages/tasks.py").run()
+    at = at.switch_page("pages/new_task.py").run()
+    assert not at.exception
+    assert "Filled in from" not in read(at)
+    assert at.text_input[0].value == ""
+    assert pick(at, "What should happen to the rows?").value.name == "copy"
+    at.file_uploader[0].set_value(("semi.csv", b"x;y\n1;2\n", "text/csv")).run()
+    assert pick(at, "Values separated by").value == ";"  # detected afresh, not the source task's format
+    next(b for b in at.button if b.label == "Submit").click().run()
+    made = service.get(ann, at.query_params["id"])
+    assert (made.task_name, made.task_type, made.payload) == ("semi", "copy", {})
+
+
 @pytest.mark.parametrize("bad", ["not-an-id", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"])
 def test_start_again_from_a_task_that_is_not_there_shows_the_empty_form(app, through_app, bad: str) -> None:
     at = app()

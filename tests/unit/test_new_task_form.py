@@ -13,6 +13,7 @@ from ui.task_form import (
     FormKeys,
     Prefill,
     form_type,
+    in_force,
     missing,
     name_from_file,
     prefill,
@@ -116,3 +117,11 @@ def test_a_type_s_summary_is_its_first_sentence_and_the_rest_is_offered() -> Non
     assert says_more("Writes every row. Then more.")
     copy = handlers.get("copy")
     assert summary(copy.description) == "Writes every row of the uploaded file to the output unchanged."
+
+
+def test_a_prefill_is_in_force_only_on_the_page_opened_from_its_task() -> None:
+    filled = Prefill("7YCJ4JANZZNAMAY9EV4CC6NNAR", "Filled in", "Leads", "clean")
+    assert in_force(filled, "7YCJ4JANZZNAMAY9EV4CC6NNAR") is filled
+    assert in_force(filled, None) is None  # New task from the menu
+    assert in_force(filled, "7YCJ4JANZZ7R8TPBSX7XMA071K") is None  # another task's ?from=
+    assert in_force(None, "7YCJ4JANZZNAMAY9EV4CC6NNAR") is None
