@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import metrics
+from .. import metrics, notify
 from ..config import Settings, SettingsError, parse
 from ..errors import S3TaskError
 from ..handlers import load_module
@@ -83,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         settings = Settings.load(overrides)
+        notifier = notify.from_settings(settings)  # a channel that does not fit is a settings error too
     except SettingsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -95,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: cannot serve metrics on {_address(settings)}: {e}", file=sys.stderr)
             return 1
     try:
-        return _run(args, settings)
+        return _run(args, settings, notifier)
     finally:
         if stop_metrics is not None:
             stop_metrics()
@@ -113,11 +114,11 @@ def _serve_metrics(settings: Settings) -> Callable[[], None]:
     return stop
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace, settings: Settings, notifier: notify.Notifier | None) -> int:
     try:
         for module in settings.handlers:
             load_module(module)
-        worker = Worker(settings)
+        worker = Worker(settings, notifier=notifier)
         worker.prove_store()
     except (S3TaskError, ValueError) as e:
         print(f"error: refusing to start: {' '.join(str(e).split())}", file=sys.stderr)

@@ -57,10 +57,11 @@ class Worker:
         sweeps the outbox); left out, one is made from ``settings`` (none when they name no channel).
         A channel setting that does not fit stops the worker here (:class:`SettingsError`)."""
         self.settings = settings
+        # The channels first: a setting that does not fit stops the worker before any store call.
+        self.notifier = notifier if notifier is not None else notify.from_settings(settings)
         if store is None or layout is None:
             store, layout = open_store(settings.store, clock=settings.clock)
         self.store, self.layout = store, layout
-        self.notifier = notifier if notifier is not None else notify.from_settings(settings)
         self.records = Records(store, layout, self.notifier)
         self.stop_event = threading.Event()
         self._wake = threading.Event()

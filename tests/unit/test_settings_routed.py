@@ -111,6 +111,23 @@ def test_the_cli_and_the_worker_stop_at_the_door(tmp_path: Path, entry: str, var
     assert not store.exists(), "the store was touched"
 
 
+@pytest.mark.parametrize("entry", ["cli", "worker"])
+def test_a_notification_channel_that_does_not_fit_stops_them_at_the_door(tmp_path: Path, entry: str) -> None:
+    """A webhook without its secret is a settings error like any other: exit 2 before the store is touched."""
+    store = tmp_path / "store"
+    proc = subprocess.run(
+        [part.replace("{store}", str(store)) for part in {"cli": CLI, "worker": WORKER}[entry]],
+        env=clean_environ(S3TASK_WEBHOOK_URLS="http://127.0.0.1:9/hook"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "S3TASK_WEBHOOK_SECRET" in lines[0], proc.stderr
+    assert not store.exists(), "the store was touched"
+
+
 def serve_with(env: pytest.MonkeyPatch, store: Path, capsys: pytest.CaptureFixture[str], **variables: str) -> str:
     """``python -m s3task.web serve`` with a bad setting: exit 2 and the one line on stderr, returned."""
     from s3task.web import cli as web_cli
