@@ -18,7 +18,15 @@ import dataclasses
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    create_model,
+    model_serializer,
+)
 
 from ..counts import HELP, counts_of
 from ..csvio import EXCEL_ROWS
@@ -159,6 +167,12 @@ class InputFormat(_Request):
         "first); left out: found (a title, notes or blank rows above the table are skipped). Refused at submit "
         "for a CSV. The task's `input_format` holds the row taken once it is submitted.",
     )
+
+    @model_serializer(mode="wrap")
+    def _given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The settings as s3task.csvio.parse_input_format takes them: a workbook's only when given."""
+        settings: dict[str, Any] = handler(self)
+        return {key: value for key, value in settings.items() if value is not None}
 
 
 class NewTask(_Request):
