@@ -66,13 +66,7 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be, "
         "utf-16 (the byte order its byte-order mark says); default: detect from the file",
     )
-    s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: its first visible sheet")
-    s.add_argument(
-        "--header-row",
-        type=int,
-        metavar="N",
-        help="a workbook's row of column names, as Excel numbers rows; default: found under any title",
-    )
+    _add_workbook_flags(s)
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
     s = sub.add_parser("list", help="newest tasks first")
@@ -109,6 +103,16 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+
+
+def _add_workbook_flags(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: its first visible sheet")
+    s.add_argument(
+        "--header-row",
+        type=int,
+        metavar="N",
+        help="a workbook's row of column names, as Excel numbers rows; default: found under any title",
+    )
 
 
 def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -263,7 +267,7 @@ def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
         return 0
     for label, value in counts_of(record).lines():  # the app's words and numbers
         print(f"{label:>18}: {value}")
-    if record.status != "created":  # settled at submit: the sheet and header row a workbook is read with
+    if record.input_etag:  # submitted: its format settled (a workbook's sheet and header row as taken)
         print(f"{'read as':>18}: {InputFormat.from_dict(record.input_format).describe()}")
     for key, value in record.to_dict().items():
         if key != "history":

@@ -126,6 +126,8 @@ def test_the_cli_refuses_workbook_flags_on_a_csv_and_a_sheet_the_workbook_has_no
     far = run_cli(store, "submit", str(book), "--name", "x", "--header-row", "40", cwd=tmp_path)
     refused(far, "sheet 'Customers' has nothing in row 40 or under it")
     assert [t.status for t in tasks(store)] == ["abandoned", "abandoned"]  # the CLI leaves nothing half-made
+    shown = run_cli(store, "show", tasks(store)[0].task_id, cwd=tmp_path)  # never submitted: no "read as"
+    assert shown.returncode == 0 and "status: abandoned" in shown.stdout and "read as" not in shown.stdout
 
 
 def test_each_bad_workbook_is_refused_at_submit_in_one_sentence_and_nothing_is_queued(tmp_path: Path) -> None:
