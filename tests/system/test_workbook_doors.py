@@ -20,14 +20,16 @@ from typing import Any
 
 import requests
 from apps.http_server import serve
-from conftest import wait_for
+from conftest import boto_client, wait_for
 from procs import ROOT, Procs, child_env, cli
 from workbooks import HEADER, OPENPYXL_SHOWN, PRICES, SHOWN, bad_workbooks, openpyxl_book, xlsxwriter_book
 
 from s3task.config import Settings
 from s3task.layout import Layout
 from s3task.record import TaskRecord, read_record
+from s3task.store.base import ObjectStore
 from s3task.store.local import LocalStore
+from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.api import create_app
 from s3task.web.tokens import TokenTable, hash_token
@@ -154,6 +156,25 @@ def test_each_bad_workbook_is_refused_at_submit_in_one_sentence_and_nothing_is_q
         assert len(LocalStore(where).list_keys(LAYOUT.active_root)) == (where != store)
 
 
+def test_on_s3_the_submit_opens_the_workbook_it_pins(tmp_path: Path, moto_http_bucket: tuple[str, str]) -> None:
+    """Through presigned URLs to moto's S3 over HTTP: the ranged first bytes tell a workbook, the whole
+    object is read back at the pinned ETag and opened; a bad one is refused the same way."""
+    endpoint, bucket = moto_http_bucket
+    store = S3Store(bucket, client=boto_client(endpoint))
+    with api_in_process(tmp_path, store) as base:
+        good = api_submit(base, xlsxwriter_book(tmp_path / "export.xlsx").read_bytes(), {"sheet": "Prices"})
+        assert good.upload["url"].startswith(endpoint)  # straight to the store
+        task = good.response.json()["task"]
+        assert (task["status"], task["input_format"]) == (
+            "queued",
+            {"kind": "xlsx", "sheet": "Prices", "header_row": 1},
+        )
+        assert task["input_etag"] == store.head(task["input_object_path"]).etag
+        data, words = bad_workbooks(tmp_path)["encrypted"]
+        r = api_submit(base, data).response
+        assert r.status_code == 400 and words in r.json()["message"], r.text
+
+
 def test_workbooks_through_the_api_server_and_a_worker(tmp_path: Path, procs: Procs, startup: float) -> None:
     store = tmp_path / "store"
     tokens = tmp_path / "tokens.toml"
@@ -229,10 +250,10 @@ def api_submit(base: str, body: bytes, read_as: dict[str, Any] | None = None) ->
 
 
 @contextmanager
-def api_in_process(store: Path) -> Iterator[str]:
-    """The API on a real socket in this process, on its own local store; its base URL."""
+def api_in_process(where: Path, store: ObjectStore | None = None) -> Iterator[str]:
+    """The API on a real socket in this process, on ``store`` (default: a local store in ``where``); its base URL."""
     tokens = TokenTable({hash_token(TOKEN): Actor("ada")})
-    local = LocalStore(store)
-    service = TaskService(local, LAYOUT, url_signer=signer_for(local))
-    with serve(create_app(Settings.load({"store": str(store)}, {}), service=service, tokens=tokens)) as base:
+    store = store or LocalStore(where)
+    service = TaskService(store, LAYOUT, url_signer=signer_for(store))
+    with serve(create_app(Settings.load({"store": str(where)}, {}), service=service, tokens=tokens)) as base:
         yield base
