@@ -12,7 +12,7 @@ import pytest
 from workbooks import HEADER, PRICES, SHOWN, xlsxwriter_book
 
 from s3task import processing
-from s3task.csvio import InputFormat, detect_kind, parse_input_format, resolve, spooled
+from s3task.csvio import InputFormat, detect_kind, parse_input_format, read_start, resolve, spooled
 from s3task.errors import InvalidInput, S3TaskError
 
 OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504)
@@ -79,8 +79,10 @@ def test_the_kind_is_told_from_the_first_bytes_and_a_csv_refuses_workbook_settin
         resolve(asked, b"id;name\n1;a\n", whole=True)
     plain = parse_input_format({"delimiter": "detect", "encoding": "detect"}, allow_detect=True)
     assert resolve(plain, b"id;name\n1;a\n", whole=True) == InputFormat(";", "utf-8")
-    # Told "csv", a workbook is read as CSV text, and refused as the CSV reader refuses binary data.
-    assert resolve({**plain, "kind": "csv"}, book[:4096], whole=False).kind == "csv"
+    # Told "csv", a workbook is read as CSV text, and the CSV reader refuses it as it always has.
+    as_text = resolve({**plain, "kind": "csv"}, book[:4096], whole=False)
+    with pytest.raises(InvalidInput, match="Excel workbook"):
+        read_start(book[:4096], whole=False, input_format=as_text)
 
 
 def test_a_workbook_is_processed_with_exact_progress_into_the_same_csv(tmp_path: Path) -> None:
