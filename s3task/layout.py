@@ -19,6 +19,11 @@
 ```
 
 Task ids are validated before they are put into a key.
+
+The input's key is ``input.csv`` whatever the file is: it is fixed when the task is made (its
+upload URL is signed for it), before the file is seen. An Excel workbook is stored there as it was
+uploaded, bytes unchanged; the record's ``input_format`` says which it is (``kind: xlsx``, with the
+sheet and header row it is read with; no ``kind``: a CSV).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The processing engine: one attempt of one task, input stream to output stream.
 
 The worker runs :func:`run` in a child process per attempt. It reads the input
-CSV in blocks of whole rows (:mod:`s3task.csvio`), hands each block to the
-task type's handler as a pandas DataFrame of strings, and writes what the
-handler returns (then what its ``finish`` returns) as one output CSV.
+(a CSV, or one sheet of an Excel workbook) in blocks of whole rows
+(:mod:`s3task.csvio`), hands each block to the task type's handler as a pandas
+DataFrame of strings, and writes what the handler returns (then what its
+``finish`` returns) as one output CSV.
 
 Three threads form a pipeline, each stage at most one block ahead of the
 next: a reader thread reads the source and parses the next block with Arrow,
@@ -26,11 +27,14 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from . import handlers
 from .csvio import DEFAULT_BLOCK_SIZE, CsvReader, CsvWriter, InputFormat, Readable
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from .csvio.sheetreader import WorkbookReader
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "Progress", "run"]  # Progress: from s3task.progress
 
@@ -58,9 +62,30 @@ def run(
     order, never concurrently); both are done when ``run`` returns or raises.
     ``input_format`` is how the input is written (default: comma, UTF-8); the
     output is UTF-8 with commas whatever it is, and progress counts input bytes.
+    A workbook's ``source`` must be a seekable file (its zip directory is at its
+    end: see :func:`s3task.csvio.spool.spooled`); it is read on the calling thread
+    until its header is found, then block by block on the reader thread.
     """
     handler = handlers.get(task_type)(params)
-    reader = CsvReader(source, block_size, input_format)
+    reader = _reader(source, block_size, input_format)
+    try:
+        return _process(handler, reader, sink, on_progress)
+    finally:
+        if not isinstance(reader, CsvReader):
+            reader.close()  # the workbook's zip (never the caller's file): at once, when a handler fails too
+
+
+def _reader(source: Readable, block_size: int, input_format: InputFormat | None) -> CsvReader | WorkbookReader:
+    if input_format is not None and input_format.is_workbook:
+        from .csvio.sheetreader import WorkbookReader
+
+        return WorkbookReader(cast(IO[bytes], source), input_format.sheet, input_format.header_row)
+    return CsvReader(source, block_size, input_format)
+
+
+def _process(
+    handler: Any, reader: CsvReader | WorkbookReader, sink: Any, on_progress: Callable[[Progress], None]
+) -> Progress:
     writer = CsvWriter(sink, error_column=handler.error_column)
     counts = Progress(bytes_processed=reader.bytes_consumed)
     on_progress(replace(counts))

@@ -113,6 +113,8 @@ def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Se
     input_format = None
     with contextlib.suppress(InvalidInput):  # never submitted, so never settled: detect it from the file
         input_format = InputFormat.from_dict(source.input_format)
+    if input_format is not None and input_format.is_workbook:
+        input_format = None  # the page reads CSV files only, so far: the new file's format is detected
     note = f"Filled in from the task “{source.task_name}”: pick the corrected file and submit."
     return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
 

@@ -21,7 +21,7 @@ characters (numpy) and checks that every quote sits where RFC 4180 puts one
 the same as Arrow's own reading. Otherwise (stray quotes such as ``27" wide``)
 a slower exact scan that follows Arrow's quoting rules decides.
 
-Delimiter and encoding: a file is read with an :class:`InputFormat` (comma, semicolon, tab or pipe;
+Delimiter and encoding: a CSV is read with an :class:`InputFormat` (comma, semicolon, tab or pipe;
 UTF-8, UTF-16 or Windows-1252), detected from its first bytes by :func:`detect` (:mod:`.dialect`).
 Another encoding than UTF-8 is transcoded to UTF-8 as it streams, and block ends are counted back
 in the file's own bytes (:func:`input_bytes`), so progress stays exact.
@@ -36,10 +36,12 @@ The package: this module is the streaming reader (:class:`CsvReader`, :func:`rea
 the names the rest of s3task imports; :mod:`.common` holds the limits and shared constants,
 :mod:`.boundary` finds row boundaries, :mod:`.parsing` parses a block with Arrow and explains
 what it refuses, :mod:`.dialect` detects and transcodes the input format, :mod:`.writing` is the
-writer. An Excel workbook has a reader of the same shape, not yet used by the engine:
+writer. An Excel workbook has a reader of the same shape, which the engine
+uses for an input whose :class:`InputFormat` (:mod:`.formats`) is a workbook's:
 :mod:`.workbook` opens and checks the container and lists its sheets, :mod:`.sheetreader` reads a
 sheet in blocks (:class:`~s3task.csvio.sheetreader.WorkbookReader`), :mod:`.sheetcells` reads the
-cells of a piece of a sheet as Excel shows them. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
+cells of a piece of a sheet as Excel shows them; it needs a seekable file (a zip's directory is at
+its end), which :func:`~s3task.csvio.spool.spooled` makes of a stream. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
 in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds its rows.
 """
 
@@ -62,18 +64,18 @@ from .common import (
     SAVE_AS_UTF8,
     line_label,
 )
-from .dialect import (
+from .dialect import Transcoder, check_start, detect, input_bytes, resolve, transcode_part
+from .formats import (
+    CSV,
     DELIMITERS,
     DETECT,
     ENCODINGS,
+    EXCEL_ROWS,
+    KINDS,
+    XLSX,
     InputFormat,
-    Transcoder,
-    check_start,
-    detect,
-    input_bytes,
+    detect_kind,
     parse_input_format,
-    resolve,
-    transcode_part,
 )
 
 if TYPE_CHECKING:
@@ -82,6 +84,8 @@ if TYPE_CHECKING:
     from .boundary import count_byte, find_boundary, open_quote_at_end, scan_exact
     from .common import TEXT
     from .parsing import Block, BlockParser, diagnose, parse_header
+    from .sheetreader import WorkbookReader
+    from .spool import spooled
     from .writing import CsvWriter, Written, neutralise, to_text_table
 
 #: The names this package offers that need pyarrow or numpy, and the module that holds each: imported
@@ -96,6 +100,8 @@ _HEAVY = {
     "BlockParser": "parsing",
     "diagnose": "parsing",
     "parse_header": "parsing",
+    "WorkbookReader": "sheetreader",
+    "spooled": "spool",
     "CsvWriter": "writing",
     "Written": "writing",
     "neutralise": "writing",
@@ -115,25 +121,31 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ARROW_BLOCK_SIZE",
     "BOM",
+    "CSV",
     "DEFAULT_BLOCK_SIZE",
     "DELIMITERS",
     "DETECT",
     "ENCODINGS",
+    "EXCEL_ROWS",
     "INSPECT_BYTES",
+    "KINDS",
     "MAX_COLUMNS",
     "MAX_ROW_BYTES",
     "QUOTE",
     "SAVE_AS_UTF8",
     "TEXT",
+    "XLSX",
     "Block",
     "BlockParser",
     "CsvReader",
     "CsvWriter",
     "InputFormat",
     "Readable",
+    "WorkbookReader",
     "Written",
     "count_byte",
     "detect",
+    "detect_kind",
     "diagnose",
     "find_boundary",
     "line_label",
@@ -144,6 +156,7 @@ __all__ = [
     "read_start",
     "resolve",
     "scan_exact",
+    "spooled",
     "to_text_table",
 ]
 

@@ -1,10 +1,12 @@
 """How a file is written: its delimiter and its text encoding, detected from its first bytes or chosen.
 
-A task carries its :class:`InputFormat` (the record's ``input_format``), so the worker reads the
-file exactly as the New task page's preview read it. The reader works on UTF-8 internally: a file
-in another encoding is transcoded while it streams (:class:`Transcoder`, an incremental decoder),
-and :func:`input_bytes` turns a stretch of the UTF-8 text back into the number of *input* bytes it
-came from, so progress counts the file's own bytes and ends exactly at its size.
+A task carries its :class:`~s3task.csvio.formats.InputFormat` (the record's ``input_format``, declared
+in :mod:`.formats` with the names of the settings), so the worker reads the file exactly as the New
+task page's preview read it, and :func:`resolve` settles what is left to detection. The reader
+works on UTF-8 internally: a file in another encoding is transcoded while it streams
+(:class:`Transcoder`, an incremental decoder), and :func:`input_bytes` turns a stretch of the
+UTF-8 text back into the number of *input* bytes it came from, so progress counts the file's own
+bytes and ends exactly at its size.
 
 The encodings are the ones spreadsheet tools write: UTF-8 (with or without a byte-order mark),
 UTF-16 with a byte-order mark (Excel's "Unicode text", tab-separated), and Windows-1252 (Excel's
@@ -19,39 +21,11 @@ import codecs
 import csv
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InvalidInput
+from .formats import BY_BOM, DELIMITERS, DETECT, ENCODINGS, XLSX, InputFormat, detect_kind
 
-#: Delimiters offered, with how the page names them.
-DELIMITERS: dict[str, str] = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "pipes (|)"}
-#: Encodings offered (canonical names), with how the page names them.
-ENCODINGS: dict[str, str] = {
-    "utf-8": "UTF-8 text",
-    "windows-1252": "Windows (Western European) text",
-    "utf-16-le": "UTF-16 text (Excel “Unicode text”)",
-    "utf-16-be": "UTF-16 big-endian text",
-}
-#: A value of either setting that asks for detection (resolved when the file is submitted).
-DETECT = "detect"
-#: An encoding that says "UTF-16, the byte order its byte-order mark shows" (resolved when the file is
-#: submitted; a file without the mark is refused).
-BY_BOM = "utf-16"
-
-_DELIMITER_ALIASES = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|"}
-_ENCODING_ALIASES = {
-    "utf8": "utf-8",
-    "utf-8-sig": "utf-8",
-    "cp1252": "windows-1252",
-    "windows1252": "windows-1252",
-    "latin-1": "windows-1252",
-    "latin1": "windows-1252",
-    "iso-8859-1": "windows-1252",
-    "utf-16le": "utf-16-le",
-    "utf-16be": "utf-16-be",
-    "utf16": BY_BOM,
-}
 _CODECS = {"utf-8": "utf-8", "windows-1252": "cp1252", "utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}
 _BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 #: What each byte-order mark is called in a message.
@@ -68,82 +42,24 @@ def _c1(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error(_C1, _c1)
 
 
-def _canonical(value: str, names: Mapping[str, str], aliases: Mapping[str, str], what: str, allow_detect: bool) -> str:
-    # Settled from the file when it is submitted: "detect", and "utf-16" (the byte order by the file's mark).
-    later = {DETECT, BY_BOM} if what == "encoding" else {DETECT}
-    if value in names or (allow_detect and value in later):
-        return value
-    key = value.strip().lower()
-    if key in names or (allow_detect and key in later):
-        return key
-    if key in aliases and (allow_detect or aliases[key] in names):
-        return aliases[key]
-    shown = [*names, *(sorted(later - {DETECT}) if allow_detect else [])]
-    choices = ", ".join(repr(n) for n in shown) + (f" or {DETECT!r}" if allow_detect else "")
-    raise InvalidInput(f"the input format's {what} must be one of {choices}, not {value!r}")
+def resolve(settings: Mapping[str, Any], head: bytes, *, whole: bool) -> InputFormat:
+    """``settings`` (from :func:`~s3task.csvio.formats.parse_input_format`) with each ``detect`` (and
+    ``utf-16``) replaced by what ``head``, the start of the file, shows.
 
-
-@dataclass(frozen=True)
-class InputFormat:
-    """The delimiter and text encoding a file is read with (defaults: comma, UTF-8)."""
-
-    delimiter: str = ","
-    encoding: str = "utf-8"
-
-    def __post_init__(self) -> None:
-        if self.delimiter not in DELIMITERS:
-            raise InvalidInput(f"unknown delimiter {self.delimiter!r}")
-        if self.encoding not in ENCODINGS:
-            raise InvalidInput(f"unknown encoding {self.encoding!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> InputFormat:
-        """A stored format (a record's ``input_format``); a key left out takes its default."""
-        settings = parse_input_format(data)
-        if DETECT in settings.values():
-            raise InvalidInput("the input format has not been detected yet")
-        return cls(**settings)
-
-    def to_dict(self) -> dict[str, str]:
-        return {"delimiter": self.delimiter, "encoding": self.encoding}
-
-    @property
-    def delimiter_byte(self) -> bytes:
-        return self.delimiter.encode()
-
-    def describe(self) -> str:
-        """In plain words: "Separated by semicolons · Windows (Western European) text"."""
-        return f"Separated by {DELIMITERS[self.delimiter]} · {ENCODINGS[self.encoding]}"
-
-
-def parse_input_format(data: Mapping[str, Any] | None, *, allow_detect: bool = False) -> dict[str, str]:
-    """Check a requested format: only ``delimiter`` and ``encoding``, each a known value (names such as
-    ``semicolon`` or ``cp1252`` are taken too), or, where detection is allowed, ``detect`` (either)
-    and ``utf-16`` (the encoding: UTF-16 in the byte order the file's byte-order mark shows). Keys
-    left out are filled with the defaults (comma, UTF-8)."""
-    data = dict(data or {})
-    unknown = sorted(set(data) - {"delimiter", "encoding"})
-    if unknown:
-        named = ", ".join(map(repr, unknown))
-        raise InvalidInput(f"the input format has no setting {named}; it has delimiter and encoding")
-    out = {}
-    for key, names, aliases, default in (
-        ("delimiter", DELIMITERS, _DELIMITER_ALIASES, ","),
-        ("encoding", ENCODINGS, _ENCODING_ALIASES, "utf-8"),
-    ):
-        value = data.get(key, default)
-        if not isinstance(value, str):
-            raise InvalidInput(f"the input format's {key} must be text, not {type(value).__name__}")
-        out[key] = _canonical(value, names, aliases, key, allow_detect)
-    return out
-
-
-def resolve(settings: Mapping[str, str], head: bytes, *, whole: bool) -> InputFormat:
-    """``settings`` (from :func:`parse_input_format`) with each ``detect`` (and ``utf-16``) replaced by what
-    ``head``, the start of the file, shows.
-
-    A chosen encoding that the file's byte-order mark contradicts is refused (:func:`check_start`).
+    A ``kind`` left out is detected too (:func:`~s3task.csvio.formats.detect_kind`). A workbook's
+    format keeps the sheet and header row asked for (None: the reader's defaults), which opening the
+    workbook settles; its delimiter and encoding, which a workbook has not, are ignored. A sheet or
+    a header row asked for on a CSV is refused. A chosen encoding that the file's byte-order mark
+    contradicts is refused (:func:`check_start`).
     """
+    kind = settings.get("kind", DETECT)
+    if (detect_kind(head) if kind == DETECT else kind) == XLSX:
+        return InputFormat(kind=XLSX, sheet=settings.get("sheet"), header_row=settings.get("header_row"))
+    if "sheet" in settings or "header_row" in settings:
+        raise InvalidInput(
+            "the file is CSV text, not an Excel workbook: it has no sheets, and its header is its first line — "
+            "leave out the sheet and the header row"
+        )
     encoding = settings["encoding"]
     if encoding == DETECT:
         encoding = detect_encoding(head, whole=whole)

@@ -79,7 +79,9 @@ class Transitions:
     ) -> TaskRecord:
         """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
         (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
-        what the file's first bytes show when it is submitted."""
+        what the file's first bytes show when it is submitted; for a workbook (told from its first bytes
+        when it is submitted) its ``sheet`` and ``header_row`` (left out: the first visible sheet, the
+        header found)."""
         name = (name or "").strip()
         if not name:
             raise InvalidInput("give the task a name")
@@ -104,7 +106,7 @@ class Transitions:
         return record
 
     def _new_record(
-        self, actor: Actor, name: str, task_type: str, params: dict[str, Any], read_as: dict[str, str]
+        self, actor: Actor, name: str, task_type: str, params: dict[str, Any], read_as: dict[str, Any]
     ) -> TaskRecord:
         task_id = new_task_id()
         now = to_iso(self.store.now())

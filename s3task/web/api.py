@@ -63,7 +63,8 @@ NEW_TASK_MESSAGES = {
     "type": _NAME_AND_TYPE,
     "parameters": '"parameters" must be a JSON object',
     "input_format": '"input_format" is an object with "delimiter" (",", ";", tab, "|" or "detect") and "encoding" '
-    '("utf-8", "windows-1252", "utf-16-le", "utf-16-be" or "detect")',
+    '("utf-8", "windows-1252", "utf-16-le", "utf-16-be" or "detect"), and for a workbook "sheet" (a sheet\'s name) '
+    'and "header_row" (1 to 1048576)',
 }
 QUERY_MESSAGES = {
     "limit": f"limit must be a whole number between 1 and {MAX_LIST}",

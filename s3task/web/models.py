@@ -18,9 +18,19 @@ import dataclasses
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    create_model,
+    model_serializer,
+)
 
 from ..counts import HELP, counts_of
+from ..csvio import EXCEL_ROWS
+from ..csvio.formats import MAX_SHEET_NAME
 from ..handlers import Param
 from ..ids import _ID_RE, ID_LENGTH
 from ..record import TaskRecord
@@ -125,7 +135,9 @@ def task_of(record: TaskRecord, *, retryable: bool, cancellable: bool) -> Task:
 
 
 class InputFormat(_Request):
-    """How the input file is written. The task's `input_format` holds the settled values once it is submitted."""
+    """How the input file is written: a CSV's delimiter and encoding (ignored for a workbook), a workbook's sheet
+    and header row. The task's `input_format` holds the settled values once it is submitted: for a CSV
+    `delimiter` and `encoding`, for a workbook `kind` (`xlsx`), `sheet` and `header_row`."""
 
     delimiter: Literal[",", ";", "\t", "|", "detect"] = Field(
         default=",",
@@ -139,6 +151,28 @@ class InputFormat(_Request):
         "says); `detect`: by the byte-order mark, "
         "else UTF-8 if the first 64 KB are UTF-8, else Windows-1252.",
     )
+    sheet: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SHEET_NAME,
+        description="For an Excel workbook (.xlsx, .xlsm; told from the file's first bytes): the sheet to read, by "
+        "name; left out: the first visible sheet. Refused at submit for a CSV, or when the workbook has no such "
+        "sheet. The task's `input_format` holds the sheet taken once it is submitted.",
+    )
+    header_row: int | None = Field(
+        default=None,
+        ge=1,
+        le=EXCEL_ROWS,
+        description="For an Excel workbook: the row that holds the column names, as Excel numbers rows (1 is the "
+        "first); left out: found (a title, notes or blank rows above the table are skipped). Refused at submit "
+        "for a CSV. The task's `input_format` holds the row taken once it is submitted.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The settings as s3task.csvio.parse_input_format takes them: a workbook's only when given."""
+        settings: dict[str, Any] = handler(self)
+        return {key: value for key, value in settings.items() if value is not None}
 
 
 class NewTask(_Request):
@@ -158,8 +192,8 @@ class NewTask(_Request):
     )
     input_format: InputFormat | None = Field(
         default=None,
-        description="How the input file is written; left out: comma-separated UTF-8. The output is always "
-        "comma-separated UTF-8.",
+        description="How the input file is written; left out: comma-separated UTF-8, or for an Excel workbook its "
+        "first visible sheet with its header row found. The output is always comma-separated UTF-8.",
     )
 
 

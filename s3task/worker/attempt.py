@@ -190,6 +190,7 @@ class Attempt:
             output_key=self.layout.output_key(self.task_id, self.lease.attempt_id),
             write_id=secrets.token_hex(8),
             input_format=dict(self.record.input_format),
+            input_size=self.record.input_size_bytes or 0,
         )
         self._proc = TaskProcess(job)
         return self._proc

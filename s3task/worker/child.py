@@ -34,8 +34,11 @@ class Job:
     input_etag: str
     output_key: str
     write_id: str
-    #: The record's ``input_format`` (delimiter, encoding): the input is read exactly so.
+    #: The record's ``input_format`` (a CSV's delimiter and encoding, a workbook's sheet and header row):
+    #: the input is read exactly so.
     input_format: dict[str, Any] = field(default_factory=dict)
+    #: The input's size as pinned at submit: a workbook is copied to a temporary file of this size.
+    input_size: int = 0
 
 
 def main(job: Job, conn: Any) -> None:
@@ -82,8 +85,7 @@ def _exit_with_worker(conn: Any) -> None:
 
 
 def _run(job: Job, conn: Any) -> Progress:
-    from .. import handlers, processing
-    from ..csvio import InputFormat
+    from .. import handlers
     from ..store import open_store
     from ..store.base import PutMode
 
@@ -106,14 +108,7 @@ def _run(job: Job, conn: Any) -> Progress:
             store.open_read(job.input_key, if_match=job.input_etag) as source,
             store.open_write(job.output_key, PutMode.CREATE, content_type=CSV_TYPE, metadata=metadata) as sink,
         ):
-            counts = processing.run(
-                job.task_type,
-                job.params,
-                source,
-                sink,
-                on_progress,
-                input_format=InputFormat.from_dict(job.input_format),
-            )
+            counts = _process(job, source, sink, on_progress)
     except S3TaskError:
         # Completing the output failed after the handler finished. It may have
         # landed anyway (a lost response, or a resend refused because our first
@@ -121,6 +116,19 @@ def _run(job: Job, conn: Any) -> Progress:
         if counts is None or not _is_ours(store, job):
             raise
     return counts
+
+
+def _process(job: Job, source: Any, sink: Any, on_progress: Any) -> Progress:
+    """The input read as its format says: a CSV as it streams, a workbook from a temporary copy (a zip is
+    read from its end), which is gone when this returns or the process is killed (see csvio.spool)."""
+    from .. import processing
+    from ..csvio import InputFormat, spooled
+
+    read_as = InputFormat.from_dict(job.input_format)
+    if not read_as.is_workbook:
+        return processing.run(job.task_type, job.params, source, sink, on_progress, input_format=read_as)
+    with spooled(source, job.input_size) as copy:
+        return processing.run(job.task_type, job.params, copy, sink, on_progress, input_format=read_as)
 
 
 def _is_ours(store: Any, job: Job) -> bool:

@@ -19,6 +19,7 @@ import contextlib
 import io
 
 from .. import processing
+from ..csvio import sheetreader, spool  # noqa: F401  (a workbook's reader: imported once, not per attempt)
 from ..store import local, s3  # noqa: F401  (imported here so that attempts do not import them)
 
 # cli: multiprocessing runs the worker's main script (worker.py) again in every attempt process

@@ -1,0 +1,136 @@
+"""Workbooks as staff have them, written by two writers that are not s3task's reader (xlsxwriter, openpyxl),
+and the workbooks that cannot be read, for the tests that send them through the doors (CLI, API, worker).
+
+Each export has a title above the table (merged across it), a blank row, the header in row 3, number
+formats (a code under ``00000``, a date, a date-time, a decimal, a percentage, a whole number), a
+formula with its saved value, a merged range over two rows, an error value, booleans, and a second
+sheet. :data:`SHOWN` is what Excel shows in its data rows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import zipfile
+from pathlib import Path
+
+import xlsxwriter  # type: ignore[import-untyped]
+from openpyxl import Workbook
+
+TITLE = "Customer export, March 2026"
+HEADER = ["Code", "Name", "Joined", "Last seen", "Amount", "Count", "Share", "Active", "Total", "Check"]
+#: What Excel shows in the data rows (rows 4 and 5).
+SHOWN = [
+    ["00123", "Müller & Söhne", "2026-03-01", "2026-03-01T14:30:00", "0.1", "42", "12.5%", "TRUE", "84", "#N/A"],
+    ["04711", "", "1999-12-31", "2000-01-01T00:00:05", "1234.5678", "-7", "100%", "FALSE", "-14", "ok"],
+]
+#: What the openpyxl export reads as: its formulas have no saved value.
+OPENPYXL_SHOWN = [[*row[:8], "", row[9]] for row in SHOWN]
+#: The second sheet, after the export: its own header in row 1.
+PRICES = [["sku", "price"], ["A-1", "9.99"], ["B-2", "120"]]
+_ROWS = [
+    (123, "Müller & Söhne", datetime.date(2026, 3, 1), datetime.datetime(2026, 3, 1, 14, 30), 0.1, 42, 0.125, True),
+    (4711, None, datetime.date(1999, 12, 31), datetime.datetime(2000, 1, 1, 0, 0, 5), 1234.5678, -7, 1, False),
+]
+
+
+def xlsxwriter_book(path: Path) -> Path:
+    """Sheets "Customers" (the export) and "Prices"; the formulas carry the values Excel would save."""
+    book = xlsxwriter.Workbook(str(path))
+    sheet = book.add_worksheet("Customers")
+    code, day = book.add_format({"num_format": "00000"}), book.add_format({"num_format": "yyyy-mm-dd"})
+    stamp, share = book.add_format({"num_format": "dd/mm/yyyy hh:mm"}), book.add_format({"num_format": "0.0%"})
+    sheet.merge_range(0, 0, 0, len(HEADER) - 1, TITLE)
+    sheet.write_row(2, 0, HEADER)
+    for row, (number, name, joined, seen, amount, count, part, active) in enumerate(_ROWS, start=3):
+        sheet.write_number(row, 0, number, code)
+        if name:
+            sheet.merge_range(row, 1, row + 1, 1, name)  # over two rows: the value in the top cell only
+        sheet.write_datetime(row, 2, joined, day)
+        sheet.write_datetime(row, 3, seen, stamp)
+        sheet.write_number(row, 4, amount)
+        sheet.write_number(row, 5, count)
+        sheet.write_number(row, 6, part, share)
+        sheet.write_boolean(row, 7, active)
+        sheet.write_formula(row, 8, f"=F{row + 1}*2", None, count * 2)
+        sheet.write_formula(row, 9, "=NA()" if row == 3 else '="ok"', None, "#N/A" if row == 3 else "ok")
+    prices = book.add_worksheet("Prices")
+    prices.write_row(0, 0, PRICES[0])
+    for row, (sku, price) in enumerate(PRICES[1:], start=1):
+        prices.write_row(row, 0, [sku, float(price)])
+    book.close()
+    return path
+
+
+def openpyxl_book(path: Path) -> Path:
+    """The export as sheet "Data", then "Prices". openpyxl saves no value with a formula (Excel computes
+    it when it opens the file), so its Total column reads empty (:data:`OPENPYXL_SHOWN`)."""
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Data"
+    sheet["A1"] = TITLE
+    sheet.merge_cells(start_row=1, start_column=1, end_row=1, end_column=len(HEADER))
+    sheet.append([])
+    sheet.append(HEADER)
+    for row, (values, shown) in enumerate(zip(_ROWS, SHOWN, strict=True), start=4):
+        sheet.append([*values, f"=F{row}*2", shown[9]])
+    sheet.merge_cells("B4:B5")
+    for row in (4, 5):
+        sheet.cell(row, 1).number_format = "00000"
+        sheet.cell(row, 3).number_format = "yyyy-mm-dd"
+        sheet.cell(row, 4).number_format = "yyyy-mm-dd hh:mm:ss"
+        sheet.cell(row, 7).number_format = "0.0%"
+    prices = book.create_sheet("Prices")
+    prices.append(PRICES[0])
+    for sku, price in PRICES[1:]:
+        prices.append([sku, float(price)])
+    book.save(path)
+    return path
+
+
+# --- what cannot be read ---------------------------------------------------------------------------------
+
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504)
+
+
+def _ole2(*streams: str) -> bytes:
+    """An OLE2 (compound file) header and a directory naming ``streams``, as Office writes them."""
+    return _OLE2 + b"".join(name.encode("utf-16-le").ljust(128, b"\0") for name in streams)
+
+
+def _not_a_workbook() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("report.csv", "id,name\n1,a\n")
+    return out.getvalue()
+
+
+def _blank(path: Path) -> bytes:
+    book = xlsxwriter.Workbook(str(path))
+    book.add_worksheet("Blank")
+    book.close()
+    return path.read_bytes()
+
+
+def _bomb(path: Path) -> bytes:
+    """A real workbook whose sheet is 40 MB of one row repeated, deflated to about 40 kB (a ratio of ~1,000)."""
+    good = zipfile.ZipFile(io.BytesIO(xlsxwriter_book(path).read_bytes()))
+    row = '<row r="9"><c r="A9"><v>1</v></c></row>'
+    sheet = '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+    sheet += row * (40_000_000 // len(row)) + "</sheetData></worksheet>"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in good.infolist():
+            z.writestr(info.filename, sheet if info.filename == "xl/worksheets/sheet1.xml" else good.read(info))
+    return out.getvalue()
+
+
+def bad_workbooks(tmp: Path) -> dict[str, tuple[bytes, str]]:
+    """Each workbook that cannot be read, by name: its bytes, and words of the one sentence it is refused with."""
+    return {
+        "encrypted": (_ole2("Root Entry", "EncryptionInfo", "EncryptedPackage"), "protected with a password"),
+        "xls": (_ole2("Root Entry", "Workbook"), "old Excel 97-2003 workbook (.xls)"),
+        "not a workbook": (_not_a_workbook(), "a zip file but not an Excel workbook"),
+        "no table": (_blank(tmp / "blank.xlsx"), "sheet 'Blank' is empty — choose the sheet that holds the table"),
+        "bomb": (_bomb(tmp / "bomb.xlsx"), "which no real workbook does (a 'zip bomb')"),
+    }
