@@ -49,6 +49,7 @@ import codecs
 import importlib
 import io
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInput
@@ -176,6 +177,7 @@ class CsvReader:
         self.names: list[str] = []
         self._pending = b""
         self._next_line = 1
+        self._next_row = 1  # as Excel numbers rows: records, blank ones too, from the file's start
         self._eol = b"\n"
         self._read_header()
 
@@ -210,6 +212,7 @@ class CsvReader:
         while True:
             stripped = buf.lstrip(b"\r\n")
             self._next_line += buf.count(b"\n", 0, len(buf) - len(stripped))
+            self._next_row += buf.count(b"\n", 0, len(buf) - len(stripped))
             self.bytes_consumed += self._units(memoryview(buf)[: len(buf) - len(stripped)])
             buf = stripped
             if buf or self._eof:
@@ -230,11 +233,14 @@ class CsvReader:
                 self._eol = b"\n"
         if end < 0:
             if open_quote >= 0:
-                raise _unterminated(self._next_line + buf.count(self._eol, 0, open_quote))
+                from .rows import unclosed_at_end
+
+                raise unclosed_at_end(buf, open_quote, [], self._next_line, self._next_row, self._eol, self._delimiter)
             end = len(buf) - 1
         header = buf[: end + 1]
         self.names = parse_header(header, self._next_line, self._delimiter)
         self._next_line += header.count(self._eol)
+        self._next_row += 1
         self.bytes_consumed += self._units(header)
         self._pending = buf[end + 1 :]
 
@@ -251,7 +257,13 @@ class CsvReader:
             # Never hold more than one row over the limit: enough to tell it is too long.
             buf = pending + self._read(min(self._next_read(len(pending)), MAX_ROW_BYTES + 1 - len(pending)))
             if self._eof:
-                end = self._final_end(buf, line)
+                try:
+                    end = self._final_end(buf, line)
+                except InvalidInput as bad:  # the rows before the open quote are read first
+                    if good := getattr(bad, "good_bytes", 0):
+                        yield Block(memoryview(buf)[:good], line, offset + self._units(buf[:good]), self._eol,
+                                    self._delimiter, self._next_row)  # fmt: skip
+                    raise
             else:
                 end = find_boundary(buf, self._eol, self._delimiter)
                 if end < 0:
@@ -261,7 +273,7 @@ class CsvReader:
                     continue
             if end >= 0:
                 offset += self._units(memoryview(buf)[: end + 1])
-                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter)
+                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter, self._next_row)
                 line += count_byte(buf, self._eol, end + 1)
             pending = buf[end + 1 :]
             if self._eof and not pending:
@@ -278,19 +290,31 @@ class CsvReader:
         if b'"' in buf:
             open_quote = open_quote_at_end(buf, self._eol, self._delimiter)
             if open_quote >= 0:
-                raise _unterminated(line + buf.count(self._eol, 0, open_quote))
+                from .rows import unclosed_at_end
+
+                raise unclosed_at_end(buf, open_quote, self.names, line, self._next_row, self._eol, self._delimiter)
         return len(buf) - 1
 
     def tables(self) -> Iterator[tuple[pa.Table, int]]:
         """Yield each block parsed by Arrow (all columns text), with the input offset where it ends.
 
-        The block's bytes are let go as soon as Arrow has parsed them.
+        The block's bytes are let go as soon as Arrow has parsed them. A block with a bad row yields
+        the rows before it first (so they count as read), then raises.
         """
         from .parsing import BlockParser
+        from .rows import BadRow, blank_rows
 
         parse = BlockParser(self.names, self._delimiter)
         for block in self.blocks():
-            table = parse(block)
+            try:
+                table = parse(block)
+            except BadRow as bad:
+                if bad.good_bytes:
+                    good = block.data[: bad.good_bytes]
+                    yield parse(replace(block, data=good)), block.end - self._units(block.data[bad.good_bytes :])
+                raise
+            # Rows as Excel counts them for the next block: Arrow's, and the blank lines it skipped.
+            self._next_row += table.num_rows + blank_rows(block.data, self._eol, self._delimiter)
             end = block.end
             del block
             yield table, end
@@ -359,14 +383,6 @@ def _check_part_of_header(part: bytes) -> None:
         raise _not_text(part, 1 + part.count(b"\n", 0, e.start)) from e
     if b"\x00" in part:
         raise _not_text(part, 1 + part.count(b"\n", 0, part.index(b"\x00")))
-
-
-def _unterminated(line: int) -> InvalidInput:
-    return InvalidInput(
-        f"{line_label(line)}: unterminated quote — a quote opened on {line_label(line)} is never closed: a value "
-        'there starts with " and no " ends it, so the rest of the file would be read as that one value '
-        '(a " inside a value is written twice: "")'
-    )
 
 
 def _too_big(line: int, in_quotes: bool) -> InvalidInput:
