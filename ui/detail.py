@@ -188,34 +188,37 @@ def actions(ctx: Context, record: TaskRecord) -> None:
             )
             no.button("No, keep it", width="stretch", on_click=lambda: state.pop(confirm_key, None))
         return
-    cols = st.columns(4)
+    # One row that wraps, each control as wide as its words: in four equal columns the longest label
+    # ("Start again with a corrected file") was clipped on a 1366-px screen.
+    row = st.container(horizontal=True)
     if can_retry and input_failure(record):
         # The same file fails the same way: offer a fresh start (a new task with this one's name and settings).
         # An operator may still run the file again, e.g. after a fix to the task type.
-        cols[0].page_link(
+        row.page_link(
             NEW_TASK,
             label="Start again with a corrected file",
             icon=":material/restart_alt:",
             query_params={"from": task_id},
+            width="content",
         )
         can_retry = actor.operator
         retry_label = "Run the same file again"
     else:
         retry_label = "Retry now"
     if can_retry:
-        cols[1 if input_failure(record) else 0].button(
+        row.button(
             retry_label,
             icon=":material/replay:",
-            width="stretch",
+            width="content",
             on_click=act,
             args=(lambda: service.retry(actor, task_id),),
             key=f"retry_{task_id}",
         )
     if can_cancel:
-        cols[1].button(
+        row.button(
             "Cancel task…",
             icon=":material/cancel:",
-            width="stretch",
+            width="content",
             on_click=lambda: state.update({confirm_key: True}),
         )
     if not service.may_act(actor, record) and not record.is_terminal:
