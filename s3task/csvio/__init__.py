@@ -273,8 +273,9 @@ class CsvReader:
                     continue
             if end >= 0:
                 offset += self._units(memoryview(buf)[: end + 1])
-                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter, self._next_row)
-                line += count_byte(buf, self._eol, end + 1)
+                lines = count_byte(buf, self._eol, end + 1)
+                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter, self._next_row, lines)
+                line += lines
             pending = buf[end + 1 :]
             if self._eof and not pending:
                 return
@@ -313,8 +314,12 @@ class CsvReader:
                     good = block.data[: bad.good_bytes]
                     yield parse(replace(block, data=good)), block.end - self._units(block.data[bad.good_bytes :])
                 raise
-            # Rows as Excel counts them for the next block: Arrow's, and the blank lines it skipped.
-            self._next_row += table.num_rows + blank_rows(block.data, self._eol, self._delimiter)
+            # Rows as Excel counts them for the next block: Arrow's, and the blank lines it skipped. One row
+            # per line end (the common case) needs no look: there is neither a blank line nor a line break
+            # in a value (the last row of a file may lack its line end: then it is looked at, once).
+            self._next_row += table.num_rows
+            if table.num_rows != block.lines:
+                self._next_row += blank_rows(block.data, self._eol, self._delimiter)
             end = block.end
             del block
             yield table, end

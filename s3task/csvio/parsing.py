@@ -34,6 +34,8 @@ class Block:
     eol: bytes
     delimiter: bytes = b","
     first_row: int = 2
+    #: Line ends in ``data``.
+    lines: int = 0
 
 
 class BlockParser:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def _short(cell: str) -> str:
     return cell if len(cell) <= _CELL_CHARS else cell[: _CELL_CHARS - 1] + "…"
 
 
-def _records(text: str, delimiter: str, strict: bool = False) -> csv.Reader:  # type: ignore[name-defined]
+def _records(text: str, delimiter: str, strict: bool = False) -> Any:  # a csv reader (its type is private)
     return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=strict)
 
 
@@ -73,7 +74,7 @@ def diagnose_rows(
         return None
     opened = _first_runaway(text, delimiter, bad.index)
     if opened is not None:
-        return _unclosed(text, opened, names, first_line, first_row, delimiter)
+        return _unclosed(text, opened, names, first_line, first_row)
     said = where(first_row + bad.index, first_line + bad.line, names, bad.fields)
     found, wanted = len(bad.fields), len(names)
     columns = f"{wanted} column{'s' if wanted != 1 else ''}"
@@ -124,15 +125,16 @@ def _first_runaway(text: str, delimiter: str, last: int) -> _Record | None:
     return None
 
 
-def _unclosed(text: str, record: _Record, names: list[str], first_line: int, first_row: int, delimiter: str) -> BadRow:
+def _unclosed(text: str, record: _Record, names: list[str], first_line: int, first_row: int) -> BadRow:
     said = where(first_row + record.index, first_line + record.line, names, record.fields)
     column = next(i for i, f in enumerate(record.fields) if "\n" in f or "\r" in f)
-    name = names[column] if column < len(names) else f"column {column + 1}"
+    name = f"`{names[column]}`" if column < len(names) else f"column {column + 1}"
     value = record.fields[column]
     swallowed = value.count("\n") or value.count("\r")
+    lines = "the next line was" if swallowed == 1 else f"the {swallowed:,} lines after it were"
     return BadRow(
-        f'{said}: a quote opened in `{name}` is never closed — the value there starts with " and no " ends it, '
-        f"so the {swallowed:,} line{'s' if swallowed != 1 else ''} after it were read as part of that value. "
+        f'{said}: a quote opened in {name} is never closed — the value there starts with " and no " ends it, '
+        f"so {lines} read as part of that value. "
         'Add the closing ", or write a " that is part of the text twice ("")',
         _good_bytes(text, record.start),
     )
@@ -148,7 +150,7 @@ def unclosed_at_end(
     rows = sum(1 for _ in _records(data[:start].decode("utf-8", "replace"), sep))
     head = data[start:open_quote].decode("utf-8", "replace")
     column = len(next(_records(head, sep), [""])) - 1  # the quote starts the value after ``head``
-    fields = next(_records(data[start:].decode("utf-8", "replace"), sep), [])
+    fields: list[str] = next(_records(data[start:].decode("utf-8", "replace"), sep), [])
     name = f"`{names[column]}`" if column < len(names) else f"column {column + 1}"
     if names:
         said = where(first_row + rows, first_line + data.count(eol, 0, start), names, fields)
@@ -164,19 +166,21 @@ def unclosed_at_end(
 
 def blank_rows(buf: bytes | memoryview, eol: bytes, delimiter: bytes) -> int:
     """Blank lines outside quotes in ``buf`` (whole rows): rows to Excel, skipped by Arrow."""
-    data = bytes(buf)
-    starts = [0] if data.startswith(eol) or data.startswith(b"\r\n") else []
-    for pattern in {eol + eol, eol + b"\r\n"} if eol == b"\n" else {eol + eol}:
-        pos = data.find(pattern)
-        while pos >= 0:
-            starts.append(pos + 1)
-            pos = data.find(pattern, pos + 1)
-    if not starts:
+    data = np.frombuffer(buf, dtype=np.uint8)
+    starts = np.concatenate(([0], np.flatnonzero(data == eol[0]) + 1))
+    starts = starts[starts < len(data)]
+    blank = data[starts] == eol[0]
+    if eol == b"\n":  # a CRLF line end after a line end: a blank line too
+        cr = starts[(data[starts] == 0x0D) & (starts + 1 < len(data))]
+        blank[np.isin(starts, cr[data[cr + 1] == 0x0A])] = True
+    starts = starts[blank]
+    if not len(starts):
         return 0
-    quotes = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == QUOTE)
-    if _regular(data, quotes, delimiter):  # quote parity says what is inside a value
-        return int(np.count_nonzero(np.searchsorted(quotes, np.array(starts)) % 2 == 0))
-    return sum(1 for fields in _records(data.decode("utf-8", "replace"), delimiter.decode()) if not fields)
+    raw = bytes(buf)
+    quotes = np.flatnonzero(data == QUOTE)
+    if _regular(raw, quotes, delimiter):  # quote parity says what is inside a value
+        return int(np.count_nonzero(np.searchsorted(quotes, starts) % 2 == 0))
+    return sum(1 for fields in _records(raw.decode("utf-8", "replace"), delimiter.decode()) if not fields)
 
 
 def _good_bytes(text: str, start: int) -> int:

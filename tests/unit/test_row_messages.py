@@ -78,3 +78,14 @@ def test_an_unclosed_quote_at_the_end_of_the_file_names_its_row() -> None:
     assert message.startswith(
         "row 52 (customer_id C00051; line 59 in a text editor): a quote opened in `name` on line 59 is never closed"
     ), message
+
+
+def test_rows_count_blank_lines_but_not_empty_lines_inside_a_quoted_value() -> None:
+    # CRLF; a note with an empty line inside its quotes (one row), then a blank line (a row to Excel).
+    data = b"id,note\r\n" + b'1,"first\r\n\r\nthird"\r\n\r\n' * 300 + b"3,y,z\r\n"
+    records = list(csv.reader(io.StringIO(data.decode(), newline="")))
+    row = records.index(["3", "y", "z"]) + 1  # as Excel numbers it
+    assert row == 1 + 300 * 2 + 1
+    message, counts = run(data, block_size=256)
+    assert message.startswith(f"row {row:,} (id 3; line 1,202 in a text editor): 3 values"), message
+    assert counts.processed_count == 300
