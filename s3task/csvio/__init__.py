@@ -8,9 +8,10 @@ ourselves, instead of handing the stream to ``pyarrow.csv.open_csv``, buys:
 - exact progress: a block ends on a row boundary, so the bytes consumed by the
   rows parsed so far are known to the byte (``open_csv`` reads tens of blocks
   ahead of the rows it has returned, and says nothing about where they end);
-- exact line numbers in error messages: each block knows the file line it
-  starts on, and a block Arrow refuses is re-read by Python's ``csv`` module to
-  find the line and say what is wrong with it;
+- exact places in error messages: each block knows the file line it starts on
+  and the row as Excel numbers it, and a block Arrow refuses is re-read by
+  Python's ``csv`` module to find the record and say what is wrong with it
+  (:mod:`.rows`; the rows before it are read first);
 - rows bigger than the block size (a 5 MB cell) just make that one block
   bigger, up to :data:`MAX_ROW_BYTES`;
 - bounded memory: no read-ahead beyond the one block being parsed.
@@ -203,6 +204,7 @@ class CsvReader:
     def _read_header(self) -> None:
         from .boundary import scan_exact
         from .parsing import parse_header
+        from .rows import unclosed_at_end
 
         buf = self._read(self._block_size)
         if buf.startswith(BOM):  # a UTF-16 file's byte-order mark arrives transcoded, as this one
@@ -233,8 +235,6 @@ class CsvReader:
                 self._eol = b"\n"
         if end < 0:
             if open_quote >= 0:
-                from .rows import unclosed_at_end
-
                 raise unclosed_at_end(buf, open_quote, [], self._next_line, self._next_row, self._eol, self._delimiter)
             end = len(buf) - 1
         header = buf[: end + 1]
@@ -248,6 +248,7 @@ class CsvReader:
         """Yield the body as blocks of whole rows; raise InvalidInput on an unterminated quote."""
         from .boundary import _in_quotes, count_byte, find_boundary
         from .parsing import Block
+        from .rows import BadRow
 
         offset = self.bytes_consumed
         line = self._next_line
@@ -259,8 +260,8 @@ class CsvReader:
             if self._eof:
                 try:
                     end = self._final_end(buf, line)
-                except InvalidInput as bad:  # the rows before the open quote are read first
-                    if good := getattr(bad, "good_bytes", 0):
+                except BadRow as bad:  # the rows before the open quote are read first
+                    if good := bad.good_bytes:
                         yield Block(memoryview(buf)[:good], line, offset + self._units(buf[:good]), self._eol,
                                     self._delimiter, self._next_row)  # fmt: skip
                     raise
@@ -287,12 +288,11 @@ class CsvReader:
     def _final_end(self, buf: bytes, line: int) -> int:
         """The whole rest is the last block, unless a quote is left open."""
         from .boundary import open_quote_at_end
+        from .rows import unclosed_at_end
 
         if b'"' in buf:
             open_quote = open_quote_at_end(buf, self._eol, self._delimiter)
             if open_quote >= 0:
-                from .rows import unclosed_at_end
-
                 raise unclosed_at_end(buf, open_quote, self.names, line, self._next_row, self._eol, self._delimiter)
         return len(buf) - 1
 
@@ -314,9 +314,8 @@ class CsvReader:
                     good = block.data[: bad.good_bytes]
                     yield parse(replace(block, data=good)), block.end - self._units(block.data[bad.good_bytes :])
                 raise
-            # Rows as Excel counts them for the next block: Arrow's, and the blank lines it skipped. One row
-            # per line end (the common case) needs no look: there is neither a blank line nor a line break
-            # in a value (the last row of a file may lack its line end: then it is looked at, once).
+            # Rows as Excel counts them: Arrow's, and the blank lines it skipped (looked for only when rows and
+            # line ends differ: blank lines, line breaks in values, or a last row without its line end).
             self._next_row += table.num_rows
             if table.num_rows != block.lines:
                 self._next_row += blank_rows(block.data, self._eol, self._delimiter)
