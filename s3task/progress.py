@@ -67,6 +67,8 @@ class Failed:
 
     message: str
     permanent: bool
+    #: The counts when it failed, when they moved since the last :class:`Moved` (rows read before a bad row).
+    progress: Progress | None = None
 
 
 Message = Moved | Done | Failed

@@ -66,18 +66,22 @@ def corpus() -> list[Case]:
         Case(
             "ragged: too many fields",
             b"a,b,c,d\n1,2,3,4\n1,2,3,4,5,6\n7,8,9,10\n",
-            error="line 3: expected 4 fields, found 6",
+            error="row 3 (a 1): 6 values where the header has 4 columns — a value that contains a comma must be in",
         ),
-        Case("ragged: too few fields", b"a,b,c\n1,2,3\n4,5,6\n7,8\n", error="line 4: expected 3 fields, found 2"),
+        Case(
+            "ragged: too few fields",
+            b"a,b,c\n1,2,3\n4,5,6\n7,8\n",
+            error="row 4 (a 7): 2 values where the header has 3 columns — the row is short",
+        ),
         Case(
             "ragged after quoted newlines",
             csv_bytes([["a", "b"], ["1", "x\ny\nz"], ["2", "w"]]) + b"3,4,5\n",
-            error="line 6: expected 2 fields, found 3",
+            error="row 4 (a 3; line 6 in a text editor): 3 values where the header has 2 columns",
         ),
         Case(
             "ragged in a later block",
             csv_bytes([HEADER, *many]) + b"1,2\n",
-            error="line 1,204: expected 3 fields, found 2",
+            error="row 1,204 (id 1): 2 values where the header has 3 columns",
             block_size=4096,
         ),
         Case(
@@ -99,10 +103,14 @@ def corpus() -> list[Case]:
         Case(
             "unterminated quote",
             csv_bytes([HEADER, *many]) + b'1204,"never closed,1\n1205,x,2\n',
-            error="line 1,204: unterminated quote",
+            error="row 1,204 (id 1204): a quote opened in `name` on line 1,204 is never closed",
             block_size=4096,
         ),
-        Case("unterminated quote in the header", b'a,"b\n1,2\n', error="line 1: unterminated quote"),
+        Case(
+            "unterminated quote in the header",
+            b'a,"b\n1,2\n',
+            error="row 1 (the header row): a quote opened in column 2 is never closed",
+        ),
         Case(
             "a 5 MB cell",
             csv_bytes([["id", "big", "after"], ["1", "x" * FIVE_MB, "y"], ["2", "small", "z"]]),

@@ -670,7 +670,7 @@ def _lines(section: str, data: dict[str, Any]) -> list[str]:
         if data.get("failed_because"):
             because: Counter[str] = Counter()
             for reason, n in data["failed_because"].items():
-                because[re.sub(r"^line [\d,]+: ", "", reason)] += n
+                because[re.sub(r"^(line|row) [\d,]+( \([^)]*\))?: ", "", reason)] += n
             lines.append("failed for good because: " + "; ".join(f"{r} ({n})" for r, n in because.items()))
         return lines
     if section == "hostile":

@@ -38,6 +38,12 @@ OPERATOR_EVENTS = {
     "fail": "Attempt failed",
     "retry": "Queued again",
 }
+#: What a cancel does, as the worker does it (s3task/worker: the attempt is killed and ends without
+#: writing; a result is only ever the output of a completed attempt): said before one confirms it.
+CANCEL_WARNING = (
+    "Cancel this task? It stops within a couple of seconds and gives no result: the rows it has processed so "
+    "far are not kept, only their counts. A cancelled task cannot be restarted."
+)
 #: Steps whose note is for staff too (who cancelled, who asked for a retry); other notes name workers and leases.
 STAFF_NOTES = {"cancel"}
 
@@ -112,9 +118,25 @@ def _failure(record: TaskRecord) -> None:
         what = f"Processing stopped by a problem. s3task tries again by itself at {when}."
     else:
         what = "Processing stopped by a problem. s3task tries again by itself."
-    st.error(what, icon=":material/error:")
+    st.error(what + _ran_again(record, tz), icon=":material/error:")
     st.caption("What went wrong")
     st.text(record.last_error or "")
+
+
+def _ran_again(record: TaskRecord, tz: str | None) -> str:
+    """The line that says a person ran the task again, when, and that it stopped again: after such a
+    run the top of the page must not look as it did before it (only the timeline would tell)."""
+    runs = [e for e in record.history if e.get("event") == "claim"]
+    asked = [e for e in record.history if e.get("event") == "retry" and e.get("note") == "by request"]
+    fails = [e for e in record.history if e.get("event") == "fail"]
+    if len(runs) < 2 or not asked or not fails:
+        return ""
+    same = len(fails) >= 2 and fails[-2].get("note") == fails[-1].get("note")
+    again = "with the same problem" if same else "with the problem below"
+    return (
+        f" It was run again at {fmt.local_time(asked[-1].get('at'), tz)} (run {len(runs)} of this file) and "
+        f"stopped again at {fmt.local_time(fails[-1].get('at'), tz)}, {again}."
+    )
 
 
 def timeline(record: TaskRecord) -> None:
@@ -177,7 +199,7 @@ def actions(ctx: Context, record: TaskRecord) -> None:
     can_cancel, can_retry = service.can_cancel(actor, record), service.can_retry(actor, record)
     if state.get(confirm_key) and can_cancel:
         with st.container(border=True):
-            st.warning("Cancel this task? Work done so far is thrown away and it cannot be restarted.")
+            st.warning(CANCEL_WARNING)
             yes, no = st.columns(2)
             yes.button(
                 "Yes, cancel the task",
@@ -188,34 +210,37 @@ def actions(ctx: Context, record: TaskRecord) -> None:
             )
             no.button("No, keep it", width="stretch", on_click=lambda: state.pop(confirm_key, None))
         return
-    cols = st.columns(4)
+    # One row that wraps, each control as wide as its words: in four equal columns the longest label
+    # ("Start again with a corrected file") was clipped on a 1366-px screen.
+    row = st.container(horizontal=True)
     if can_retry and input_failure(record):
         # The same file fails the same way: offer a fresh start (a new task with this one's name and settings).
         # An operator may still run the file again, e.g. after a fix to the task type.
-        cols[0].page_link(
+        row.page_link(
             NEW_TASK,
             label="Start again with a corrected file",
             icon=":material/restart_alt:",
             query_params={"from": task_id},
+            width="content",
         )
         can_retry = actor.operator
         retry_label = "Run the same file again"
     else:
         retry_label = "Retry now"
     if can_retry:
-        cols[1 if input_failure(record) else 0].button(
+        row.button(
             retry_label,
             icon=":material/replay:",
-            width="stretch",
+            width="content",
             on_click=act,
             args=(lambda: service.retry(actor, task_id),),
             key=f"retry_{task_id}",
         )
     if can_cancel:
-        cols[1].button(
+        row.button(
             "Cancel task…",
             icon=":material/cancel:",
-            width="stretch",
+            width="content",
             on_click=lambda: state.update({confirm_key: True}),
         )
     if not service.may_act(actor, record) and not record.is_terminal:

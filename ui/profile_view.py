@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from s3task.csvio.common import MAX_COLUMNS as FILE_MAX_COLUMNS
 from s3task.errors import S3TaskError
 from s3task.handlers.profile import TOP
 from s3task.record import TaskRecord
@@ -32,8 +33,15 @@ NUMBERS = [
     "longest",
     *(f"top_{i}_count" for i in range(1, TOP + 1)),
 ]
-#: More input columns than any real file has; the profile output is one row per input column.
-MAX_COLUMNS = 10_000
+#: The profile output is one row per input column: read as many as a file may have.
+MAX_COLUMNS = FILE_MAX_COLUMNS
+#: Columns in one overview chart; more are shown a part at a time (a picker says which part).
+CHART_COLUMNS = 200
+#: Height of one column's bar in the overview, and what the axis and legend take: with less room
+#: per bar (19 px for a 9-column file) the chart labelled every other column only.
+BAR_PX, CHART_EXTRA_PX = 28, 150
+#: The overview scrolls beyond this height.
+CHART_MAX_PX = 720
 
 _LABELS = {
     "column": "Column",
@@ -116,39 +124,89 @@ def charts(ctx: Context, record: TaskRecord, frame: pd.DataFrame | None = None) 
         frame = read(ctx, record)
         if frame is None:
             return
-    show(typed(frame), key=record.task_id)
+    show(typed(frame), key=record.task_id, total=record.row_count)
 
 
-def show(profile: pd.DataFrame, *, key: str) -> None:
-    """Draw a typed profile (see :func:`typed`)."""
+def show(profile: pd.DataFrame, *, key: str, total: int | None = None) -> None:
+    """Draw a typed profile (see :func:`typed`); ``total``: the columns the profile has (its rows), when
+    more than were read."""
     if profile.empty or "column" not in profile.columns:
         st.write("The file has no columns to profile.")
         return
     st.subheader("Profile")
     _table(profile)
-    n = len(profile)
-    st.markdown(f"**Filled and empty cells** · {n:,} column{'s' if n != 1 else ''}")
-    st.bar_chart(
-        fill_data(profile),
-        x="column",
-        y=["Filled", "Empty"],
-        color=["#3b82f6", "#d1d5db"],
-        horizontal=True,
-        sort=False,
-        stack=True,
-        x_label="",
-        y_label="cells",
-        height=max(160, 26 * n + 70),
-    )
+    _overview(profile, key, max(total or 0, len(profile)))
     names = profile["column"].astype(str).tolist()
     picked = st.selectbox(
         "Column",
-        range(n),
+        range(len(profile)),
+        index=most_telling(profile),
         format_func=lambda i: f"{i + 1}. {names[i]}",
         key=f"profile_column_{key}",
-        help="Pick a column to see its filled and empty cells and its most common values.",
+        help="Pick a column to see its filled and empty cells and its most common values. It opens on the "
+        "column with the most empty cells (or, with none empty, the first whose values repeat).",
     )
     _column(profile.iloc[int(picked or 0)])
+
+
+def most_telling(profile: pd.DataFrame) -> int:
+    """The column the per-column view opens on: the one with the most empty cells; with none empty, the
+    first whose values repeat and are not numbers (an id's top values each count 1, and tell nothing)."""
+    empty = profile["empty"].fillna(0) if "empty" in profile.columns else pd.Series(0, index=profile.index)
+    if len(empty) and int(empty.max()) > 0:
+        return int(empty.to_numpy().argmax())
+    filled, distinct = profile.get("filled"), profile.get("distinct")
+    if filled is None or distinct is None:
+        return 0
+    repeats = (distinct.fillna(0) < filled.fillna(0)).to_numpy()
+    top = profile.get("top_1_value", pd.Series("", index=profile.index)).astype(str)
+    text = pd.to_numeric(top.str.replace(",", ".", regex=False), errors="coerce").isna().to_numpy()
+    for wanted in (repeats & text, repeats):
+        if wanted.any():
+            return int(wanted.argmax())
+    return 0
+
+
+def _overview(profile: pd.DataFrame, key: str, total: int) -> None:
+    """Filled and empty cells of every column, each bar labelled; a part at a time beyond CHART_COLUMNS,
+    and in a box that scrolls beyond CHART_MAX_PX."""
+    n = len(profile)
+    st.markdown(f"**Filled and empty cells** · {total:,} column{'s' if total != 1 else ''}")
+    start = 0
+    if n > CHART_COLUMNS:
+        parts = range(0, n, CHART_COLUMNS)
+        start = st.selectbox(
+            "Columns shown",
+            parts,
+            format_func=lambda s: f"{s + 1:,}–{min(s + CHART_COLUMNS, n):,}",
+            key=f"profile_part_{key}",
+        )
+    part = profile.iloc[start : start + CHART_COLUMNS]
+    if len(part) < total:
+        st.caption(_shown_of(start, len(part), n, total))
+    height = BAR_PX * len(part) + CHART_EXTRA_PX
+    with st.container(height=CHART_MAX_PX if height > CHART_MAX_PX else "content", border=False):
+        st.bar_chart(
+            fill_data(part),
+            x="column",
+            y=["Filled", "Empty"],
+            color=["#3b82f6", "#d1d5db"],
+            horizontal=True,
+            sort=False,
+            stack=True,
+            x_label="",
+            y_label="cells",
+            height=height,
+        )
+
+
+def _shown_of(start: int, shown: int, read: int, total: int) -> str:
+    said = f"The chart shows columns {start + 1:,}–{start + shown:,} of the {total:,}"
+    if read > CHART_COLUMNS:
+        said += " (pick other columns above)"
+    if read < total:
+        said += f"; only the first {read:,} are read here, the rest are in the result file"
+    return said + "."
 
 
 def _table(profile: pd.DataFrame) -> None:

@@ -54,15 +54,21 @@ def has_errors(record: TaskRecord) -> bool:
     return marks_errors(record.task_type) and record.error_count > 0
 
 
-def protection_note(record: TaskRecord) -> str | None:
-    """One line on the ``'`` the CSV has before some values, or None when it has none."""
+def protection_note(record: TaskRecord, excel: bool = True) -> str | None:
+    """One line on the ``'`` the CSV has before some values, or None when it has none. ``excel``:
+    an Excel file is offered (so the line may point to it; else to the CSV with exact values)."""
     n = record.protected_count
     if not n:
         return None
     cells = "1 value has" if n == 1 else f"{n:,} values have"
+    shown = (
+        "The preview and the Excel file show them as they are."
+        if excel
+        else "The preview and the CSV with exact values (under “For pandas and scripts”) show them as they are."
+    )
     return (
         f"In the CSV file {cells} a ' in front, so that a spreadsheet shows them as text instead of running "
-        "them as formulas (they start with = + - @ or '). The preview and the Excel file show them as they are."
+        f"them as formulas (they start with = + - @ or '). {shown}"
     )
 
 
@@ -91,7 +97,7 @@ def downloads(ctx: Context, record: TaskRecord) -> None:
     refused = service.export_state(actor, task_id, "xlsx")
     if refused.kind == "refused":
         st.caption("No Excel file: " + fmt.plain(refused.message) + ".")
-    note = protection_note(record)
+    note = protection_note(record, excel=refused.kind != "refused")
     if note:
         st.caption(":material/info: " + note)
     with st.expander("For pandas and scripts"):

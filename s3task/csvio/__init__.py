@@ -8,9 +8,10 @@ ourselves, instead of handing the stream to ``pyarrow.csv.open_csv``, buys:
 - exact progress: a block ends on a row boundary, so the bytes consumed by the
   rows parsed so far are known to the byte (``open_csv`` reads tens of blocks
   ahead of the rows it has returned, and says nothing about where they end);
-- exact line numbers in error messages: each block knows the file line it
-  starts on, and a block Arrow refuses is re-read by Python's ``csv`` module to
-  find the line and say what is wrong with it;
+- exact places in error messages: each block knows the file line it starts on
+  and the row as Excel numbers it, and a block Arrow refuses is re-read by
+  Python's ``csv`` module to find the record and say what is wrong with it
+  (:mod:`.rows`; the rows before it are read first);
 - rows bigger than the block size (a 5 MB cell) just make that one block
   bigger, up to :data:`MAX_ROW_BYTES`;
 - bounded memory: no read-ahead beyond the one block being parsed.
@@ -47,10 +48,10 @@ in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds
 
 from __future__ import annotations
 
-import codecs
 import importlib
 import io
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInput
@@ -63,6 +64,7 @@ from .common import (
     QUOTE,
     SAVE_AS_UTF8,
     line_label,
+    too_big,
 )
 from .dialect import Transcoder, check_start, detect, input_bytes, resolve, transcode_part
 from .formats import (
@@ -189,6 +191,7 @@ class CsvReader:
         self.names: list[str] = []
         self._pending = b""
         self._next_line = 1
+        self._next_row = 1  # as Excel numbers rows: records, blank ones too, from the file's start
         self._eol = b"\n"
         self._read_header()
 
@@ -214,6 +217,7 @@ class CsvReader:
     def _read_header(self) -> None:
         from .boundary import scan_exact
         from .parsing import parse_header
+        from .rows import unclosed_at_end
 
         buf = self._read(self._block_size)
         if buf.startswith(BOM):  # a UTF-16 file's byte-order mark arrives transcoded, as this one
@@ -223,6 +227,7 @@ class CsvReader:
         while True:
             stripped = buf.lstrip(b"\r\n")
             self._next_line += buf.count(b"\n", 0, len(buf) - len(stripped))
+            self._next_row += buf.count(b"\n", 0, len(buf) - len(stripped))
             self.bytes_consumed += self._units(memoryview(buf)[: len(buf) - len(stripped)])
             buf = stripped
             if buf or self._eof:
@@ -237,17 +242,18 @@ class CsvReader:
             if end >= 0 or self._eof:
                 break
             if len(buf) > MAX_ROW_BYTES:
-                raise _too_big(self._next_line, open_quote >= 0)
+                raise too_big(self._next_line, open_quote >= 0, MAX_ROW_BYTES)
             buf += self._read(min(max(self._block_size, len(buf)), MAX_ROW_BYTES + 1 - len(buf)))
             if b"\n" in buf:
                 self._eol = b"\n"
         if end < 0:
             if open_quote >= 0:
-                raise _unterminated(self._next_line + buf.count(self._eol, 0, open_quote))
+                raise unclosed_at_end(buf, open_quote, [], self._next_line, self._next_row, self._eol, self._delimiter)
             end = len(buf) - 1
         header = buf[: end + 1]
         self.names = parse_header(header, self._next_line, self._delimiter)
         self._next_line += header.count(self._eol)
+        self._next_row += 1
         self.bytes_consumed += self._units(header)
         self._pending = buf[end + 1 :]
 
@@ -255,6 +261,7 @@ class CsvReader:
         """Yield the body as blocks of whole rows; raise InvalidInput on an unterminated quote."""
         from .boundary import _in_quotes, count_byte, find_boundary
         from .parsing import Block
+        from .rows import BadRow
 
         offset = self.bytes_consumed
         line = self._next_line
@@ -264,18 +271,25 @@ class CsvReader:
             # Never hold more than one row over the limit: enough to tell it is too long.
             buf = pending + self._read(min(self._next_read(len(pending)), MAX_ROW_BYTES + 1 - len(pending)))
             if self._eof:
-                end = self._final_end(buf, line)
+                try:
+                    end = self._final_end(buf, line)
+                except BadRow as bad:  # the rows before the open quote are read first
+                    if good := bad.good_bytes:
+                        yield Block(memoryview(buf)[:good], line, offset + self._units(buf[:good]), self._eol,
+                                    self._delimiter, self._next_row)  # fmt: skip
+                    raise
             else:
                 end = find_boundary(buf, self._eol, self._delimiter)
                 if end < 0:
                     if len(buf) > MAX_ROW_BYTES:
-                        raise _too_big(line, _in_quotes(buf, self._eol, self._delimiter))
+                        raise too_big(line, _in_quotes(buf, self._eol, self._delimiter), MAX_ROW_BYTES)
                     pending = buf
                     continue
             if end >= 0:
                 offset += self._units(memoryview(buf)[: end + 1])
-                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter)
-                line += count_byte(buf, self._eol, end + 1)
+                lines = count_byte(buf, self._eol, end + 1)
+                yield Block(memoryview(buf)[: end + 1], line, offset, self._eol, self._delimiter, self._next_row, lines)
+                line += lines
             pending = buf[end + 1 :]
             if self._eof and not pending:
                 return
@@ -287,23 +301,37 @@ class CsvReader:
     def _final_end(self, buf: bytes, line: int) -> int:
         """The whole rest is the last block, unless a quote is left open."""
         from .boundary import open_quote_at_end
+        from .rows import unclosed_at_end
 
         if b'"' in buf:
             open_quote = open_quote_at_end(buf, self._eol, self._delimiter)
             if open_quote >= 0:
-                raise _unterminated(line + buf.count(self._eol, 0, open_quote))
+                raise unclosed_at_end(buf, open_quote, self.names, line, self._next_row, self._eol, self._delimiter)
         return len(buf) - 1
 
     def tables(self) -> Iterator[tuple[pa.Table, int]]:
         """Yield each block parsed by Arrow (all columns text), with the input offset where it ends.
 
-        The block's bytes are let go as soon as Arrow has parsed them.
+        The block's bytes are let go as soon as Arrow has parsed them. A block with a bad row yields
+        the rows before it first (so they count as read), then raises.
         """
         from .parsing import BlockParser
+        from .rows import BadRow, blank_rows
 
         parse = BlockParser(self.names, self._delimiter)
         for block in self.blocks():
-            table = parse(block)
+            try:
+                table = parse(block)
+            except BadRow as bad:
+                if bad.good_bytes:
+                    good = block.data[: bad.good_bytes]
+                    yield parse(replace(block, data=good)), block.end - self._units(block.data[bad.good_bytes :])
+                raise
+            # Rows as Excel counts them: Arrow's, and the blank lines it skipped (looked for only when rows and
+            # line ends differ: blank lines, line breaks in values, or a last row without its line end).
+            self._next_row += table.num_rows
+            if table.num_rows != block.lines:
+                self._next_row += blank_rows(block.data, self._eol, self._delimiter)
             end = block.end
             del block
             yield table, end
@@ -342,6 +370,7 @@ def read_start(
     import pyarrow as pa
 
     from .boundary import find_boundary
+    from .parsing import check_part_of_header
 
     input_format = input_format or InputFormat()
     check_start(data, input_format.encoding)  # a choice the file's byte-order mark contradicts: said plainly
@@ -354,39 +383,9 @@ def read_start(
         eol = b"\r" if b"\n" not in data and b"\r" in data else b"\n"  # as CsvReader decides
         end = find_boundary(data[skip:], eol, delimiter)
         if end < 0 or not data[skip : skip + end + 1].strip(b"\r\n"):
-            _check_part_of_header(data[skip:])
+            check_part_of_header(data[skip:])
             return None
         data = data[: skip + end + 1]
     reader = CsvReader(io.BytesIO(data), block_size=max(len(data), 1), input_format=input_format)
     tables = [table for table, _end in reader.tables()] if rows else []
     return reader.names, pa.concat_tables(tables) if tables else reader.empty_table()
-
-
-def _check_part_of_header(part: bytes) -> None:
-    """parse_header's text checks on the first part of a header row (whose last character may be cut)."""
-    from .parsing import _not_text
-
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(part, final=False)
-    except UnicodeDecodeError as e:
-        raise _not_text(part, 1 + part.count(b"\n", 0, e.start)) from e
-    if b"\x00" in part:
-        raise _not_text(part, 1 + part.count(b"\n", 0, part.index(b"\x00")))
-
-
-def _unterminated(line: int) -> InvalidInput:
-    return InvalidInput(
-        f"{line_label(line)}: unterminated quote — a quote opened on {line_label(line)} is never closed: a value "
-        'there starts with " and no " ends it, so the rest of the file would be read as that one value '
-        '(a " inside a value is written twice: "")'
-    )
-
-
-def _too_big(line: int, in_quotes: bool) -> InvalidInput:
-    limit = f"{MAX_ROW_BYTES >> 20} MB"
-    if in_quotes:
-        return InvalidInput(
-            f"{line_label(line)}: a quoted value runs on for more than {limit} — probably a quote opened in the "
-            'row that starts on this line is never closed (a value that starts with " must end with one)'
-        )
-    return InvalidInput(f"{line_label(line)}: a single row is longer than {limit}; is this a CSV file?")

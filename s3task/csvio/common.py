@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInput
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -37,6 +39,17 @@ CHOOSE_ENCODING = (
 
 def line_label(line: int) -> str:
     return f"line {line:,}"
+
+
+def too_big(line: int, in_quotes: bool, max_row_bytes: int) -> InvalidInput:
+    """A row past ``max_row_bytes`` (the reader's ``MAX_ROW_BYTES``, looked up there so a test may lower it)."""
+    limit = f"{max_row_bytes >> 20} MB"
+    if in_quotes:
+        return InvalidInput(
+            f"{line_label(line)}: a quoted value runs on for more than {limit} — probably a quote opened in the "
+            'row that starts on this line is never closed (a value that starts with " must end with one)'
+        )
+    return InvalidInput(f"{line_label(line)}: a single row is longer than {limit}; is this a CSV file?")
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections.abc import Iterator
@@ -25,13 +26,17 @@ from .common import (
 
 @dataclass
 class Block:
-    """Whole rows of the input: ``data`` starts on ``first_line`` and ends at byte ``end`` of the file."""
+    """Whole rows of the input: ``data`` starts on ``first_line`` (row ``first_row`` as Excel numbers
+    rows: the header is row 1 when it is the file's first line) and ends at byte ``end`` of the file."""
 
     data: bytes | memoryview
     first_line: int
     end: int
     eol: bytes
     delimiter: bytes = b","
+    first_row: int = 2
+    #: Line ends in ``data``.
+    lines: int = 0
 
 
 class BlockParser:
@@ -53,7 +58,7 @@ class BlockParser:
         except pa.ArrowInvalid as e:
             if str(e).startswith("Empty CSV file"):
                 return pa.table({name: pa.array([], TEXT) for name in self.names})
-            raise diagnose(block, len(self.names), str(e)) from e
+            raise diagnose(block, self.names, str(e)) from e
 
     def _read(self, block: Block) -> pa.Table:
         data: bytes | memoryview = block.data
@@ -117,28 +122,22 @@ def _more_records(records: Iterator[list[str]]) -> bool:
         return True
 
 
-def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
-    """Find the first line of ``block`` that Arrow could not read and say what is wrong with it."""
+def diagnose(block: Block, names: list[str], arrow_message: str) -> InvalidInput:
+    """Find the first record of ``block`` that Arrow could not read and say what is wrong with it
+    (a :class:`~.rows.BadRow` when it is a record: its row, its first cell, the cause)."""
+    from .rows import diagnose_rows
+
     data = bytes(block.data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         return _not_text(data, block.first_line + data.count(block.eol, 0, e.start))
     _allow_big_fields()
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=block.delimiter.decode())
-    start = 0
-    try:
-        for fields in reader:
-            if fields and len(fields) != ncols:
-                line = line_label(block.first_line + start)
-                return InvalidInput(
-                    f"{line}: expected {ncols} fields, found {len(fields)} — "
-                    "the row must have one value per column of the header, and a value that contains "
-                    f"{_ONE[block.delimiter]} must be in double quotes"
-                )
-            start = reader.line_num
-    except csv.Error as e:
-        return InvalidInput(f"{line_label(block.first_line + start)}: {e}")
+    found = diagnose_rows(text, names, block.first_line, block.first_row, block.delimiter.decode())
+    if isinstance(found, InvalidInput):
+        return found
+    if found is not None:
+        return InvalidInput(f"{line_label(found[0])}: {found[1]}")
     if "\x00" in text:
         nul = text.index("\x00")
         return _not_text(data, block.first_line + text.count(block.eol.decode(), 0, nul))
@@ -146,9 +145,6 @@ def diagnose(block: Block, ncols: int, arrow_message: str) -> InvalidInput:
     return InvalidInput(
         f"lines {block.first_line:,}–{last:,}: the file could not be read as CSV ({arrow_message.splitlines()[0]})"
     )
-
-
-_ONE = {b",": "a comma", b";": "a semicolon", b"\t": "a tab", b"|": "a pipe (|)"}
 
 
 def _allow_big_fields() -> None:
@@ -168,3 +164,13 @@ def _not_text(data: bytes, line: int) -> InvalidInput:
     if b"\x00" in data[:4096]:
         return InvalidInput(f"{line_label(line)}: this is binary data, not CSV text — " + SAVE_AS_UTF8)
     return InvalidInput(f"{line_label(line)}: not UTF-8 text — " + CHOOSE_ENCODING)
+
+
+def check_part_of_header(part: bytes) -> None:
+    """parse_header's text checks on the first part of a header row (whose last character may be cut)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(part, final=False)
+    except UnicodeDecodeError as e:
+        raise _not_text(part, 1 + part.count(b"\n", 0, e.start)) from e
+    if b"\x00" in part:
+        raise _not_text(part, 1 + part.count(b"\n", 0, part.index(b"\x00")))

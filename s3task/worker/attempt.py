@@ -200,6 +200,8 @@ class Attempt:
         progress, final = proc.receive(TICK)
         if progress is not None:
             self.progress = progress
+        if isinstance(final, Failed) and final.progress is not None:
+            self.progress = final.progress  # the counts since the last message (rows read before a bad row)
         return final
 
     def _kill_child(self) -> None:

@@ -44,10 +44,11 @@ class Job:
 def main(job: Job, conn: Any) -> None:
     """Entry point of the child process. Sends :class:`Moved` messages, then :class:`Done` or :class:`Failed`."""
     _exit_with_worker(conn)
+    latest: list[Progress] = []  # the engine's last counts, sent or not
     try:
-        conn.send(Done(_run(job, conn)))
-    except InvalidInput as e:
-        conn.send(Failed(str(e), permanent=True))
+        conn.send(Done(_run(job, conn, latest)))
+    except InvalidInput as e:  # with the rows read before the bad one: "Rows read" says how far it got
+        conn.send(Failed(str(e), permanent=True, progress=latest[-1] if latest else None))
     except PreconditionFailed:
         conn.send(Failed("the input file changed after the task was submitted; submit it as a new task", True))
     except S3TaskError as e:
@@ -84,7 +85,7 @@ def _exit_with_worker(conn: Any) -> None:
     threading.Thread(target=watch, name="s3task-exit-with-worker", daemon=True).start()
 
 
-def _run(job: Job, conn: Any) -> Progress:
+def _run(job: Job, conn: Any, latest: list[Progress]) -> Progress:
     from .. import handlers
     from ..store import open_store
     from ..store.base import PutMode
@@ -96,6 +97,7 @@ def _run(job: Job, conn: Any) -> Progress:
 
     def on_progress(counts: Progress) -> None:
         nonlocal last
+        latest[:] = [counts]
         now = time.monotonic()
         if now - last >= PROGRESS_EVERY:
             last = now

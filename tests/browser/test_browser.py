@@ -166,7 +166,7 @@ def test_a_file_from_european_excel_is_read_as_it_is_and_the_user_can_change_how
             # A wrong choice is read at once, and says what is wrong; the right one reads the file again.
             page.get_by_role("combobox", name="Values separated by").click()
             page.get_by_role("option", name="Commas").click()
-            expect(page.get_by_text("expected 1 fields, found 2")).to_be_visible()  # on line 2
+            expect(page.get_by_text("2 values where the header has 1 column")).to_be_visible()  # on row 2
             page.get_by_role("combobox", name="Values separated by").click()
             page.get_by_role("option", name="Semicolons").click()
             expect(page.get_by_text("Separated by semicolons · Windows (Western European) text")).to_be_visible()

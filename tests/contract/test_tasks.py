@@ -126,7 +126,7 @@ def test_create_upload_submit(service: TaskService) -> None:
         (b"", "empty"),
         (b"\n\n", "empty"),  # blank lines only: no header row
         (b"a,a\n1,2\n", "repeats column names"),
-        (b'a,"b\n1,2\n', "unterminated quote"),
+        (b'a,"b\n1,2\n', "is never closed"),
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8", "not UTF-8"),
         (b"id\x00name\n1\n", "binary"),
     ],

@@ -206,7 +206,7 @@ def setup_stale_marker(service: TaskService, tmp: Path) -> str:
     return failed_for_good(service)
 
 
-RAGGED = "line 3: expected 2 fields, found 3"
+RAGGED = "row 3 (a 3): 3 values where the header has 2 columns"
 BROKE = "broke"
 SCENARIOS = {
     s.name: s

@@ -117,7 +117,7 @@ def run_lifecycle(tmp_path: Path, kind: str, rates: dict[str, float], seed: int)
     for i in range(TASKS):
         if i % 3 == 2:
             task_id = submit_one(service, f"ragged {i}", b"a,b\n1,2\n3,4,5\n")
-            expected[task_id] = Expect(error="line 3: expected 2 fields, found 3")
+            expected[task_id] = Expect(error="row 3 (a 3): 3 values where the header has 2 columns")
         else:
             task_id = submit_one(service, f"task {i}", csv_rows(10 * i + 1))
             expected[task_id] = Expect(rows=10 * i + 1)

@@ -432,7 +432,7 @@ def test_submit_reads_the_header_as_the_worker_does(local_api: Api_) -> None:
     """A header the worker would refuse is refused at submit, in the worker's words; rows are the worker's."""
     for body, words in [
         (b"a,a\n1,2\n", "the header row repeats column names: 'a' (columns 1, 2) — give every column"),
-        (b'a,"b\n1,2\n', "line 1: unterminated quote"),
+        (b'a,"b\n1,2\n', "row 1 (the header row): a quote opened in column 2 is never closed"),
     ]:
         task_id = local_api.uploaded(body=body)
         r = local_api.call("POST", f"/api/tasks/{task_id}/submit")

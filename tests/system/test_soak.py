@@ -130,7 +130,7 @@ class Chaos:
 
         self.retrying(submit)
         if ragged:
-            self.expected[task_id] = Expect(error=f"line {rows + 2:,}: expected 2 fields, found 3")
+            self.expected[task_id] = Expect(error=f"row {rows + 2:,} (id 1): 3 values where the header has 2 columns")
         else:
             self.expected[task_id] = Expect(rows=rows, may_fail=True)
         self.events["submitted"] += 1

@@ -184,7 +184,7 @@ def test_a_handler_bug_is_raised_as_itself() -> None:
     [
         (
             'id,name\n1,ann\n2,"bob\n3,cy\n',
-            'line 3: unterminated quote — a quote opened on line 3 is never closed: a value there starts with " '
+            'row 3 (id 2): a quote opened in `name` on line 3 is never closed — the value there starts with " '
             'and no " ends it, so the rest of the file would be read as that one value (a " inside a value is '
             'written twice: "")',
         ),
