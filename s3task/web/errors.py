@@ -117,8 +117,17 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail), exc.headers)
 
 
+#: A signed transfer token, ``<base64url payload>.<base64url signature>``, as it appears in a path.
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")
+
+
+def redact_path(path: str) -> str:
+    """``path`` with any signed token in it replaced by ``<token>``: a logged link would be a working link."""
+    return _TOKEN.sub("<token>", path)
+
+
 async def internal_error(request: Request, exc: Exception) -> Response:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    log.error("unhandled error on %s %s", request.method, redact_path(request.url.path), exc_info=exc)
     return error_response(500, "internal_error", "something went wrong on the server; it has been logged")
 
 
@@ -128,7 +137,7 @@ async def s3task_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, OutputPreparing):  # not a failure: the client asks again
         return error_response(status, code, exc.message, {"Retry-After": str(RETRY_PREPARING_SECONDS)})
     if status >= 500:
-        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        log.warning("%s %s: %s", request.method, redact_path(request.url.path), exc)
     return error_response(status, code, exc.message)
 
 
