@@ -149,7 +149,8 @@ class Worker:
                 self.presence.beat([], force=True)  # a cron worker is seen even when there is no work
                 return
             if not fork_server_ready(self.settings.stall_timeout):  # starts it, and waits while it loads
-                log.error("the worker's process for tasks was not ready after %.0f seconds", self.settings.stall_timeout)
+                wait = self.settings.stall_timeout
+                log.error("the worker's process for tasks was not ready after %.0f seconds; try again later", wait)
                 return
             while not self.stop_event.is_set():
                 started = self.poll_once()

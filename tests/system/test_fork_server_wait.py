@@ -36,9 +36,7 @@ def test_a_cancel_is_noticed_while_the_fork_server_loads(tmp_path: Path, procs: 
     assert service.get(ALICE, task_id).status == "abandoned"
 
 
-def test_a_fork_server_that_never_loads_fails_the_attempt_in_time(
-    tmp_path: Path, procs: Procs, startup: float
-) -> None:
+def test_a_fork_server_that_never_loads_fails_the_attempt_in_time(tmp_path: Path, procs: Procs, startup: float) -> None:
     store = tmp_path / "store"
     service = _service(store)
     task_id = service.submit_file(ALICE, "waits", "copy", None, b"a,b\n1,2\n").task_id
