@@ -156,9 +156,10 @@ class Worker:
                 started = self.poll_once()
                 if not started and not self.task_ids():
                     break
-                if not started:
-                    self._wake.wait(0.2)
-                    self._wake.clear()
+                # Until an attempt ends (it wakes us) or a poll interval passes (a cancel is noticed by the
+                # poll, as in run_forever): polling at once would only re-read the records we just claimed.
+                self._wake.wait(self.settings.poll_interval)
+                self._wake.clear()
             self._drain()
         finally:
             self.sweeper.maybe()
