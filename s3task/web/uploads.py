@@ -24,8 +24,8 @@ from .errors import HttpError
 
 #: The longest a read of an upload's body may wait for bytes; also the grace before the pace is judged.
 READ_TIMEOUT_SECONDS = 30.0
-#: The slowest average an upload may keep after its first :data:`READ_TIMEOUT_SECONDS` (8 KiB/s: a
-#: 200 MB file, the default limit, still takes more than the link's 15 minutes at that pace).
+#: The slowest average an upload may keep once it has run :data:`READ_TIMEOUT_SECONDS`: far below any
+#: real connection, far above a trickle that only means to hold the connection open.
 MIN_BYTES_PER_SECOND = 8 * 1024
 
 
