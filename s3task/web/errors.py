@@ -16,7 +16,7 @@ from urllib.parse import quote
 from starlette._utils import get_route_path
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Mount, Route
 from starlette.types import Scope
@@ -127,6 +127,9 @@ def redact_path(path: str) -> str:
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, ClientDisconnect):  # routine on real networks: one line, no traceback
+        log.info("%s %s: the client went away mid-request", request.method, redact_path(request.url.path))
+        return Response(status_code=400)
     log.error("unhandled error on %s %s", request.method, redact_path(request.url.path), exc_info=exc)
     return error_response(500, "internal_error", "something went wrong on the server; it has been logged")
 

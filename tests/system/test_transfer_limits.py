@@ -252,3 +252,22 @@ def test_access_log_lines_carry_no_token(tmp_path: Path) -> None:
     )  # fmt: skip
     assert all(f.filter(record) for f in access.filters)
     assert token not in record.getMessage() and "/transfer/<token>" in record.getMessage()
+
+
+def test_a_client_that_goes_away_from_the_api_is_one_log_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from s3task.config import Settings
+    from s3task.web.api import create_app
+    from s3task.web.tokens import TokenTable, hash_token
+
+    caplog.set_level(logging.DEBUG)
+    settings = Settings.load({"store": str(tmp_path / "store")}, {})
+    app = create_app(settings, tokens=TokenTable({hash_token("alice-token"): ALICE}))
+    with serve(app) as base:
+        parts = urlsplit(base)
+        sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
+        head = f"POST /api/tasks HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer alice-token\r\n"
+        sock.sendall((head + 'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":').encode())
+        sock.close()  # before the body is all there
+        wait_for(lambda: "went away" in caplog.text, timeout=5, what="the log line")
+    assert len([r for r in caplog.records if "went away" in r.getMessage()]) == 1
+    assert [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
