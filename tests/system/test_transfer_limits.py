@@ -147,7 +147,7 @@ def test_slow_uploads_are_cut_off_when_their_link_expires(tmp_path: Path) -> Non
         assert [u.status for u in uploads] == [403] * 20, [u.answer[:80] for u in uploads]
         assert all(b'"code":"expired"' in u.answer for u in uploads)
         # Cut off at the links' expiry (2 s, rounded up to the next whole second), not whenever they stop.
-        assert max(u.answered_at - started for u in uploads) < 4.5
+        assert max(u.answered_at - started for u in uploads) < 6
         wait_for(lambda: srv.staged() == [], timeout=5, what="the staged files to go")
         wait_for(lambda: open_fds() <= baseline + 2, timeout=5, what=f"fds back to {baseline}, not {open_fds()}")
         assert not [k for k in srv.store.list_keys("batch-tasks/") if k.endswith("/input.csv")]  # none published
