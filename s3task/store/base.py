@@ -189,6 +189,23 @@ class MultipartStore(Protocol):
 
 
 @runtime_checkable
+class Leftovers(Protocol):
+    """A store where a writer killed mid-write leaves something behind that s3task must drop itself.
+
+    S3: the parts of an unfinished multipart upload (billed until aborted). The local directory:
+    the staged file (``.s3task-meta/tmp/stage-*``) a killed process never got to remove.
+    """
+
+    def drop_unfinished(self, key: str) -> int:
+        """Drop what unfinished writes of ``key`` left (S3: abort its multipart uploads); how many."""
+        ...
+
+    def sweep_unfinished(self, older_than: float) -> int:
+        """Drop what unfinished writes of any key left, untouched for ``older_than`` seconds; how many."""
+        ...
+
+
+@runtime_checkable
 class StartReader(Protocol):
     """A store that reads an object's start together with its size and ETag in one request
     (S3: a ranged GET). A capability: :func:`get_start` serves every store."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import BinaryIO
 from ..clock import MACHINE, Clock
 from ..errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed, StoreError
 from .base import GetResult, ObjectMeta, PutMode, check_key, iter_chunks
-from .local_files import ETagHasher, StagedFile, fsync_dir, read_attrs
+from .local_files import STAGE_PREFIX, ETagHasher, StagedFile, fsync_dir, read_attrs, sweep_staged
 
 META_DIR = ".s3task-meta"
 
@@ -242,6 +243,17 @@ class LocalStore:
             except OSError:
                 break
             parent = parent.parent
+
+    # --- what killed writers leave (s3task.store.base.Leftovers) -----------
+
+    def drop_unfinished(self, key: str) -> int:
+        """Nothing by key: a staged file does not name its key; :meth:`sweep_unfinished` takes it."""
+        return 0
+
+    def sweep_unfinished(self, older_than: float) -> int:
+        """Remove staged files no live writer holds, untouched for ``older_than`` seconds."""
+        cutoff = time.time() - older_than  # file times are the machine's, whatever the store's clock
+        return sum(sweep_staged(p, cutoff) for p in (self._meta / "tmp").glob(STAGE_PREFIX + "*"))
 
     # --- URLs and clock ---------------------------------------------------
 

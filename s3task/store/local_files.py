@@ -16,12 +16,17 @@ without them, or a platform whose ``os`` module has no ``getxattr`` /
 ``setxattr`` (macOS, the BSDs) — the ETag is recomputed on read, by the same
 rule, and an object keeps no user metadata or content type (a read reports
 ``{}`` and ``None``).
+
+A staged file is held under ``flock`` by its writer from creation to publication, so that
+:func:`sweep_staged` can tell the file of a writer that was killed (the lock went with the
+process) from one still being written, however slowly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import json
 import os
@@ -90,7 +95,8 @@ class StagedFile:
     """
 
     def __init__(self, tmp_dir: Path) -> None:
-        fd, self.path = tempfile.mkstemp(dir=tmp_dir, prefix="stage-")
+        fd, self.path = tempfile.mkstemp(dir=tmp_dir, prefix=STAGE_PREFIX)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held until discard(): the sweep leaves a file being written alone
         self._file = os.fdopen(fd, "wb")
         self._sha1: Any = None
         self.size = 0
@@ -152,14 +158,38 @@ class StagedFile:
         if setxattr is not None:
             with contextlib.suppress(OSError):  # a filesystem without xattrs: the ETag is recomputed on read
                 setxattr(self._file.fileno(), XATTR, json.dumps(attrs).encode())
-        os.fsync(self._file.fileno())
-        self._file.close()
+        os.fsync(self._file.fileno())  # still open (and locked) until discard(), after the publish
 
     def discard(self) -> None:
         if not self._file.closed:
             self._file.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+
+STAGE_PREFIX = "stage-"
+
+
+def sweep_staged(path: Path, cutoff: float) -> bool:
+    """Remove the staged file ``path`` if no writer holds it and it is untouched since ``cutoff``
+    (Unix seconds; the age covers the moment between its creation and its writer's lock)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        if os.fstat(fd).st_mtime > cutoff:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its writer is alive
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            return True
+        return False
+    finally:
+        os.close(fd)
 
 
 def xattr_function(name: str) -> Any:

@@ -337,6 +337,21 @@ class S3Store:
         except NotFound:
             pass
 
+    # --- what killed writers leave (s3task.store.base.Leftovers) ---
+
+    def drop_unfinished(self, key: str) -> int:
+        """Abort every unfinished multipart upload of exactly ``key`` (a killed attempt's output)."""
+        with _translated(key, "list"):
+            resp = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=check_key(key))
+        uploads = [u["UploadId"] for u in resp.get("Uploads", []) if u["Key"] == key]
+        for upload_id in uploads:
+            self.abort_multipart(key, upload_id)
+        return len(uploads)
+
+    def sweep_unfinished(self, older_than: float) -> int:
+        """Nothing to sweep by age: S3 lists no staged files, and the bucket's lifecycle rule takes the rest."""
+        return 0
+
 
 class _Reader:
     """A file-like view of a streaming body whose errors are store errors."""

@@ -55,7 +55,7 @@ class Inputs:
         stream: BinaryIO | bytes | Iterable[bytes],
         input_format: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
-        """Create a task, store its input from ``stream`` and queue it; on failure, no task is left half-made.
+        """Create a task, store its input from ``stream`` and queue it; on failure, no task is left behind.
 
         ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows)."""
         record = self.transitions.create(actor, name, task_type, payload, input_format)
@@ -67,7 +67,10 @@ class Inputs:
             known = self.transitions.recall(record.task_id)
             return self.transitions.queue(record, None if known is None else known[1], meta, read_as)
         except S3TaskError:
-            self.abandon_upload(actor, record.task_id)
+            # Nobody has seen this task: remove it. Once its queueing began (or if the store fails
+            # us), cancel it instead, so it is never left waiting for a file.
+            if not self.transitions.discard(record):
+                self.abandon_upload(actor, record.task_id)
             raise
 
     def finish_upload(

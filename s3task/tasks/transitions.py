@@ -156,6 +156,22 @@ class Transitions:
         with self._lock:
             return self._created.pop(task_id, None)
 
+    def discard(self, record: TaskRecord) -> bool:
+        """Remove a task this service created and has not queued (its file was refused on the way in):
+        its input, its record (on the create's ETag: a record anyone changed since stays) and its "my
+        tasks" marker. False, with nothing removed but perhaps the input, when that cannot be done."""
+        known = self.recall(record.task_id)
+        if known is None:
+            return False
+        try:
+            self.store.delete(record.input_object_path)
+            self.store.delete(self.layout.status_key(record.task_id), if_match=known[1])
+        except S3TaskError:
+            return False
+        with contextlib.suppress(S3TaskError):  # a marker without a record is skipped by listings
+            self.store.delete(self.layout.user_key(record.created_by, record.task_id))
+        return True
+
     def queue(self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: csvio.InputFormat) -> TaskRecord:
         """Queue a created task whose input passed the check: ``etag`` is the record's as last seen."""
         task_id = record.task_id

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from starlette._utils import get_route_path
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Mount, Route
 from starlette.types import Scope
@@ -117,8 +117,20 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail), exc.headers)
 
 
+#: A signed transfer token, ``<base64url payload>.<base64url signature>``, as it appears in a path.
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")
+
+
+def redact_path(path: str) -> str:
+    """``path`` with any signed token in it replaced by ``<token>``: a logged link would be a working link."""
+    return _TOKEN.sub("<token>", path)
+
+
 async def internal_error(request: Request, exc: Exception) -> Response:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    if isinstance(exc, ClientDisconnect):  # routine on real networks: one line, no traceback
+        log.info("%s %s: the client went away mid-request", request.method, redact_path(request.url.path))
+        return Response(status_code=400)
+    log.error("unhandled error on %s %s", request.method, redact_path(request.url.path), exc_info=exc)
     return error_response(500, "internal_error", "something went wrong on the server; it has been logged")
 
 
@@ -128,7 +140,7 @@ async def s3task_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, OutputPreparing):  # not a failure: the client asks again
         return error_response(status, code, exc.message, {"Retry-After": str(RETRY_PREPARING_SECONDS)})
     if status >= 500:
-        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        log.warning("%s %s: %s", request.method, redact_path(request.url.path), exc)
     return error_response(status, code, exc.message)
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import anyio
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
@@ -51,7 +51,8 @@ from ..errors import NotFound, S3TaskError, StoreError, TaskNotFound
 from ..layout import Layout
 from ..record import read_record
 from ..store.base import ObjectStore, PutMode, check_key
-from .errors import HttpError, error_response, internal_error, json_mount
+from .errors import HttpError, error_response, internal_error, json_mount, redact_path
+from .uploads import OneAtATime, Pace, paced
 
 log = logging.getLogger("s3task.transfer")
 
@@ -209,9 +210,15 @@ def local_secret(root: Path) -> bytes:
 # --- routes -------------------------------------------------------------------------
 
 
-def transfer_mount(store: ObjectStore, layout: Layout, signer: UrlSigner, *, max_bytes: int) -> Mount:
-    """``PUT`` and ``GET /transfer/{token}``: stream uploads to and downloads from the store."""
-    handler = _Transfers(store, layout, signer, max_bytes)
+def transfer_mount(
+    store: ObjectStore, layout: Layout, signer: UrlSigner, *, max_bytes: int, pace: Pace | None = None
+) -> Mount:
+    """``PUT`` and ``GET /transfer/{token}``: stream uploads to and downloads from the store.
+
+    ``pace``: how slow an upload's body may arrive (:mod:`s3task.web.uploads`; its defaults unless given).
+    """
+    _redact_access_log()
+    handler = _Transfers(store, layout, signer, max_bytes, pace or Pace())
     route = Route("/{token}", handler.dispatch, methods=["GET", "PUT"])
     return json_mount(signer.prefix, [route], {S3TaskError: _store_error})
 
@@ -224,9 +231,26 @@ async def _store_error(request: Request, exc: Exception) -> Response:
     return await internal_error(request, exc)
 
 
+class _RedactTokens(logging.Filter):
+    """Take the signed token out of a server's access-log line: a logged link is a working link."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_path(a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+def _redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _RedactTokens) for f in access.filters):
+        access.addFilter(_RedactTokens())
+
+
 class _Transfers:
-    def __init__(self, store: ObjectStore, layout: Layout, signer: UrlSigner, max_bytes: int) -> None:
+    def __init__(self, store: ObjectStore, layout: Layout, signer: UrlSigner, max_bytes: int, pace: Pace) -> None:
         self.store, self.layout, self.signer, self.max_bytes = store, layout, signer, max_bytes
+        self.pace = pace
+        self.uploading = OneAtATime()
 
     async def dispatch(self, request: Request) -> Response:
         grant = self.signer.verify(request.path_params["token"], request.method)
@@ -261,11 +285,17 @@ class _Transfers:
                 "content_type_mismatch",
                 f"this link needs the header Content-Type: {grant.content_type} (got {sent_type or 'none'})",
             )
-        await run_in_threadpool(self._check_uploadable, grant.key)
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
             raise self._too_large()
-        etag, size = await self._receive(grant, request.stream())
+        with self.uploading.hold(grant.key):
+            await run_in_threadpool(self._check_uploadable, grant.key)
+            try:
+                etag, size = await self._receive(grant, request.stream())
+            except ClientDisconnect:
+                # Routine on real networks (a closed laptop, a reload): one line, no traceback, no token.
+                log.info("upload to %s stopped: the client went away before sending it all", grant.key)
+                return Response(status_code=400)
         return JSONResponse({"key": grant.key, "size": size, "etag": etag}, headers={"ETag": etag})
 
     def _check_uploadable(self, key: str) -> None:
@@ -286,8 +316,9 @@ class _Transfers:
         writing = self.store.open_write(grant.key, PutMode.OVERWRITE, content_type=grant.content_type)
         writer = await run_in_threadpool(writing.__enter__)
         size, pending = 0, bytearray()
+        seconds_left = lambda: grant.expires - self.signer.clock()  # noqa: E731 - the link's expiry holds
         try:
-            async for chunk in body:
+            async for chunk in paced(body, seconds_left, self.pace):
                 size += len(chunk)
                 if size > self.max_bytes:
                     raise self._too_large()

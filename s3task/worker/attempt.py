@@ -16,15 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import handlers, lifecycle, live, markers
+from .. import lifecycle, live, markers
 from ..config import Settings
 from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..lifecycle import Lease
 from ..progress import Done, Failed, Progress
 from ..record import Change, Records, TaskRecord
 from ..states import Status
-from . import child
+from . import child, limits
 from .forkserver import TaskProcess, fork_server_ready
+from .leftovers import drop_partial_output
 
 log = logging.getLogger("s3task.worker")
 
@@ -65,6 +66,7 @@ class Attempt:
         #: Set by the worker's poll when it saw this task cancelled or its marker gone: re-read the record now.
         self._doubt = threading.Event()
         self._proc: TaskProcess | None = None
+        self._child_ended = False  # the child said it is done (or failed): it cleaned up after itself
         self._renewed = False
         #: When the lease was last known to be renewed (monotonic): the claim, then each heartbeat.
         self._renewed_at = time.monotonic()
@@ -93,15 +95,21 @@ class Attempt:
         """While the fork server is still loading (a worker's first second or so), keep the lease.
 
         A worker claims before its fork server is ready; the lease is renewed as in :meth:`_supervise`
-        meanwhile, so a short lease does not run out before the task's process can start.
+        meanwhile, so a short lease does not run out before the task's process can start. A cancel is
+        noticed as there; a server not ready within ``stall_timeout`` fails the attempt (retried later).
         """
         interval = self.settings.lease_seconds / 3
         last_renewal = self._renewed_at  # the claim
-        next_beat = last_renewal + interval
+        next_beat, deadline = last_renewal + interval, time.monotonic() + self.settings.stall_timeout
         while not fork_server_ready(TICK):
             if self.stop.is_set():
                 return self._release()
+            if (outcome := self._doubted()) is not None:
+                return outcome
             now = time.monotonic()
+            if now >= deadline:
+                wait = self.settings.stall_timeout
+                return self._fail(f"the worker's process for tasks was not ready after {wait:.0f} seconds", False)
             if now >= next_beat:
                 next_beat = now + interval
                 outcome, last_renewal = self._renew(now, last_renewal)
@@ -128,7 +136,7 @@ class Attempt:
         next_beat = last_renewal + interval
         next_live = started + live.LIVE_SECONDS
         moved_bytes = -1
-        max_runtime = self._max_runtime()
+        max_runtime = limits.max_runtime(self.record.task_type)
         result: Done | Failed | None = None
         try:
             while result is None:
@@ -143,14 +151,11 @@ class Attempt:
                     break
                 if self.stop.is_set():
                     return self._release()
-                broken = self._limit_broken(proc, now - last_move, now - started, max_runtime)
+                broken = limits.broken(self.settings, proc, now - last_move, now - started, max_runtime)
                 if broken:
                     return self._fail(broken, False)
-                if self._doubt.is_set():
-                    self._doubt.clear()
-                    outcome = self._recheck()
-                    if outcome is not None:
-                        return outcome
+                if (outcome := self._doubted()) is not None:
+                    return outcome
                 if now >= next_live:  # on a steady beat (not drifting by a tick each time), unless far behind
                     next_live += live.LIVE_SECONDS
                     next_live = next_live if next_live > now else now + live.LIVE_SECONDS
@@ -165,18 +170,9 @@ class Attempt:
         finally:
             self._kill_child()
             proc.close()
+            if not self._child_ended:  # killed or crashed mid-write: its own clean-up never ran
+                drop_partial_output(self.store, self.layout.output_key(self.task_id, self.lease.attempt_id))
         return self._finish(result)
-
-    def _limit_broken(self, proc: TaskProcess, still: float, running: float, max_runtime: float | None) -> str:
-        """Why the attempt must stop now ("" while it may go on): ``still`` seconds without progress,
-        ``running`` seconds since its process started, and the memory that process uses."""
-        if still > self.settings.stall_timeout:
-            return f"stalled: no progress for {self.settings.stall_timeout:.0f} seconds"
-        if max_runtime and running > max_runtime:
-            return f"ran longer than the {max_runtime:.0f} seconds this task type allows"
-        if proc.rss_mb() > self.settings.max_child_memory_mb:
-            return f"used more than {self.settings.max_child_memory_mb} MB of memory"
-        return ""
 
     def _start_child(self) -> TaskProcess:
         job = child.Job(
@@ -202,17 +198,12 @@ class Attempt:
             self.progress = progress
         if isinstance(final, Failed) and final.progress is not None:
             self.progress = final.progress  # the counts since the last message (rows read before a bad row)
+        self._child_ended = final is not None
         return final
 
     def _kill_child(self) -> None:
         if self._proc is not None:
             self._proc.kill()
-
-    def _max_runtime(self) -> float | None:
-        try:
-            return handlers.get(self.record.task_type).max_runtime
-        except S3TaskError:
-            return None
 
     # --- writes to the record ------------------------------------------------
 
@@ -255,6 +246,13 @@ class Attempt:
         anyway, so it costs no request of its own.
         """
         self._doubt.set()
+
+    def _doubted(self) -> Outcome | None:
+        """After :meth:`doubt`: re-read the record, and end the attempt if the task is no longer ours."""
+        if not self._doubt.is_set():
+            return None
+        self._doubt.clear()
+        return self._recheck()
 
     def _save_live(self) -> Outcome | None:
         """Save the counts for readers, if they moved.

@@ -35,6 +35,7 @@ from ..store.probe import cas_probe
 from .attempt import Attempt
 from .claim import Claims
 from .forkserver import fork_server_ready, start_fork_server, wait_for_fork_server
+from .leftovers import Sweeper
 from .presence import Presence
 
 log = logging.getLogger("s3task.worker")
@@ -67,6 +68,8 @@ class Worker:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self.presence = Presence(store, layout, settings.worker_id)
+        #: Removes the staged files of writers that were killed (the local store; s3task.worker.leftovers).
+        self.sweeper = Sweeper(store, settings)
         #: The attempts in hand: claimed into free slots, each on its own thread.
         self.claims = Claims(
             self.records,
@@ -124,6 +127,7 @@ class Worker:
                     log.exception("poll failed unexpectedly")
                 self.presence.beat(self.task_ids())  # never raises
                 notify.sweep(self.notifier, self.store, self.layout)  # notifications dead senders left; never raises
+                self.sweeper.maybe()  # staged files killed writers left; no store request
                 self._wake.wait(self.settings.poll_interval)
                 self._wake.clear()
             self._drain()
@@ -145,16 +149,21 @@ class Worker:
                 self._restore_markers()
                 self.presence.beat([], force=True)  # a cron worker is seen even when there is no work
                 return
-            fork_server_ready()  # starts it, and waits while it loads
+            if not fork_server_ready(self.settings.stall_timeout):  # starts it, and waits while it loads
+                wait = self.settings.stall_timeout
+                log.error("the worker's process for tasks was not ready after %.0f seconds; try again later", wait)
+                return
             while not self.stop_event.is_set():
                 started = self.poll_once()
                 if not started and not self.task_ids():
                     break
-                if not started:
-                    self._wake.wait(0.2)
-                    self._wake.clear()
+                # Until an attempt ends (it wakes us) or a poll interval passes (a cancel is noticed by the
+                # poll, as in run_forever): polling at once would only re-read the records we just claimed.
+                self._wake.wait(self.settings.poll_interval)
+                self._wake.clear()
             self._drain()
         finally:
+            self.sweeper.maybe()
             metrics.worker_stopped()
 
     def wake(self) -> None:

@@ -508,7 +508,7 @@ def test_submit_file_queues_a_good_file_and_leaves_nothing_half_made_for_a_bad_o
     with pytest.raises(InvalidInput, match="repeats column names"):
         service.submit_file(ADA, "bad", "copy", None, b"a,a\n1,2\n")
     statuses = {t.task_name: t.status for t in service.list(ADA).tasks}
-    assert statuses == {"good": "queued", "bad": "abandoned"}  # not a task left waiting for a file
+    assert statuses == {"good": "queued"}  # the refused one is gone: not even a cancelled task is left
 
 
 def test_finish_upload_checks_the_size_and_cancels_what_it_cannot_queue(service: TaskService) -> None:
