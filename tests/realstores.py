@@ -92,7 +92,7 @@ class RealStore:
         return bucket
 
     def stop(self) -> None:
-        self.proc.stop()
+        self.proc.stop(timeout=10)  # a scratch server: nothing to lose if it must be killed
         for path in [*self.cleanup, self.scratch]:
             shutil.rmtree(path, ignore_errors=True)
 

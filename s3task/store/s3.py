@@ -15,6 +15,7 @@ chain work unchanged. S3's quirks are normalised in this backend (the errors in
 - 501 on a conditional delete (LocalStack) → the delete is done by a conditional
   overwrite first (:func:`.s3_writer.delete_by_tombstone`);
 - a listing entry not after ``start_after`` (LocalStack's common prefixes) → dropped;
+- 501 on a conditional write (Swift's S3 layer refuses If-Match) → ``UnsafeStore``;
 - connection errors, timeouts and 5xx → ``StoreUnavailable``.
 
 Record reads and writes use a client with short timeouts, so one slow call

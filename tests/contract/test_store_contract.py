@@ -450,6 +450,8 @@ def test_s3_409_on_an_update_is_a_conflict_and_never_resent() -> None:
         ("NoSuchBucket", 404, PutMode.OVERWRITE, BucketMissing),
         ("AccessDenied", 403, PutMode.OVERWRITE, AccessDeniedByStore),
         ("SlowDown", 503, PutMode.OVERWRITE, StoreUnavailable),
+        ("NotImplemented", 501, PutMode.update('"e"'), UnsafeStore),  # Swift's S3 layer: no If-Match on PUT
+        ("NotImplemented", 501, PutMode.OVERWRITE, StoreUnavailable),
     ],
 )
 def test_s3_errors_are_translated_with_their_cause(code: str, status: int, mode: PutMode, expected: type) -> None:
