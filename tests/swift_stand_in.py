@@ -1,7 +1,7 @@
 """A stand-in for OpenStack Swift's S3 layer (s3api), which cannot be installed here: NOT Swift.
 
-It answers what matters to s3task's probe the way REALSTORES.md records Swift doing: a PUT with
-``If-Match`` gets 501 NotImplemented, "Conditional object PUTs are not supported"; a PUT with
+It answers what matters to s3task's probe as Swift's s3api was measured answering (docs/STORES.md):
+a PUT with ``If-Match`` gets 501 NotImplemented, "Conditional object PUTs are not supported"; a PUT with
 ``If-None-Match: *`` of an existing key gets 412. Everything else is the least S3 that boto3
 needs for a put, get, head and delete of one object: an in-memory dict, no signature checks.
 """

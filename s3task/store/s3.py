@@ -277,7 +277,7 @@ class S3Store:
         try:
             with _translated(key, "update" if if_match else "delete"):
                 self.client.delete_object(Bucket=self.bucket, Key=check_key(key), **kwargs)
-        except StoreUnavailable as e:
+        except StoreError as e:  # a 501 on a conditional call is UnsafeStore (s3_errors)
             if not (if_match and _code(e) == "NotImplemented"):
                 raise
             # LocalStack answers a conditional delete with 501: nothing was deleted. From now on

@@ -103,7 +103,7 @@ def test_localstack_missing_bucket_is_bucket_missing(localstack) -> None:
 
 
 def test_seaweedfs_creates_a_missing_bucket_on_the_first_put(seaweedfs) -> None:
-    """Credentials with the Admin action create the bucket a put names (docs/stores.md): no BucketMissing."""
+    """Credentials with the Admin action create the bucket a put names (docs/STORES.md): no BucketMissing."""
     store = _store(seaweedfs, bucket="t-made-by-a-put")
     store.put("x", b"x", PutMode.CREATE)
     assert store.get("x").body == b"x"

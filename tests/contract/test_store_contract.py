@@ -240,7 +240,7 @@ def test_list_prefixes_start_after_and_limit(store: ObjectStore, request: pytest
     assert store.list_prefixes("nothing/") == []
     store.delete("r/b/x/1")  # no directories in an object store: an emptied prefix is gone
     if request.node.callspec.params["store"] == "seaweedfs":
-        # except on SeaweedFS, whose filer keeps the emptied folder (docs/stores.md): s3task never
+        # except on SeaweedFS, whose filer keeps the emptied folder (docs/STORES.md): s3task never
         # relies on a prefix vanishing (records are never deleted; only markers and probe keys are).
         assert store.list_prefixes("r/") == ["r/a/", "r/b/", "r/c/", "r/d/"]
         return
