@@ -6,11 +6,15 @@ store makes of it — the answer the contract suite expects of every store.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from botocore.exceptions import ClientError
 
-from s3task.errors import AccessDeniedByStore, BucketMissing, NotFound, PreconditionFailed
+from s3task.errors import AccessDeniedByStore, AlreadyExists, BucketMissing, NotFound, PreconditionFailed
 from s3task.store.base import PutMode
+from s3task.store.probe import BURST
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 
 pytestmark = pytest.mark.slow
@@ -107,3 +111,32 @@ def test_seaweedfs_creates_a_missing_bucket_on_the_first_put(seaweedfs) -> None:
     store = _store(seaweedfs, bucket="t-made-by-a-put")
     store.put("x", b"x", PutMode.CREATE)
     assert store.get("x").body == b"x"
+
+
+def test_seaweedfs_answers_queued_contending_creates_within_the_record_clients_timeout(seaweedfs) -> None:
+    """SeaweedFS queues contending conditional writes on one key and retries them about once a second;
+    the contract races (8 threads on one key) rely on every loser's 412 coming back before the record
+    client's read timeout, after which botocore would send the write again."""
+    store = _store(seaweedfs)
+    barrier, lock = threading.Barrier(BURST), threading.Lock()
+    answers: list[tuple[float, bool]] = []
+
+    def create(i: int) -> None:
+        barrier.wait()
+        started = time.monotonic()
+        try:
+            store.put("contended", str(i).encode(), PutMode.CREATE)
+            won = True
+        except AlreadyExists:
+            won = False
+        with lock:
+            answers.append((time.monotonic() - started, won))
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(BURST)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(won for _, won in answers) == 1
+    slowest = max(seconds for seconds, _ in answers)
+    assert slowest < _RECORD_CONFIG.read_timeout, f"a loser waited {slowest:.1f}s in SeaweedFS's queue"
