@@ -43,6 +43,8 @@ SEAWEED_KEY, SEAWEED_SECRET = "test", "testsecret"
 def missing(kind: str) -> str | None:
     """Why the server ``kind`` cannot start here (what is not installed, and how to install it), or None."""
     what = {"seaweedfs": WEED, "localstack": LOCALSTACK_PYTHON, "s3rver": S3RVER}[kind]
+    if kind == "localstack" and "S3TASK_TEST_LOCALSTACK_PYTHON" not in os.environ:
+        what = LOCALSTACK_PYTHON.parent.parent / ".installed.sha256"  # written once its install succeeded
     if what.exists():
         return None
     return f"{kind} {VERSIONS[kind]} is not installed ({what} is missing): run {INSTALL}"
