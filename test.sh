@@ -3,12 +3,16 @@
 # ./test.sh --fast: the development loop: tests/unit and tests/contract on the local and in-memory
 # stores (everything not marked slow; a test's tier is its folder, see tests/conftest.py), on both cores.
 # Installs what it needs: a virtualenv with the runtime and pyproject.toml's
-# `dev` dependency group (tests, lint, benchmark tools), and (as root on a
+# `dev` dependency group (tests, lint, benchmark tools), the S3 servers the tests
+# start (scripts/ensure-realstores.sh: SeaweedFS, LocalStack, s3rver), and (as root on a
 # machine with apt) Debian's chromium for the browser tests plus curl and jq for
 # the API walkthrough test.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/ensure-env.sh dev
+if [ "${1:-}" != "--fast" ]; then
+  bash scripts/ensure-realstores.sh  # the S3 servers the slow tests start (tests/realstores.py)
+fi
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v curl >/dev/null 2>&1 || missing+=(curl)

@@ -3,7 +3,9 @@
 - ``local``: the local-directory backend in a temp dir;
 - ``moto``: the S3 backend against moto's in-process mock (``mock_aws``);
 - ``moto_http``: the S3 backend over real HTTP to moto's ``ThreadedMotoServer``
-  on 127.0.0.1, reset before each test.
+  on 127.0.0.1, reset before each test;
+- ``seaweedfs``, ``localstack``: the S3 backend over HTTP to S3 servers no one here wrote, started
+  once per run on 127.0.0.1 (tests/realstores.py), a fresh bucket for each test.
 
 And the processes a test starts (tests/procs.py): ``procs`` (stopped at the test's end), ``startup``
 (a worker process's measured start-up, added to every wait on one) and ``s3_workers`` (worker
@@ -45,7 +47,9 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_PROFILE", None)
 
-STORE_KINDS = ("local", "moto", "moto_http")
+STORE_KINDS = ("local", "moto", "moto_http", "seaweedfs", "localstack")
+#: The kinds served over HTTP by a real S3 server no one here wrote (tests/realstores.py).
+REAL_STORE_KINDS = ("seaweedfs", "localstack")
 
 _MOTO_LOCK = threading.RLock()
 
@@ -208,6 +212,31 @@ def s3_workers(moto_http_bucket: tuple[str, str], procs, startup: float) -> obje
     return S3Workers(endpoint, bucket, procs, startup)
 
 
+def _real_store(kind: str, tmp_path_factory: pytest.TempPathFactory):
+    """One server of ``kind`` for the whole run; a loud skip naming what is missing, a failure under CI."""
+    import realstores
+
+    if reason := realstores.missing(kind):
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI must run the tests on {kind})", pytrace=False)
+        pytest.skip(reason)
+    server = realstores.STARTERS[kind](tmp_path_factory.mktemp(kind))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
+    """SeaweedFS (``weed mini``) on 127.0.0.1 for the whole run (tests/realstores.py ``RealStore``)."""
+    yield from _real_store("seaweedfs", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def localstack(tmp_path_factory: pytest.TempPathFactory):
+    """LocalStack's S3 on 127.0.0.1 for the whole run (tests/realstores.py ``RealStore``)."""
+    yield from _real_store("localstack", tmp_path_factory)
+
+
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
     if kind == "local":
         return LocalStore(tmp_path / "store")
@@ -229,6 +258,10 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
             client=boto_client(endpoint, _RECORD_CONFIG),
             data_client=boto_client(endpoint, _DATA_CONFIG),
         )
+    if kind in REAL_STORE_KINDS:
+        server = request.getfixturevalue(kind)
+        bucket = server.new_bucket()
+        return S3Store(bucket, client=server.client(_RECORD_CONFIG), data_client=server.client(_DATA_CONFIG))
     raise ValueError(kind)
 
 
@@ -295,6 +328,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier != "browser":  # browser modules mark their own browser tests
             item.add_marker(getattr(pytest.mark, tier))
         callspec = getattr(item, "callspec", None)
-        over_s3 = callspec is not None and callspec.params.get("store") in ("moto", "moto_http")
+        over_s3 = callspec is not None and callspec.params.get("store") in ("moto", "moto_http", *REAL_STORE_KINDS)
         if tier in SLOW_TIERS or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)

@@ -12,6 +12,10 @@ chain work unchanged. S3's quirks are normalised in this backend (the errors in
   re-reads and recomputes; we never resend the old body), on a create →
   resend;
 - missing key → ``NotFound``; missing bucket → ``BucketMissing``;
+- 501 on a conditional delete (LocalStack) → the delete is done by a conditional
+  overwrite first (:func:`.s3_writer.delete_by_tombstone`);
+- a listing entry not after ``start_after`` (LocalStack's common prefixes) → dropped;
+- 501 on a conditional write (Swift's S3 layer refuses If-Match) → ``UnsafeStore``;
 - connection errors, timeouts and 5xx → ``StoreUnavailable``.
 
 Record reads and writes use a client with short timeouts, so one slow call
@@ -44,7 +48,7 @@ from ..errors import Conflict, NotFound, StoreError, StoreUnavailable
 from .base import GetResult, ObjectMeta, PutMode, check_key
 from .s3_errors import _translated
 from .s3_urls import _URL_CONFIG, configured_endpoint, find_bucket_region
-from .s3_writer import _MultipartWriter
+from .s3_writer import _MultipartWriter, delete_by_tombstone
 
 #: Size of the parts of a multipart upload; :meth:`S3Store.open_write` hands it to the writer.
 PART_SIZE = 8 * 1024 * 1024
@@ -115,6 +119,7 @@ class S3Store:
         self._url_lock = threading.Lock()
         self._offset = 0.0  # store clock minus our wall clock, from the Date header
         self._offset_lock = threading.Lock()
+        self._deletes_conditionally = True  # until the store answers a conditional delete with 501
         for c in {id(self.client): self.client, id(self.data_client): self.data_client}.values():
             c.meta.events.register("after-call.s3", self._note_date)
 
@@ -160,8 +165,7 @@ class S3Store:
                 finally:
                     resp["Body"].close()
         except StoreError as e:
-            cause = e.__cause__
-            if not (isinstance(cause, ClientError) and cause.response.get("Error", {}).get("Code") == "InvalidRange"):
+            if _code(e) != "InvalidRange":
                 raise
             return GetResult(b"", self.head(key))
         meta = _meta(key, resp)
@@ -202,7 +206,10 @@ class S3Store:
                 kwargs["MaxKeys"] = min(1000, limit - len(out))
             with _translated(prefix, "list"):
                 resp = self.client.list_objects_v2(**kwargs)
-            out.extend(resp.get(field, []))
+            name = "Prefix" if delimiter else "Key"
+            # Strictly after start_after, as S3 and the local store list: LocalStack also answers
+            # with the common prefix equal to it (StartAfter "a/" and a key "a/x" give "a/").
+            out.extend(e for e in resp.get(field, []) if not start_after or e[name] > start_after)
             if not resp.get("IsTruncated"):
                 break
             kwargs.pop("StartAfter", None)
@@ -264,9 +271,19 @@ class S3Store:
             raise
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
+        if if_match and not self._deletes_conditionally:
+            return delete_by_tombstone(self, check_key(key), if_match)
         kwargs = {"IfMatch": if_match} if if_match else {}
-        with _translated(key, "update" if if_match else "delete"):
-            self.client.delete_object(Bucket=self.bucket, Key=check_key(key), **kwargs)
+        try:
+            with _translated(key, "update" if if_match else "delete"):
+                self.client.delete_object(Bucket=self.bucket, Key=check_key(key), **kwargs)
+        except StoreError as e:  # a 501 on a conditional call is UnsafeStore (s3_errors)
+            if not (if_match and _code(e) == "NotImplemented"):
+                raise
+            # LocalStack answers a conditional delete with 501: nothing was deleted. From now on
+            # this store deletes conditionally the way that does not need it (s3_writer says how).
+            self._deletes_conditionally = False
+            delete_by_tombstone(self, key, if_match)
 
     # --- presigned URLs ------------------------------------------------------
 
@@ -371,6 +388,12 @@ class _Reader:
     def close(self) -> None:
         self.closed = True
         self._body.close()
+
+
+def _code(e: StoreError) -> str:
+    """The S3 error code behind one of our errors ("" if it came from elsewhere)."""
+    cause = e.__cause__
+    return str(cause.response.get("Error", {}).get("Code", "")) if isinstance(cause, ClientError) else ""
 
 
 def _meta(key: str, resp: dict[str, Any]) -> ObjectMeta:

@@ -16,6 +16,7 @@ from ..errors import (
     PreconditionFailed,
     StoreError,
     StoreUnavailable,
+    UnsafeStore,
 )
 
 
@@ -41,6 +42,10 @@ def _from_client_error(e: ClientError, key: str, op: str) -> StoreError:
         if op == "create":
             return AlreadyExists(f"{key} already exists")
         return PreconditionFailed(f"{key} changed since it was read")
+    if status == 501 and op in ("create", "update"):
+        # OpenStack Swift's S3 layer: "Conditional object PUTs are not supported". Not a passing
+        # outage to retry: a store without conditional writes cannot hold task state.
+        return UnsafeStore(f"The store does not support conditional writes ({code or status} on {key}).")
     if status == 409 and code == "ConditionalRequestConflict":
         return Conflict(f"{key}: a concurrent conditional write is in progress")
     if code == "NoSuchBucket":

@@ -1,4 +1,5 @@
-"""The S3 backend's writer: one PUT for a small object, a multipart upload for a large one."""
+"""The S3 backend's writers: one PUT for a small object, a multipart upload for a large one, and the
+conditional delete of a store that cannot delete conditionally."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from .s3_errors import _translated
 
 if TYPE_CHECKING:
     from .s3 import S3Store
+
+#: Metadata of the empty object a conditional delete leaves for a moment (:func:`delete_by_tombstone`).
+TOMBSTONE = {"s3task-deleting": "1"}
 
 
 class _MultipartWriter:
@@ -109,3 +113,19 @@ class _MultipartWriter:
                 Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id
             )
         self._upload_id = None
+
+
+def delete_by_tombstone(store: S3Store, key: str, if_match: str) -> None:
+    """Delete ``key`` only if its ETag is ``if_match``, on a store that refuses If-Match on DELETE.
+
+    Step one is a compare-and-set that any store enforcing conditional writes honours: replace the
+    object by an empty one, If-Match ``if_match`` (a 412, or a 404 if it is gone, raises
+    ``PreconditionFailed`` and changes nothing). From then on every conditional write based on the
+    version we compared against fails, as it would after a real conditional delete. Step two deletes
+    the empty object unconditionally. Between the two a reader may see it: empty, with the
+    ``s3task-deleting`` metadata; and an unconditional overwrite landing in between is deleted with
+    it (s3task deletes conditionally only the outbox's notification entries, never overwritten).
+    """
+    store.put(key, b"", PutMode.update(if_match), metadata=TOMBSTONE)
+    with _translated(key, "delete"):
+        store.client.delete_object(Bucket=store.bucket, Key=key)

@@ -230,7 +230,7 @@ def test_list_keys_start_after_and_limit(store: ObjectStore) -> None:
     assert store.list_keys("nothing/") == []
 
 
-def test_list_prefixes_start_after_and_limit(store: ObjectStore) -> None:
+def test_list_prefixes_start_after_and_limit(store: ObjectStore, request: pytest.FixtureRequest) -> None:
     keys = ["r/c/1", "r/a/1", "r/a/2", "r/b/x/1", "r/d/1", "r/top", "s/e/1"]
     _fill(store, keys)
     assert store.list_prefixes("r/") == ["r/a/", "r/b/", "r/c/", "r/d/"]
@@ -239,6 +239,11 @@ def test_list_prefixes_start_after_and_limit(store: ObjectStore) -> None:
     assert store.list_prefixes("r/b/") == ["r/b/x/"]
     assert store.list_prefixes("nothing/") == []
     store.delete("r/b/x/1")  # no directories in an object store: an emptied prefix is gone
+    if request.node.callspec.params["store"] == "seaweedfs":
+        # except on SeaweedFS, whose filer keeps the emptied folder (docs/STORES.md): s3task never
+        # relies on a prefix vanishing (records are never deleted; only markers and probe keys are).
+        assert store.list_prefixes("r/") == ["r/a/", "r/b/", "r/c/", "r/d/"]
+        return
     assert store.list_prefixes("r/") == ["r/a/", "r/c/", "r/d/"]
 
 
@@ -445,6 +450,8 @@ def test_s3_409_on_an_update_is_a_conflict_and_never_resent() -> None:
         ("NoSuchBucket", 404, PutMode.OVERWRITE, BucketMissing),
         ("AccessDenied", 403, PutMode.OVERWRITE, AccessDeniedByStore),
         ("SlowDown", 503, PutMode.OVERWRITE, StoreUnavailable),
+        ("NotImplemented", 501, PutMode.update('"e"'), UnsafeStore),  # Swift's S3 layer: no If-Match on PUT
+        ("NotImplemented", 501, PutMode.OVERWRITE, StoreUnavailable),
     ],
 )
 def test_s3_errors_are_translated_with_their_cause(code: str, status: int, mode: PutMode, expected: type) -> None:

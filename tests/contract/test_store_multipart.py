@@ -1,8 +1,9 @@
 """Contract: a multipart upload done by someone else (a browser) through presigned part URLs.
 
 The S3 store starts the upload, presigns one URL per part, and joins the parts
-from their ETags, or aborts them. Run against moto in-process and moto's server
-over HTTP; the parts are sent with plain HTTP PUTs, as a browser sends them.
+from their ETags, or aborts them. Run against moto in-process, moto's server
+over HTTP, SeaweedFS (which checks the part URLs' signatures) and LocalStack;
+the parts are sent with plain HTTP PUTs, as a browser sends them.
 The local-directory store has no such URLs: its TaskService says so.
 """
 
@@ -13,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 import requests
-from conftest import make_store
+from conftest import REAL_STORE_KINDS, make_store
 
 from s3task.errors import AccessDenied, InvalidInput, InvalidTransition, NotFound
 from s3task.layout import Layout
@@ -26,7 +27,7 @@ PART_ONE = b"a,b\n" + b"1,2\n" * (5 * MB // 4)  # a part other than the last mus
 PART_TWO = b"3,4\n5,6\n"
 
 
-@pytest.fixture(params=("moto", "moto_http"))
+@pytest.fixture(params=("moto", "moto_http", *(pytest.param(k, marks=pytest.mark.slow) for k in REAL_STORE_KINDS)))
 def s3(request: pytest.FixtureRequest, tmp_path: Path):
     return make_store(request.param, tmp_path, request)
 

