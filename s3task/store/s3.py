@@ -46,7 +46,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..clock import MACHINE, Clock
 from ..errors import Conflict, NotFound, StoreError, StoreUnavailable
 from .base import GetResult, ObjectMeta, PutMode, check_key
-from .s3_errors import _translated
+from .s3_errors import Reader, _translated
 from .s3_urls import _URL_CONFIG, configured_endpoint, find_bucket_region
 from .s3_writer import _MultipartWriter, delete_by_tombstone
 
@@ -181,7 +181,7 @@ class S3Store:
             resp = self.data_client.get_object(Bucket=self.bucket, Key=check_key(key), **kwargs)
         body = resp["Body"]
         try:
-            yield cast(BinaryIO, _Reader(body, key))  # read(n) is all callers use
+            yield cast(BinaryIO, Reader(body, key))  # read(n) is all callers use
         finally:
             body.close()
 
@@ -368,26 +368,6 @@ class S3Store:
     def sweep_unfinished(self, older_than: float) -> int:
         """Nothing to sweep by age: S3 lists no staged files, and the bucket's lifecycle rule takes the rest."""
         return 0
-
-
-class _Reader:
-    """A file-like view of a streaming body whose errors are store errors."""
-
-    def __init__(self, body: Any, key: str) -> None:
-        self._body = body
-        self._key = key
-        self.closed = False
-
-    def read(self, n: int = -1) -> bytes:
-        with _translated(self._key, "get"):
-            return bytes(self._body.read(None if n is None or n < 0 else n))
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-        self._body.close()
 
 
 def _code(e: StoreError) -> str:

@@ -1,9 +1,10 @@
-"""botocore's errors as s3task's, for the S3 backend (:mod:`.s3` lists the mapping)."""
+"""botocore's errors as s3task's, for the S3 backend (:mod:`.s3` lists the mapping), and a body that reads with them."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -59,3 +60,23 @@ def _from_client_error(e: ClientError, key: str, op: str) -> StoreError:
     if status >= 500 or code in ("SlowDown", "RequestTimeout", "ServiceUnavailable", "InternalError"):
         return StoreUnavailable(f"the store failed on {key} ({code or status})")
     return StoreError(f"store error on {key}: {code or status} {e}")
+
+
+class Reader:
+    """A file-like view of a streaming body whose errors are store errors."""
+
+    def __init__(self, body: Any, key: str) -> None:
+        self._body = body
+        self._key = key
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        with _translated(self._key, "get"):
+            return bytes(self._body.read(None if n is None or n < 0 else n))
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        self._body.close()

@@ -126,7 +126,7 @@ def test_bad_ids_are_refused_by_the_http_api(tmp_path: Path) -> None:
 def test_bad_ids_are_refused_by_the_cli(tmp_path: Path, monkeypatch, capsys) -> None:
     root = tmp_path / "s"
     with recorded(LocalStore(root)) as (store, calls):
-        monkeypatch.setattr(cli, "open_store", lambda url: (store, Layout()))
+        monkeypatch.setattr(cli, "open_store", lambda url, **_: (store, Layout()))
         for bad in BAD_IDS:
             for command in ("show", "cancel", "retry", "download"):
                 if "\x00" in bad:

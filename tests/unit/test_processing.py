@@ -6,6 +6,7 @@ import csv
 import io
 import random
 import re
+import threading
 
 import pandas as pd
 import pytest
@@ -307,10 +308,12 @@ def test_blocks_agree_with_arrow_reading_the_whole_file() -> None:
     assert compared > 100
 
 
-def _engine_threads() -> list[str]:
+def _engine_threads(before: set[int | None]) -> list[str]:
+    """s3task's threads started since ``before`` and still running (others' threads, e.g. a notifier
+    an earlier test built in this process, are not the engine's)."""
     import threading
 
-    return [t.name for t in threading.enumerate() if t.name.startswith("s3task-")]
+    return [t.name for t in threading.enumerate() if t.name.startswith("s3task-") and t.ident not in before]
 
 
 @pytest.mark.parametrize("where", ["source", "handler", "sink"])
@@ -347,9 +350,10 @@ def test_failures_propagate_and_stop_the_threads(where: str) -> None:
     source = FailingSource(data) if where == "source" else Source(data)
     sink = FailingSink() if where == "sink" else Sink()
     task_type = "test_failing" if where == "handler" else "copy"
+    before = {t.ident for t in threading.enumerate()}
     with pytest.raises(Boom):
         run(task_type, {}, source, sink, lambda c: None, block_size=4096)
-    assert _engine_threads() == []
+    assert _engine_threads(before) == []
 
 
 def test_junk_never_crashes() -> None:
