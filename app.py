@@ -66,7 +66,9 @@ def main() -> None:
 
     who = identity.current(settings.operators)
     if who.problem:
-        _stop_with("s3task cannot let you in", who.problem)
+        _stop_with(
+            "s3task is not configured correctly" if who.misconfigured else "s3task cannot let you in", who.problem
+        )
     if who.login_needed:
         _sign_in()
 

@@ -17,8 +17,10 @@
    Streamlit's ``server.trustedUserHeaders`` (e.g. ``{"X-Forwarded-Email" = "email"}``).
    Only safe when the proxy is the only way in.
 3. Neither: a single local user who is an operator (development mode) — allowed
-   only while Streamlit listens on loopback. Bound anywhere else, the app refuses
-   to serve and says why.
+   only while Streamlit listens on loopback and the request came straight from this
+   computer. Bound anywhere else, or reached through something that forwards (a
+   same-host reverse proxy, a tunnel: ``ui/forwarding.py``), the app refuses to serve,
+   says what to configure, and logs it once.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import Any, Literal
 
 from s3task.errors import AccessDenied
 from s3task.tasks import Actor
+
+from .forwarding import Headers, forwarded_by, headers_of
 
 log = logging.getLogger("s3task.app")
 
@@ -68,6 +72,8 @@ class Identity:
     #: The name the identity provider shows for the user (``name`` / ``preferred_username``):
     #: for display only, never an identity or an operator match.
     display_name: str | None = None
+    #: The refusal is the operator's to fix (the app is set up wrongly), not the visitor's.
+    misconfigured: bool = False
 
     @property
     def label(self) -> str:
@@ -97,8 +103,11 @@ def resolve(
     trusted_headers: Mapping[str, str],
     address: str | None,
     operators: Iterable[str],
+    headers: Headers | None = None,
 ) -> Identity:
-    """Decide who the user is from what Streamlit knows; pure, so every branch is testable."""
+    """Decide who the user is from what Streamlit knows; pure, so every branch is testable.
+
+    ``headers``: the request's, names in lower case, every value kept (:func:`forwarding.headers_of`)."""
     operators = set(operators)
     if auth_configured:
         if not user.get("is_logged_in"):
@@ -115,6 +124,9 @@ def resolve(
             "Open the app through the company address (the proxy), not directly.",
         )
     if is_loopback(address):
+        forwarded = forwarded_by(headers or {})
+        if forwarded:
+            return Identity("none", problem=_forwarded_problem(forwarded), misconfigured=True)
         return Identity("dev", actor=Actor(DEV_USER, operator=True))
     where = address or "every network interface"
     return Identity(
@@ -124,6 +136,16 @@ def resolve(
             "as anyone. Configure OIDC login ([auth] in .streamlit/secrets.toml) or a trusted proxy header "
             "(server.trustedUserHeaders), or listen on 127.0.0.1 only (./run.sh does)."
         ),
+    )
+
+
+def _forwarded_problem(why: str) -> str:
+    return (
+        f"No sign-in is configured, so this app lets in only people at this computer, and this request "
+        f"came through something that forwards ({why}): a reverse proxy or a tunnel such as cloudflared "
+        "or ngrok, which would let anyone it reaches act as the operator. Configure OIDC login ([auth] in "
+        ".streamlit/secrets.toml) or a trusted proxy header (server.trustedUserHeaders), or open the app "
+        "directly at http://127.0.0.1 on this computer."
     )
 
 
@@ -209,10 +231,24 @@ def current(operators: Iterable[str]) -> Identity:
         trusted_headers=_trusted_headers(),
         address=st.get_option("server.address"),
         operators=operators,
+        headers=headers_of(st.context.headers),
     )
-    if identity.problem:
+    if identity.misconfigured:
+        _log_once(identity.problem or "")
+    elif identity.problem:
         log.error("refusing to serve: %s", identity.problem)
     return identity
+
+
+_logged: list[str] = []
+
+
+def _log_once(problem: str) -> None:
+    """The first forwarded request is logged, the rest are not: each page view and rerun asks again,
+    and a tunnel in front of the app would otherwise fill the log with lines a visitor chooses."""
+    if not _logged:
+        _logged.append(problem)
+        log.error("refusing to serve (logged once, further such requests are refused silently): %s", problem)
 
 
 def _auth_configured(user: Mapping[str, Any]) -> bool:
