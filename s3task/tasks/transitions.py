@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import csvio, handlers, lifecycle, live, markers, metrics
+from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
 from ..errors import InvalidInput, InvalidTaskId, InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..ids import new_task_id, validate_task_id
 from ..progress import Progress
@@ -85,6 +85,9 @@ class Transitions:
             raise InvalidInput("give the task a name")
         if len(name) > MAX_NAME:
             raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
+        if unsafe := safetext.unsafe_character(name):
+            # Names reach operators' terminals (``s3task list``) and logs: no control or invisible characters.
+            raise InvalidInput(f"the task name may hold only visible text and spaces, not {unsafe}")
         params = handlers.get(task_type).validate(payload)
         read_as = csvio.parse_input_format(input_format, allow_detect=True)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
