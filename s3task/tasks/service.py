@@ -68,6 +68,7 @@ class TaskService:
         self.export_state = self.outputs.export_state
         self.prepare_output = self.outputs.prepare_output
         self.ensure_output = self.outputs.ensure_output
+        self.copy_job = self.outputs.copy_job
         self.read_output = self.outputs.read_output
         self.exports = self.outputs.exports
 
