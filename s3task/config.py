@@ -19,6 +19,7 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from .clock import Clock
 from .errors import SettingsError as SettingsError  # re-exported: its home was here
@@ -131,7 +132,24 @@ _HTTP_URL = re.compile(r"https?://[^/\s?#@]+(/\S*)?")
 # rest of the password would then be read as the host or the port (and end up in an error message).
 _SMTP_URL = re.compile(r"(smtp|smtps|smtp\+starttls)://([^@\s/?#\[\]]+@)?[^@\s/:?#\[\]]+(?::([0-9]{1,5}))?/?")
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+")
-WEBHOOK_URLS = each(matching(_HTTP_URL, ""), "comma-separated http:// or https:// URLs (no user:password@)")
+
+
+def _webhook_url(value: Any) -> bool:
+    """An http(s) URL a POST can be sent to: its host there, brackets closed, its port from 1 to 65535
+    (``http://127.0.0.1:99999/`` and ``https://[::1`` would otherwise turn every event into ``missed``)."""
+    if not (isinstance(value, str) and _HTTP_URL.fullmatch(value)):
+        return False
+    try:
+        parts = urlsplit(value)
+        return bool(parts.hostname) and parts.port != 0  # .port: ValueError when not a number up to 65535
+    except ValueError:
+        return False
+
+
+WEBHOOK_URLS = each(
+    Rule("", _webhook_url),
+    "comma-separated http:// or https:// URLs with a host and a port from 1 up to 65535 (no user:password@)",
+)
 
 
 def _smtp_url(value: Any) -> bool:
