@@ -88,6 +88,8 @@ def main() -> None:
 
     page = st.navigation(nav.pages())
     sidebar.render(ctx)
+    if ctx.actor.operator and (exposed := identity.exposure()):  # theirs to fix, on every page until it is
+        st.warning(fmt.plain(exposed), icon=":material/warning:")
     if ctx.worker.problem:  # on every page: nothing submitted here will be processed until this changes
         st.error(
             "**Tasks will not be processed by this app.** Its built-in worker is not running: "

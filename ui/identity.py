@@ -72,8 +72,9 @@ class Identity:
     #: The name the identity provider shows for the user (``name`` / ``preferred_username``):
     #: for display only, never an identity or an operator match.
     display_name: str | None = None
-    #: The refusal is the operator's to fix (the app is set up wrongly), not the visitor's.
-    misconfigured: bool = False
+    #: What is set up wrongly, when the refusal is the operator's to fix, not the visitor's
+    #: (``forwarded``, ``repeated-header``): logged once per kind.
+    misconfigured: str = ""
 
     @property
     def label(self) -> str:
@@ -114,6 +115,9 @@ def resolve(
             return Identity("oidc", login_needed=True)
         return _oidc(user, operators)
     if trusted_headers:
+        repeated = [name for name in trusted_headers if len((headers or {}).get(name.lower(), ())) > 1]
+        if repeated:
+            return Identity("header", problem=_repeated_problem(repeated[0]), misconfigured="repeated-header")
         keys = list(dict.fromkeys(trusted_headers.values()))
         headers = ", ".join(trusted_headers)
         return _named(
@@ -126,7 +130,7 @@ def resolve(
     if is_loopback(address):
         forwarded = forwarded_by(headers or {})
         if forwarded:
-            return Identity("none", problem=_forwarded_problem(forwarded), misconfigured=True)
+            return Identity("none", problem=_forwarded_problem(forwarded), misconfigured="forwarded")
         return Identity("dev", actor=Actor(DEV_USER, operator=True))
     where = address or "every network interface"
     return Identity(
@@ -137,6 +141,41 @@ def resolve(
             "(server.trustedUserHeaders), or listen on 127.0.0.1 only (./run.sh does)."
         ),
     )
+
+
+def _repeated_problem(header: str) -> str:
+    # Streamlit takes the first of repeated headers, which is the one the client sent when a proxy
+    # appends its own instead of replacing it: the client would choose who they are.
+    return (
+        f"This request carried the sign-in header {header} more than once, so it cannot tell who you are: the "
+        "reverse proxy in front of this app must replace that header (nginx: proxy_set_header), not add a "
+        "second one next to the one the browser sent. See docs/APP.md for a sample configuration."
+    )
+
+
+def exposed_warning(trusted_headers: Mapping[str, str], address: str | None) -> str | None:
+    """What to tell operators when the app believes a sign-in header and listens where more than the
+    proxy may reach it (every interface, a public address, a host name), or None."""
+    if not trusted_headers or is_private(address):
+        return None
+    where = address or "every network interface"
+    return (
+        f"This app believes the sign-in header {', '.join(trusted_headers)} and listens on {where}: anyone who "
+        "reaches it there, not through your reverse proxy, can send that header and be whoever it names. "
+        "Set server.address to 127.0.0.1 or a private address only the proxy reaches (docs/APP.md)."
+    )
+
+
+def is_private(address: str | None) -> bool:
+    """Loopback or a private-network IP address (10/8, 172.16/12, 192.168/16, fc00::/7, link-local);
+    not every interface, a public address, or a host name (which may resolve to anything)."""
+    if is_loopback(address):
+        return True
+    try:
+        ip = ipaddress.ip_address((address or "").strip("[]"))
+    except ValueError:
+        return False
+    return ip.is_private and not ip.is_unspecified
 
 
 def _forwarded_problem(why: str) -> str:
@@ -234,21 +273,29 @@ def current(operators: Iterable[str]) -> Identity:
         headers=headers_of(st.context.headers),
     )
     if identity.misconfigured:
-        _log_once(identity.problem or "")
+        _log_once(identity.misconfigured, identity.problem or "")
     elif identity.problem:
         log.error("refusing to serve: %s", identity.problem)
     return identity
 
 
-_logged: list[str] = []
+_logged: set[str] = set()
 
 
-def _log_once(problem: str) -> None:
-    """The first forwarded request is logged, the rest are not: each page view and rerun asks again,
-    and a tunnel in front of the app would otherwise fill the log with lines a visitor chooses."""
-    if not _logged:
-        _logged.append(problem)
+def _log_once(kind: str, problem: str) -> None:
+    """The first request refused for a ``kind`` of set-up fault is logged, the rest are not: each page
+    view and rerun asks again, and a tunnel or a proxy in front of the app would otherwise fill the
+    log with lines a visitor chooses."""
+    if kind not in _logged:
+        _logged.add(kind)
         log.error("refusing to serve (logged once, further such requests are refused silently): %s", problem)
+
+
+def exposure() -> str | None:
+    """:func:`exposed_warning` for this server's options (the banner operators see, the start-up log line)."""
+    import streamlit as st
+
+    return exposed_warning(_trusted_headers(), st.get_option("server.address"))
 
 
 def _auth_configured(user: Mapping[str, Any]) -> bool:

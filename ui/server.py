@@ -132,9 +132,20 @@ def service_for(settings: Settings) -> TaskService:
 async def lifespan(app: Any) -> AsyncIterator[None]:
     """Start the embedded worker with the server (queued tasks go on after a restart, with no page open);
     on shutdown, stop it, which hands the task it holds back to the queue."""
+    _warn_if_exposed()
     await run_in_threadpool(_start_worker)
     yield
     await run_in_threadpool(_stop_worker)
+
+
+def _warn_if_exposed() -> None:
+    """Trusted sign-in headers on an address more than the proxy can reach: said once at start (and on
+    every page to operators, app.py)."""
+    from ui import identity
+
+    exposed = identity.exposure()
+    if exposed:
+        log.warning("%s", exposed)
 
 
 def _start_worker() -> None:

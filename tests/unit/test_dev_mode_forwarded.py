@@ -52,7 +52,7 @@ def test_a_request_straight_from_this_computer_is_the_developer(headers) -> None
 
 def test_the_page_refuses_and_logs_once(app, monkeypatch, caplog) -> None:
     monkeypatch.setattr(identity, "headers_of", lambda _: {"x-forwarded-for": ["203.0.113.7"]})
-    monkeypatch.setattr(identity, "_logged", [])
+    monkeypatch.setattr(identity, "_logged", set())
     with caplog.at_level(logging.ERROR, logger="s3task.app"):
         for _ in range(3):
             at = app().run()
