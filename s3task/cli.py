@@ -24,7 +24,7 @@ from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
 from .safetext import visible
 from .store import open_store
 from .store.probe import cas_probe
-from .tasks import Actor, TaskService
+from .tasks import Actor, CreateLimits, TaskService
 
 EXIT_ERROR = 1
 #: A setting s3task cannot use (as for a bad flag: argparse exits with 2 too).
@@ -152,7 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
         actor = Actor(user, operator=user in settings.operators or settings.cli_operator)
         service = TaskService(
-            store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds, hook=notifier
+            store,
+            layout,
+            max_attempts=settings.max_attempts,
+            url_seconds=settings.url_seconds,
+            hook=notifier,
+            limits=CreateLimits.of(settings),
         )
         return COMMANDS[args.command](args, service, actor)
     except (S3TaskError, ValueError, OSError) as e:

@@ -215,6 +215,11 @@ class Settings:
     #: The address worker.py's metrics server binds: loopback unless you open it up (0.0.0.0, ::).
     metrics_host: str = setting("127.0.0.1", rule=METRICS_HOST)
     embedded_worker: bool = setting(True, rule=FLAG)
+    #: Tasks one user may create per minute, in each app or API process (0: no limit): more are refused
+    #: (HTTP 429 with Retry-After), so one user cannot flood everyone's list or the service's memory.
+    max_creates_per_minute: int = setting(60, rule=number(0, 100_000, whole=True))
+    #: Largest parameters of one task, in KiB of JSON (at most 64: the record must stay readable).
+    max_parameters_kb: int = setting(16, rule=number(1, 64, whole=True))
     #: Largest upload the app accepts, in megabytes.
     max_upload_mb: int = setting(200, rule=number(1, 5 * 1024 * 1024, whole=True))
     #: Lifetime of presigned URLs, in seconds (S3 refuses more than seven days).

@@ -119,12 +119,12 @@ def resolve(
         if repeated:
             return Identity("header", problem=_repeated_problem(repeated[0]), misconfigured="repeated-header")
         keys = list(dict.fromkeys(trusted_headers.values()))
-        headers = ", ".join(trusted_headers)
+        named = ", ".join(trusted_headers)
         return _named(
             "header",
             _first(user, keys),
             operators,
-            f"this app trusts the sign-in header {headers} from its reverse proxy, and this request carried none. "
+            f"this app trusts the sign-in header {named} from its reverse proxy, and this request carried none. "
             "Open the app through the company address (the proxy), not directly.",
         )
     if is_loopback(address):

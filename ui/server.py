@@ -33,7 +33,7 @@ from s3task.config import Settings
 from s3task.errors import S3TaskError, SettingsError
 from s3task.notify import Notifier
 from s3task.store import open_store
-from s3task.tasks import TaskService
+from s3task.tasks import CreateLimits, TaskService
 from s3task.web.transfer import signer_for
 
 log = logging.getLogger("s3task.app")
@@ -73,7 +73,7 @@ def _unavailable(reason: str) -> list[BaseRoute]:
     return [json_mount("/api", catch_all), json_mount("/transfer", list(catch_all))]
 
 
-_services: dict[tuple[str, int, int, str, Clock, Notifier | None], TaskService] = {}
+_services: dict[tuple[str, int, int, str, Clock, Notifier | None, CreateLimits | None], TaskService] = {}
 _notifiers: dict[Settings, Notifier | None] = {}
 _services_lock = threading.Lock()
 
@@ -86,6 +86,7 @@ def task_service(
     signing_key: str = "",
     clock: Clock = MACHINE,
     hook: Notifier | None = None,
+    limits: CreateLimits | None = None,
 ) -> TaskService:
     """The one TaskService of this process for a store; on the local store it signs ``/transfer`` URLs.
 
@@ -93,13 +94,19 @@ def task_service(
     A plain per-process cache, not ``st.cache_resource``: the routes need it
     before Streamlit's runtime has started.
     """
-    key = (store_url, max_attempts, url_seconds, signing_key, clock, hook)
+    key = (store_url, max_attempts, url_seconds, signing_key, clock, hook, limits)
     with _services_lock:
         if key not in _services:
             store, layout = open_store(store_url, clock=clock)
             signer = signer_for(store, key=signing_key)
             _services[key] = TaskService(
-                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer, hook=hook
+                store,
+                layout,
+                max_attempts=max_attempts,
+                url_seconds=url_seconds,
+                url_signer=signer,
+                hook=hook,
+                limits=limits,
             )
         return _services[key]
 
@@ -125,6 +132,7 @@ def service_for(settings: Settings) -> TaskService:
         signing_key=settings.signing_key,
         clock=settings.clock,
         hook=notifier_for(settings),
+        limits=CreateLimits.of(settings),
     )
 
 

@@ -33,7 +33,7 @@ from ..config import Settings
 from ..errors import S3TaskError, SettingsError
 from ..record import TaskRecord
 from ..store import open_store
-from ..tasks import MAX_LIST, Actor, TaskService
+from ..tasks import MAX_LIST, Actor, CreateLimits, TaskService
 from .copywait import CopyWaiters
 from .errors import HttpError, json_mount, route_error, s3task_error
 from .models import (
@@ -273,6 +273,7 @@ def routes(
             url_seconds=settings.url_seconds,
             url_signer=signer_for(store, key=settings.signing_key),
             hook=notify.from_settings(settings),  # the email / webhooks of the state changes made through the API
+            limits=CreateLimits.of(settings),
         )
     api = Api(service, tokens)
     errors = {S3TaskError: s3task_error, HTTPException: route_error}
