@@ -73,7 +73,9 @@ def _unavailable(reason: str) -> list[BaseRoute]:
     return [json_mount("/api", catch_all), json_mount("/transfer", list(catch_all))]
 
 
-_services: dict[tuple[str, int, int, str, Clock, Notifier | None, CreateLimits | None], TaskService] = {}
+#: The settings' defaults: a caller that names no limits finds the service the pages use by default.
+DEFAULT_LIMITS = CreateLimits()
+_services: dict[tuple[str, int, int, str, Clock, Notifier | None, CreateLimits], TaskService] = {}
 _notifiers: dict[Settings, Notifier | None] = {}
 _services_lock = threading.Lock()
 
@@ -86,7 +88,7 @@ def task_service(
     signing_key: str = "",
     clock: Clock = MACHINE,
     hook: Notifier | None = None,
-    limits: CreateLimits | None = None,
+    limits: CreateLimits = DEFAULT_LIMITS,
 ) -> TaskService:
     """The one TaskService of this process for a store; on the local store it signs ``/transfer`` URLs.
 
