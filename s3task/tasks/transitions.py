@@ -157,7 +157,7 @@ class Transitions:
         return self.queue(record, etag, meta, read_as)
 
     def _remember(self, record: TaskRecord, etag: str) -> None:
-        """Keep a record this service created, and its ETag, for the submit (the newest few hundred, a few MB at most)."""
+        """Keep a record this service created, and its ETag, for the submit (the newest 500, 4 MB at most)."""
         self._created.put(record.task_id, (record, etag), record_bytes(record))
 
     def recall(self, task_id: str) -> tuple[TaskRecord, str] | None:
