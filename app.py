@@ -66,7 +66,9 @@ def main() -> None:
 
     who = identity.current(settings.operators)
     if who.problem:
-        _stop_with("s3task cannot let you in", who.problem)
+        _stop_with(
+            "s3task is not configured correctly" if who.misconfigured else "s3task cannot let you in", who.problem
+        )
     if who.login_needed:
         _sign_in()
 
@@ -86,6 +88,8 @@ def main() -> None:
 
     page = st.navigation(nav.pages())
     sidebar.render(ctx)
+    if ctx.actor.operator and (exposed := identity.exposure()):  # theirs to fix, on every page until it is
+        st.warning(fmt.plain(exposed), icon=":material/warning:")
     if ctx.worker.problem:  # on every page: nothing submitted here will be processed until this changes
         st.error(
             "**Tasks will not be processed by this app.** Its built-in worker is not running: "

@@ -21,9 +21,10 @@ from .config import Settings
 from .counts import LABELS, counts_of
 from .csvio import XLSX, InputFormat, detect_kind
 from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
+from .safetext import visible
 from .store import open_store
 from .store.probe import cas_probe
-from .tasks import Actor, TaskService
+from .tasks import Actor, CreateLimits, TaskService
 
 EXIT_ERROR = 1
 #: A setting s3task cannot use (as for a bad flag: argparse exits with 2 too).
@@ -162,7 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
         actor = Actor(user, operator=user in settings.operators or settings.cli_operator)
         service = TaskService(
-            store, layout, max_attempts=settings.max_attempts, url_seconds=settings.url_seconds, hook=notifier
+            store,
+            layout,
+            max_attempts=settings.max_attempts,
+            url_seconds=settings.url_seconds,
+            hook=notifier,
+            limits=CreateLimits.of(settings),
         )
         return COMMANDS[args.command](args, service, actor)
     except (S3TaskError, ValueError, OSError) as e:
@@ -190,7 +196,7 @@ def _login() -> str:
 
 def _one_line(e: BaseException) -> str:
     text = str(e) or type(e).__name__
-    return " ".join(text.split())
+    return visible(" ".join(text.split()))
 
 
 # --- commands ----------------------------------------------------------------
@@ -243,12 +249,12 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
         rows.append(
             (
                 t.task_id,
-                t.task_name[:30],
-                t.task_type,
+                visible(t.task_name)[:30],  # a stored name's control characters as escapes (safetext)
+                visible(t.task_type),
                 status,
                 f"{t.progress:.0%}",
                 *("-" if counts[name] is None else str(counts[name]) for name in LABELS),
-                t.created_by,
+                visible(t.created_by),
                 t.created_at[:19].replace("T", " "),
             )
         )
@@ -263,7 +269,9 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
 def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
     if args.json:
-        print(json.dumps({**record.to_dict(), **counts_of(record).as_dict()}, indent=1, ensure_ascii=False))
+        text = json.dumps({**record.to_dict(), **counts_of(record).as_dict()}, indent=1, ensure_ascii=False)
+        # JSON leaves C1 controls and bidirectional overrides raw; visible()'s \u escapes parse back the same.
+        print("\n".join(visible(line) for line in text.split("\n")))
         return 0
     for label, value in counts_of(record).lines():  # the app's words and numbers
         print(f"{label:>18}: {value}")
@@ -271,9 +279,9 @@ def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
         print(f"{'read as':>18}: {InputFormat.from_dict(record.input_format).describe()}")
     for key, value in record.to_dict().items():
         if key != "history":
-            print(f"{key:>18}: {value}")
+            print(f"{key:>18}: {visible(str(value))}")
     for event in record.history:
-        note = f"  {event['note']}" if event.get("note") else ""
+        note = f"  {visible(str(event['note']))}" if event.get("note") else ""
         print(f"{'':>18}  {event['at']}  {event['event']} (attempt {event.get('attempt')}){note}")
     return 0
 

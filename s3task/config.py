@@ -19,6 +19,7 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from .clock import Clock
 from .errors import SettingsError as SettingsError  # re-exported: its home was here
@@ -131,7 +132,24 @@ _HTTP_URL = re.compile(r"https?://[^/\s?#@]+(/\S*)?")
 # rest of the password would then be read as the host or the port (and end up in an error message).
 _SMTP_URL = re.compile(r"(smtp|smtps|smtp\+starttls)://([^@\s/?#\[\]]+@)?[^@\s/:?#\[\]]+(?::([0-9]{1,5}))?/?")
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+")
-WEBHOOK_URLS = each(matching(_HTTP_URL, ""), "comma-separated http:// or https:// URLs (no user:password@)")
+
+
+def _webhook_url(value: Any) -> bool:
+    """An http(s) URL a POST can be sent to: its host there, brackets closed, its port from 1 to 65535
+    (``http://127.0.0.1:99999/`` and ``https://[::1`` would otherwise turn every event into ``missed``)."""
+    if not (isinstance(value, str) and _HTTP_URL.fullmatch(value)):
+        return False
+    try:
+        parts = urlsplit(value)
+        return bool(parts.hostname) and parts.port != 0  # .port: ValueError when not a number up to 65535
+    except ValueError:
+        return False
+
+
+WEBHOOK_URLS = each(
+    Rule("", _webhook_url),
+    "comma-separated http:// or https:// URLs with a host and a port from 1 up to 65535 (no user:password@)",
+)
 
 
 def _smtp_url(value: Any) -> bool:
@@ -197,6 +215,11 @@ class Settings:
     #: The address worker.py's metrics server binds: loopback unless you open it up (0.0.0.0, ::).
     metrics_host: str = setting("127.0.0.1", rule=METRICS_HOST)
     embedded_worker: bool = setting(True, rule=FLAG)
+    #: Tasks one user may create per minute, in each app or API process (0: no limit): more are refused
+    #: (HTTP 429 with Retry-After), so one user cannot flood everyone's list or the service's memory.
+    max_creates_per_minute: int = setting(60, rule=number(0, 100_000, whole=True))
+    #: Largest parameters of one task, in KiB of JSON (at most 64: the record must stay readable).
+    max_parameters_kb: int = setting(16, rule=number(1, 64, whole=True))
     #: Largest upload the app accepts, in megabytes.
     max_upload_mb: int = setting(200, rule=number(1, 5 * 1024 * 1024, whole=True))
     #: Lifetime of presigned URLs, in seconds (S3 refuses more than seven days).

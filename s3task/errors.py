@@ -142,6 +142,15 @@ class TooManyConflicts(S3TaskError):
     """The task kept changing under us; try again in a moment."""
 
 
+class TooManyRequests(S3TaskError):
+    """You have done that too often in the last minute; try again in a moment."""
+
+    def __init__(self, message: str | None = None, *, retry_after: int = 60) -> None:
+        super().__init__(message)
+        #: Seconds until the request would be accepted (the HTTP API's Retry-After).
+        self.retry_after = retry_after
+
+
 class UnknownTaskType(S3TaskError):
     """No task type with that name is registered."""
 

@@ -558,6 +558,7 @@ def render_report(figures: dict[str, Any]) -> str:
         out += [f"## {title}", "", f"Reproduce: `{COMMANDS[section]}` (last run {data.get('at', '?')})", ""]
         out += [f"- {line}" for line in _lines(section, data)]
         out.append("")
+    out += render_misuse(figures)
     out += [
         "## Bugs these suites found (fixed, each with the test that found it)",
         "",
@@ -630,6 +631,105 @@ BUGS = (
     "under a 400 MB cap the attempt was killed for memory before it could say what was wrong. Reads now stop "
     "one byte past the limit: 327 MB (s3task/csvio; test_hostile.py, a single 200 MB line).",
 )
+
+#: The misuse table (issue 26): what was tried, what happened before, what is bounded now. A row's
+#: figures come from the section of reliability.json its test saves (``misuse_*``); a row whose test
+#: did not run in the last full run says so instead, so regenerating never loses a row.
+MISUSE = (
+    (
+        "Development mode (no sign-in, 127.0.0.1) opened through a same-host proxy or tunnel "
+        "(`X-Forwarded-For`, `X-Forwarded-Host`, `Forwarded`, `X-Real-IP`, a non-loopback `Host`)",
+        "every visitor was the operator, the Workers page was served, nothing was logged",
+        'refused with the "not configured correctly" page naming what to configure; the first logged',
+        "tests/unit/test_dev_mode_forwarded.py, tests/browser/test_dev_mode_tunnel.py",
+        None,
+    ),
+    (
+        "45 concurrent `GET /api/tasks/{id}/output?variant=xlsx` on a fresh large output, "
+        "another user's `GET /api/tasks?limit=1` timed meanwhile",
+        "each waiting request held one of AnyIO's 40 threads for up to 20 s; the other user waited 18.8 s "
+        "(0.018 s unloaded)",
+        "waiters hold no thread, at most 16 wait, the rest get 503 + `Retry-After` at once",
+        "tests/system/test_copy_waits.py",
+        "misuse_copy_burst",
+    ),
+    (
+        "1,500 tasks created and cancelled with 60 KB of parameters each, in one service",
+        "123 MB kept for good (created records bounded by count, finished ones not at all)",
+        "both caches bounded in bytes (4 MB + 16 MB)",
+        "tests/unit/test_create_limits.py",
+        "misuse_cache",
+    ),
+    (
+        "One user creating tasks as fast as the API answers",
+        "3,000 tasks in 26 s, flooding everyone's list",
+        "`S3TASK_MAX_CREATES_PER_MINUTE` (60) per user and process: 429 + `Retry-After`; "
+        "`S3TASK_MAX_PARAMETERS_KB` (16) per task",
+        "tests/system/test_create_limits_api.py",
+        "misuse_create_rate",
+    ),
+    (
+        "Task names with `ESC[31m`, CR LF, NUL, C1, right-to-left override, zero-width characters",
+        "accepted; `s3task list` / `show` printed them raw (terminal escapes, fake rows)",
+        "refused at create (API 400, CLI, app, one message); stored ones printed as `\\uXXXX`",
+        "tests/system/test_names_shown.py",
+        None,
+    ),
+    (
+        "Tokens file rotated with its old size and mtime (`cp -p`); webhook URL `http://127.0.0.1:99999/`, "
+        "`https://[::1`; `smtp://user:password@host`; `s3task-api serve --port 99999`",
+        "old token kept working; every event went to `missed`; password sent unencrypted; a traceback",
+        "inode and ctime compared; refused at start (one line, exit 2); refused except to localhost; one line, exit 2",
+        "tests/unit/test_small_misuse.py, tests/system/test_refused_at_start.py",
+        None,
+    ),
+    (
+        "Trusted-header mode on 0.0.0.0; the sign-in header sent twice (a proxy that appends)",
+        "no warning; Streamlit took the first header, the client's",
+        "warned at start and to operators on every page; a repeated header refused",
+        "tests/unit/test_trusted_header_guard.py, tests/system/test_trusted_header_exposed.py",
+        None,
+    ),
+)
+
+
+def render_misuse(figures: dict[str, Any]) -> list[str]:
+    """The "Misuse" section: one row per thing tried, with the last run's figures where it has some."""
+    out = [
+        "## Misuse",
+        "",
+        "What an attacker or a careless operator tried (issue 26), what happened before, and what is",
+        "bounded now. Figures are from the last run of the named test; rows without figures are checked",
+        "by their tests on every run.",
+        "",
+        "| tried | before | now | measured (last run) | test |",
+        "|---|---|---|---|---|",
+    ]
+    for tried, before, now, test, section in MISUSE:
+        measured = _misuse_figures(section, figures.get(section)) if section else "checked (no figure)"
+        out.append(f"| {tried} | {before} | {now} | {measured} | {test} |")
+    out.append("")
+    return out
+
+
+def _misuse_figures(section: str, data: dict[str, Any] | None) -> str:
+    if not data:
+        return "not measured in the last run"
+    if section == "misuse_copy_burst":
+        return (
+            f"other user's worst {data['loaded_worst_s']} s under {data['requests']} requests "
+            f"(unloaded {data['baseline_s']} s, bound {data['bound_s']} s); {data['answered_at_once']} told "
+            f"503 at once; {data['rows']:,} rows"
+        )
+    if section == "misuse_cache":
+        return f"{data['kept_mb']} MB kept after {data['tasks']:,} tasks (bound {data['bound_mb']} MB)"
+    if section == "misuse_create_rate":
+        return (
+            f"{data['tried']} creates in {data['seconds']} s at a limit of {data['limit']}: "
+            f"{data['created']} created, {data['refused']} refused with 429"
+        )
+    return ", ".join(f"{k} {v}" for k, v in data.items() if k != "at")
+
 
 SECTIONS = (
     ("faults", "Store faults through the whole lifecycle"),

@@ -17,8 +17,10 @@
    Streamlit's ``server.trustedUserHeaders`` (e.g. ``{"X-Forwarded-Email" = "email"}``).
    Only safe when the proxy is the only way in.
 3. Neither: a single local user who is an operator (development mode) — allowed
-   only while Streamlit listens on loopback. Bound anywhere else, the app refuses
-   to serve and says why.
+   only while Streamlit listens on loopback and the request came straight from this
+   computer. Bound anywhere else, or reached through something that forwards (a
+   same-host reverse proxy, a tunnel: ``ui/forwarding.py``), the app refuses to serve,
+   says what to configure, and logs it once.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import Any, Literal
 
 from s3task.errors import AccessDenied
 from s3task.tasks import Actor
+
+from .forwarding import Headers, forwarded_by, headers_of
 
 log = logging.getLogger("s3task.app")
 
@@ -68,6 +72,9 @@ class Identity:
     #: The name the identity provider shows for the user (``name`` / ``preferred_username``):
     #: for display only, never an identity or an operator match.
     display_name: str | None = None
+    #: What is set up wrongly, when the refusal is the operator's to fix, not the visitor's
+    #: (``forwarded``, ``repeated-header``): logged once per kind.
+    misconfigured: str = ""
 
     @property
     def label(self) -> str:
@@ -97,24 +104,33 @@ def resolve(
     trusted_headers: Mapping[str, str],
     address: str | None,
     operators: Iterable[str],
+    headers: Headers | None = None,
 ) -> Identity:
-    """Decide who the user is from what Streamlit knows; pure, so every branch is testable."""
+    """Decide who the user is from what Streamlit knows; pure, so every branch is testable.
+
+    ``headers``: the request's, names in lower case, every value kept (:func:`forwarding.headers_of`)."""
     operators = set(operators)
     if auth_configured:
         if not user.get("is_logged_in"):
             return Identity("oidc", login_needed=True)
         return _oidc(user, operators)
     if trusted_headers:
+        repeated = [name for name in trusted_headers if len((headers or {}).get(name.lower(), ())) > 1]
+        if repeated:
+            return Identity("header", problem=_repeated_problem(repeated[0]), misconfigured="repeated-header")
         keys = list(dict.fromkeys(trusted_headers.values()))
-        headers = ", ".join(trusted_headers)
+        named = ", ".join(trusted_headers)
         return _named(
             "header",
             _first(user, keys),
             operators,
-            f"this app trusts the sign-in header {headers} from its reverse proxy, and this request carried none. "
+            f"this app trusts the sign-in header {named} from its reverse proxy, and this request carried none. "
             "Open the app through the company address (the proxy), not directly.",
         )
     if is_loopback(address):
+        forwarded = forwarded_by(headers or {})
+        if forwarded:
+            return Identity("none", problem=_forwarded_problem(forwarded), misconfigured="forwarded")
         return Identity("dev", actor=Actor(DEV_USER, operator=True))
     where = address or "every network interface"
     return Identity(
@@ -124,6 +140,51 @@ def resolve(
             "as anyone. Configure OIDC login ([auth] in .streamlit/secrets.toml) or a trusted proxy header "
             "(server.trustedUserHeaders), or listen on 127.0.0.1 only (./run.sh does)."
         ),
+    )
+
+
+def _repeated_problem(header: str) -> str:
+    # Streamlit takes the first of repeated headers, which is the one the client sent when a proxy
+    # appends its own instead of replacing it: the client would choose who they are.
+    return (
+        f"This request carried the sign-in header {header} more than once, so it cannot tell who you are: the "
+        "reverse proxy in front of this app must replace that header (nginx: proxy_set_header), not add a "
+        "second one next to the one the browser sent. See docs/APP.md for a sample configuration."
+    )
+
+
+def exposed_warning(trusted_headers: Mapping[str, str], address: str | None) -> str | None:
+    """What to tell operators when the app believes a sign-in header and listens where more than the
+    proxy may reach it (every interface, a public address, a host name), or None."""
+    if not trusted_headers or is_private(address):
+        return None
+    where = address or "every network interface"
+    return (
+        f"This app believes the sign-in header {', '.join(trusted_headers)} and listens on {where}: anyone who "
+        "reaches it there, not through your reverse proxy, can send that header and be whoever it names. "
+        "Set server.address to 127.0.0.1 or a private address only the proxy reaches (docs/APP.md)."
+    )
+
+
+def is_private(address: str | None) -> bool:
+    """Loopback or a private-network IP address (10/8, 172.16/12, 192.168/16, fc00::/7, link-local);
+    not every interface, a public address, or a host name (which may resolve to anything)."""
+    if is_loopback(address):
+        return True
+    try:
+        ip = ipaddress.ip_address((address or "").strip("[]"))
+    except ValueError:
+        return False
+    return ip.is_private and not ip.is_unspecified
+
+
+def _forwarded_problem(why: str) -> str:
+    return (
+        f"No sign-in is configured, so this app lets in only people at this computer, and this request "
+        f"came through something that forwards ({why}): a reverse proxy or a tunnel such as cloudflared "
+        "or ngrok, which would let anyone it reaches act as the operator. Configure OIDC login ([auth] in "
+        ".streamlit/secrets.toml) or a trusted proxy header (server.trustedUserHeaders), or open the app "
+        "directly at http://127.0.0.1 on this computer."
     )
 
 
@@ -209,10 +270,32 @@ def current(operators: Iterable[str]) -> Identity:
         trusted_headers=_trusted_headers(),
         address=st.get_option("server.address"),
         operators=operators,
+        headers=headers_of(st.context.headers),
     )
-    if identity.problem:
+    if identity.misconfigured:
+        _log_once(identity.misconfigured, identity.problem or "")
+    elif identity.problem:
         log.error("refusing to serve: %s", identity.problem)
     return identity
+
+
+_logged: set[str] = set()
+
+
+def _log_once(kind: str, problem: str) -> None:
+    """The first request refused for a ``kind`` of set-up fault is logged, the rest are not: each page
+    view and rerun asks again, and a tunnel or a proxy in front of the app would otherwise fill the
+    log with lines a visitor chooses."""
+    if kind not in _logged:
+        _logged.add(kind)
+        log.error("refusing to serve (logged once, further such requests are refused silently): %s", problem)
+
+
+def exposure() -> str | None:
+    """:func:`exposed_warning` for this server's options (the banner operators see, the start-up log line)."""
+    import streamlit as st
+
+    return exposed_warning(_trusted_headers(), st.get_option("server.address"))
 
 
 def _auth_configured(user: Mapping[str, Any]) -> bool:

@@ -33,7 +33,7 @@ from s3task.config import Settings
 from s3task.errors import S3TaskError, SettingsError
 from s3task.notify import Notifier
 from s3task.store import open_store
-from s3task.tasks import TaskService
+from s3task.tasks import CreateLimits, TaskService
 from s3task.web.transfer import signer_for
 
 log = logging.getLogger("s3task.app")
@@ -73,7 +73,9 @@ def _unavailable(reason: str) -> list[BaseRoute]:
     return [json_mount("/api", catch_all), json_mount("/transfer", list(catch_all))]
 
 
-_services: dict[tuple[str, int, int, str, Clock, Notifier | None], TaskService] = {}
+#: The settings' defaults: a caller that names no limits finds the service the pages use by default.
+DEFAULT_LIMITS = CreateLimits()
+_services: dict[tuple[str, int, int, str, Clock, Notifier | None, CreateLimits], TaskService] = {}
 _notifiers: dict[Settings, Notifier | None] = {}
 _services_lock = threading.Lock()
 
@@ -86,6 +88,7 @@ def task_service(
     signing_key: str = "",
     clock: Clock = MACHINE,
     hook: Notifier | None = None,
+    limits: CreateLimits = DEFAULT_LIMITS,
 ) -> TaskService:
     """The one TaskService of this process for a store; on the local store it signs ``/transfer`` URLs.
 
@@ -93,13 +96,19 @@ def task_service(
     A plain per-process cache, not ``st.cache_resource``: the routes need it
     before Streamlit's runtime has started.
     """
-    key = (store_url, max_attempts, url_seconds, signing_key, clock, hook)
+    key = (store_url, max_attempts, url_seconds, signing_key, clock, hook, limits)
     with _services_lock:
         if key not in _services:
             store, layout = open_store(store_url, clock=clock)
             signer = signer_for(store, key=signing_key)
             _services[key] = TaskService(
-                store, layout, max_attempts=max_attempts, url_seconds=url_seconds, url_signer=signer, hook=hook
+                store,
+                layout,
+                max_attempts=max_attempts,
+                url_seconds=url_seconds,
+                url_signer=signer,
+                hook=hook,
+                limits=limits,
             )
         return _services[key]
 
@@ -125,6 +134,7 @@ def service_for(settings: Settings) -> TaskService:
         signing_key=settings.signing_key,
         clock=settings.clock,
         hook=notifier_for(settings),
+        limits=CreateLimits.of(settings),
     )
 
 
@@ -132,9 +142,20 @@ def service_for(settings: Settings) -> TaskService:
 async def lifespan(app: Any) -> AsyncIterator[None]:
     """Start the embedded worker with the server (queued tasks go on after a restart, with no page open);
     on shutdown, stop it, which hands the task it holds back to the queue."""
+    _warn_if_exposed()
     await run_in_threadpool(_start_worker)
     yield
     await run_in_threadpool(_stop_worker)
+
+
+def _warn_if_exposed() -> None:
+    """Trusted sign-in headers on an address more than the proxy can reach: said once at start (and on
+    every page to operators, app.py)."""
+    from ui import identity
+
+    exposed = identity.exposure()
+    if exposed:
+        log.warning("%s", exposed)
 
 
 def _start_worker() -> None:

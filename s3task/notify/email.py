@@ -2,11 +2,13 @@
 
 ``smtp://host[:25]`` (plain), ``smtp+starttls://host[:587]`` (upgraded with STARTTLS) or
 ``smtps://host[:465]`` (TLS from the start); ``user:password@`` logs in (percent-encode special
-characters). TLS certificates are verified against the system's authorities.
+characters), over smtp+starttls:// or smtps:// only (or smtp:// to localhost): smtp:// would send
+the password unencrypted. TLS certificates are verified against the system's authorities.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import smtplib
 import socket
 import ssl
@@ -26,6 +28,22 @@ _UNUSABLE = (
     " and percent-encode ? # / @ [ ] in the user name and password (%3F %23 %2F %40 %5B %5D)"
 )
 _PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
+#: smtp:// never encrypts, so a password in it would cross the network as it is (smtplib's AUTH PLAIN
+#: and LOGIN are base64, not encryption). Allowed only to a relay on this computer.
+_PLAIN_PASSWORD = (
+    "S3TASK_SMTP_URL (its value is not shown: it may hold a password) has a user name and password with"
+    " smtp://, which would send them unencrypted: use smtps://…:465 or smtp+starttls://…:587, or smtp://"
+    " without user:password@ (smtp:// with a password is allowed only to localhost)"
+)
+
+
+def _this_computer(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,8 @@ class Smtp:
             ok = False
         if not ok:
             raise SettingsError(_UNUSABLE) from None
+        if parts.scheme == "smtp" and (user or password) and not _this_computer(str(parts.hostname)):
+            raise SettingsError(_PLAIN_PASSWORD)
         return cls(parts.scheme, str(parts.hostname), port or _PORTS[parts.scheme], user, password)
 
     def __repr__(self) -> str:  # never the password

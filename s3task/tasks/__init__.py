@@ -7,6 +7,7 @@
 - :mod:`.transitions` — create, submit, cancel, retry; get and list (healing a lost marker,
   with a running attempt's live counts);
 - :mod:`.inputs` — a task's file, streamed through the caller or sent by a browser to the store;
+- :mod:`.limits` — what one user may make a service hold (creates a minute, parameter bytes), bounded caches;
 - :mod:`.outputs` — the output: download URLs, copies (Excel, exact values, errors), a preview.
 
 The API owns state transitions: each call re-reads the record, checks who is asking, and writes
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from .access import Actor
 from .inputs import Created
+from .limits import CreateLimits
 from .service import TaskService
 from .transitions import _READERS, MARKER_CHECK_AFTER, MAX_LIST, MAX_NAME, MAX_PAYLOAD_BYTES, Page
 from .urls import UrlSigner
@@ -28,6 +30,7 @@ __all__ = [
     "MAX_PAYLOAD_BYTES",
     "_READERS",
     "Actor",
+    "CreateLimits",
     "Created",
     "Page",
     "TaskService",

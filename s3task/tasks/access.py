@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import lifecycle
+from .. import lifecycle, safetext
 from ..errors import AccessDenied
 from ..record import TaskRecord
 
@@ -17,7 +17,8 @@ class Actor:
     operator: bool = False
 
     def __post_init__(self) -> None:
-        if not self.name or len(self.name) > 200 or any(ord(c) < 32 for c in self.name):
+        # Names reach terminals and logs (``s3task list``): no control or invisible characters (safetext).
+        if not self.name or len(self.name) > 200 or safetext.unsafe_character(self.name):
             raise AccessDenied("a user name is required (printable, at most 200 characters)")
 
 

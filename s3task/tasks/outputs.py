@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import exports, handlers, lifecycle
@@ -108,6 +109,18 @@ class Outputs:
             return
         exports.check_possible(record, variant, self._error_column(record))
         self.exports.wait(key, self._maker(record, variant, key), timeout)
+
+    def copy_job(self, actor: Actor, task_id: str, variant: exports.Variant) -> Future[ObjectMeta] | None:
+        """None if the output (or its copy) is there to download; else the copy being made, started now if
+        it was not. Returns at once (a HEAD at most): whoever waits for the copy waits on the future, which
+        lets an async server wait without holding a thread (s3task.web.api). Raises why it cannot be made."""
+        record, key = self._variant(actor, task_id, variant)
+        if variant == "csv":
+            return None
+        exports.check_possible(record, variant, self._error_column(record))
+        if self.exports.state(key).kind == "ready":
+            return None
+        return self.exports.start(key, self._maker(record, variant, key))
 
     def _maker(self, record: TaskRecord, variant: exports.Variant, key: str) -> Callable[[], ObjectMeta]:
         error_column = self._error_column(record)

@@ -11,6 +11,7 @@ from ..store.base import ObjectStore
 from . import access
 from .access import Actor
 from .inputs import Created, Inputs
+from .limits import CreateLimits
 from .outputs import Outputs
 from .transitions import Transitions
 from .urls import Urls, UrlSigner
@@ -34,11 +35,12 @@ class TaskService:
         url_signer: UrlSigner | None = None,
         on_queued: Callable[[str], None] | None = None,
         hook: StateHook | None = None,
+        limits: CreateLimits | None = None,
     ) -> None:
         self.store, self.layout = store, layout
         self.records = Records(store, layout, hook)
         self.urls = Urls(store, url_seconds, url_signer)
-        self.transitions = Transitions(self.records, max_attempts=max_attempts)
+        self.transitions = Transitions(self.records, max_attempts=max_attempts, limits=limits)
         self.transitions.on_queued = on_queued
         self.inputs = Inputs(self.transitions, self.urls)
         self.outputs = Outputs(self.transitions, self.urls)
@@ -68,6 +70,7 @@ class TaskService:
         self.export_state = self.outputs.export_state
         self.prepare_output = self.outputs.prepare_output
         self.ensure_output = self.outputs.ensure_output
+        self.copy_job = self.outputs.copy_job
         self.read_output = self.outputs.read_output
         self.exports = self.outputs.exports
 

@@ -10,7 +10,6 @@ transition from their own copy or clock.
 from __future__ import annotations
 
 import builtins
-import collections
 import contextlib
 import json
 import logging
@@ -21,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import csvio, handlers, lifecycle, live, markers, metrics
+from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
 from ..errors import InvalidInput, InvalidTaskId, InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..ids import new_task_id, validate_task_id
 from ..progress import Progress
@@ -31,6 +30,7 @@ from ..store.base import ObjectMeta, PutMode
 from . import access
 from .access import Actor
 from .input_check import check_input
+from .limits import CreateLimits, CreateRate, SizedCache, record_bytes
 
 log = logging.getLogger("s3task.tasks")
 
@@ -39,8 +39,13 @@ MAX_LIST = 200
 MARKER_CHECK_AFTER = 60.0
 MAX_NAME = 200
 MAX_PAYLOAD_BYTES = 64 * 1024
-#: Created records a service keeps for their submit (older ones are read again when submitted).
+#: Created records a service keeps for their submit (older ones are read again when submitted), at most
+#: this many and this many bytes of them (parameters can make one 64 KiB).
 REMEMBERED_CREATES = 500
+REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
+#: Finished records a service keeps (they never change; older ones are read again).
+REMEMBERED_FINISHED = 5000
+REMEMBERED_FINISHED_BYTES = 16 * 1024 * 1024
 _READERS = 16
 
 
@@ -53,16 +58,19 @@ class Page:
 
 
 class Transitions:
-    def __init__(self, records: Records, *, max_attempts: int = 3) -> None:
+    def __init__(self, records: Records, *, max_attempts: int = 3, limits: CreateLimits | None = None) -> None:
         self.records = records
         self.store, self.layout = records.store, records.layout
         self.max_attempts = max_attempts
+        # None (a service built in code, not from Settings): no per-user limits beyond the record's own.
+        self.limits = limits or CreateLimits(per_minute=0, params_bytes=MAX_PAYLOAD_BYTES)
+        self._rate = CreateRate(self.limits.per_minute)
         #: Called with the task id after a submit or retry has queued it (the app wakes its embedded worker).
         self.on_queued: Callable[[str], None] | None = None
-        # Completed and abandoned records never change again: cache them.
-        self._finished: dict[str, TaskRecord] = {}
+        # Completed and abandoned records never change again: cache them (the newest, up to a byte total).
+        self._finished: SizedCache[TaskRecord] = SizedCache(REMEMBERED_FINISHED, REMEMBERED_FINISHED_BYTES)
         #: Records this service created and has not submitted yet, with their ETags (see submit).
-        self._created: collections.OrderedDict[str, tuple[TaskRecord, str]] = collections.OrderedDict()
+        self._created: SizedCache[tuple[TaskRecord, str]] = SizedCache(REMEMBERED_CREATES, REMEMBERED_CREATES_BYTES)
         self._lock = threading.Lock()
         #: When each pending task's marker was last checked (monotonic seconds).
         self._marker_checked: dict[str, float] = {}
@@ -87,15 +95,21 @@ class Transitions:
             raise InvalidInput("give the task a name")
         if len(name) > MAX_NAME:
             raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
+        if unsafe := safetext.unsafe_character(name):
+            # Names reach operators' terminals (``s3task list``) and logs: no control or invisible characters.
+            raise InvalidInput(f"the task name may hold only visible text and spaces, not {unsafe}")
         params = handlers.get(task_type).validate(payload)
         read_as = csvio.parse_input_format(input_format, allow_detect=True)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
         # a record written bigger could never be read (or listed, or cancelled) again.
         size = len(json.dumps(params, ensure_ascii=False).encode())
-        if size > MAX_PAYLOAD_BYTES:
+        allowed = min(MAX_PAYLOAD_BYTES, self.limits.params_bytes)
+        if size > allowed:
             raise InvalidInput(
-                f"the task's parameters take {size:,} bytes; at most {MAX_PAYLOAD_BYTES // 1024} KiB are allowed"
+                f"the task's parameters take {size:,} bytes; at most {allowed // 1024} KiB are allowed"
+                + (" (S3TASK_MAX_PARAMETERS_KB)" if allowed < MAX_PAYLOAD_BYTES else "")
             )
+        self._rate.take(actor.name)  # last: a create refused for its input does not count
         record = self._new_record(actor, name, task_type, params, read_as)
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
@@ -145,16 +159,12 @@ class Transitions:
         return self.queue(record, etag, meta, read_as)
 
     def _remember(self, record: TaskRecord, etag: str) -> None:
-        """Keep a record this service created, and its ETag, for the submit (the newest few hundred)."""
-        with self._lock:
-            self._created[record.task_id] = (record, etag)
-            while len(self._created) > REMEMBERED_CREATES:
-                self._created.popitem(last=False)
+        """Keep a record this service created, and its ETag, for the submit (the newest 500, 4 MB at most)."""
+        self._created.put(record.task_id, (record, etag), record_bytes(record))
 
     def recall(self, task_id: str) -> tuple[TaskRecord, str] | None:
         """The record this service created under ``task_id`` and its ETag, once (None: not known here)."""
-        with self._lock:
-            return self._created.pop(task_id, None)
+        return self._created.pop(task_id)
 
     def discard(self, record: TaskRecord) -> bool:
         """Remove a task this service created and has not queued (its file was refused on the way in):
@@ -214,8 +224,7 @@ class Transitions:
             return cached
         record, _ = self.records.read(task_id)
         if record.status in (Status.COMPLETED, Status.ABANDONED):
-            with self._lock:
-                self._finished[task_id] = record
+            self._finished.put(task_id, record, record_bytes(record))
         elif record.state in (State.QUEUED, State.FAILED):
             self._check_marker(record)
         elif record.status == Status.RUNNING:

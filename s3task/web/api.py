@@ -33,7 +33,8 @@ from ..config import Settings
 from ..errors import S3TaskError, SettingsError
 from ..record import TaskRecord
 from ..store import open_store
-from ..tasks import MAX_LIST, Actor, TaskService
+from ..tasks import MAX_LIST, Actor, CreateLimits, TaskService
+from .copywait import CopyWaiters
 from .errors import HttpError, json_mount, route_error, s3task_error
 from .models import (
     Created,
@@ -79,6 +80,7 @@ OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx"}
 class Api:
     def __init__(self, service: TaskService, tokens: TokenTable) -> None:
         self.service = service
+        self.copy_waiters = CopyWaiters()
         self.tokens = tokens
 
     def routes(self) -> list[Route]:
@@ -169,11 +171,12 @@ class Api:
         task_id = request.path_params["task_id"]
         variant = checked(OutputQuery, dict(request.query_params), OUTPUT_MESSAGES).variant
         # A copy (exact, errors, xlsx) is made on the first request for it, in the background. A request waits
-        # for it a while; a large one (an Excel file takes about 12 s per 100,000 rows) gets 503
-        # output_preparing with Retry-After instead of a connection a proxy would cut, and asks again.
-        await run_in_threadpool(
-            lambda: self.service.ensure_output(actor, task_id, variant, timeout=PREPARE_WAIT_SECONDS)
-        )
+        # for it a while, on the event loop, holding no thread (copywait); a large one (an Excel file takes
+        # about 12 s per 100,000 rows) gets 503 output_preparing with Retry-After instead of a connection a
+        # proxy would cut, and asks again, as does a request when too many wait already.
+        job = await run_in_threadpool(self.service.copy_job, actor, task_id, variant)
+        if job is not None:
+            await self.copy_waiters.wait(job, PREPARE_WAIT_SECONDS)
         url = await run_in_threadpool(self.service.output_url, actor, task_id, variant)
         if url is None:
             raise HttpError(503, "no_download_url", "this store cannot make download links")
@@ -271,6 +274,7 @@ def routes(
             url_seconds=settings.url_seconds,
             url_signer=signer_for(store, key=settings.signing_key),
             hook=notify.from_settings(settings),  # the email / webhooks of the state changes made through the API
+            limits=CreateLimits.of(settings),
         )
     api = Api(service, tokens)
     errors = {S3TaskError: s3task_error, HTTPException: route_error}

@@ -54,6 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"token: {token}")
         print("tokens-file entry (JSON):")
         print(json.dumps({hash_token(token): {"user": args.user, "role": args.role}}, indent=2))
+    elif not 0 <= args.port <= 65535:  # uvicorn would end in a traceback (OverflowError from bind)
+        print(
+            f"error: --port {args.port} is not allowed: use a port number up to 65535 (0: any free one)",
+            file=sys.stderr,
+        )
+        return 2
     else:
         return serve(args.host, args.port)
     return 0

@@ -37,6 +37,7 @@ from ..errors import (
     StoreUnavailable,
     TaskNotFound,
     TooManyConflicts,
+    TooManyRequests,
     UnknownTaskType,
     UnsupportedSchema,
 )
@@ -55,6 +56,7 @@ ERRORS: dict[type[S3TaskError], tuple[int, str]] = {
     InvalidTransition: (409, "invalid_transition"),
     OutputPreparing: (503, "output_preparing"),
     TooManyConflicts: (409, "too_many_conflicts"),
+    TooManyRequests: (429, "too_many_requests"),
     UnsupportedSchema: (409, "unsupported_schema"),
     CorruptRecord: (500, "corrupt_record"),
     RecordError: (500, "unreadable_record"),
@@ -139,6 +141,8 @@ async def s3task_error(request: Request, exc: Exception) -> Response:
     status, code = status_of(exc)
     if isinstance(exc, OutputPreparing):  # not a failure: the client asks again
         return error_response(status, code, exc.message, {"Retry-After": str(RETRY_PREPARING_SECONDS)})
+    if isinstance(exc, TooManyRequests):  # not a failure either: the caller waits, then asks again
+        return error_response(status, code, exc.message, {"Retry-After": str(exc.retry_after)})
     if status >= 500:
         log.warning("%s %s: %s", request.method, redact_path(request.url.path), exc)
     return error_response(status, code, exc.message)

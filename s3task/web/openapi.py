@@ -64,7 +64,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "POST", "/tasks", "create_task", "Create a task; returns it and a short-lived URL to PUT the input CSV to",
-        Created, status=201, errors=(400, 401, 413, 500, 503), body=NewTask,
+        Created, status=201, errors=(400, 401, 413, 429, 500, 503), body=NewTask,
         headers={"Location": "The new task's path under /api"}, links=True,
     ),
     Operation(

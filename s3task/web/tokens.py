@@ -69,7 +69,7 @@ class TokenTable:
     def __init__(self, entries: Mapping[str, Actor] | None = None, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path else None
         self._entries = dict(entries or {})
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
         self._lock = threading.Lock()
         if self.path is not None:
             self._entries = self._load()
@@ -91,7 +91,7 @@ class TokenTable:
     def _load(self) -> dict[str, Actor]:
         assert self.path is not None
         st = self.path.stat()
-        self._stamp = (st.st_mtime_ns, st.st_size)
+        self._stamp = _stamp(st)
         return parse_tokens(self.path.read_text(), str(self.path))
 
     def _current(self) -> dict[str, Actor]:
@@ -99,7 +99,7 @@ class TokenTable:
             return self._entries
         try:
             st = self.path.stat()
-            if (st.st_mtime_ns, st.st_size) != self._stamp:
+            if _stamp(st) != self._stamp:
                 with self._lock:
                     self._entries = self._load()
         except (OSError, ValueError) as e:
@@ -119,3 +119,11 @@ class TokenTable:
             if hmac.compare_digest(known, digest):
                 found = actor
         return found
+
+
+def _stamp(st: os.stat_result) -> tuple[int, ...]:
+    """What changes whenever the file does. Size and modification time alone do not: ``cp -p``,
+    ``rsync -t`` and tar put the old time back on new content of the same size (a token rotated for
+    one of the same length), so the file's identity (device, inode: a file renamed over it) and its
+    status-change time, which no tool can set back, are compared too."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ from .. import metrics, notify
 from ..config import Settings, SettingsError, parse
 from ..errors import S3TaskError
 from ..handlers import load_module
+from ..safetext import visible
 from .loop import Worker
 
 log = logging.getLogger("s3task.worker")
@@ -54,12 +56,23 @@ class JsonFormatter(logging.Formatter):
         return json.dumps({k: v for k, v in data.items() if v is not None})
 
 
+class VisibleFormatter(logging.Formatter):
+    """Text log lines with a message's control and invisible characters as escapes (safetext): a
+    message can quote a task name or an error a user's input caused, and a log is read in a
+    terminal. The traceback after it keeps its line breaks."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        shown = copy.copy(record)
+        shown.message = visible(record.message)
+        return super().formatMessage(shown)
+
+
 def setup_logging(fmt: str, level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        handler.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger("s3task")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -42,6 +42,8 @@ TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {
                       ("10.0.0.7", "10.0.0.7")]),
     "embedded_worker": (["ture", "2", "maybe"], [("0", False), ("off", False), ("TRUE", True), ("yes", True)]),
     "max_upload_mb": (["0", "-1", "1.5"], [("1", 1), ("500", 500)]),
+    "max_creates_per_minute": (["-1", "100001", "1.5", "lots"], [("0", 0), ("60", 60)]),
+    "max_parameters_kb": (["0", "65", "1.5"], [("1", 1), ("64", 64)]),
     "url_seconds": (["0", "604801", "700000", "1h"], [("604800", 604800), ("900", 900)]),
     "app_origin": (["https://x.example/path", "tasks.example.com", "ftp://x"],
                    [("https://a.example, http://127.0.0.1:8501", "https://a.example, http://127.0.0.1:8501")]),

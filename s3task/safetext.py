@@ -1,0 +1,69 @@
+"""Free text that reaches a terminal or a log: task names, user names, anything a user typed.
+
+A name is printed by ``s3task list`` / ``show`` and in log lines, where a control character
+rewrites the operator's screen (``ESC[31m``, ``\\r`` over a line, a fake row after ``\\n``, NUL) and
+a bidirectional override or a zero-width character makes text read as something it is not. So
+new names refuse them (:func:`unsafe_character`), and whatever is printed from records already
+stored shows them as escapes instead (:func:`visible`).
+
+Refused: Unicode categories Cc (C0, DEL, C1 controls), Cf (format characters: the bidirectional
+overrides and isolates U+202A–202E and U+2066–2069, the marks U+200E/U+200F/U+061C, zero-width
+U+200B–200D, U+2060, U+FEFF, soft hyphen), Zl / Zp (U+2028, U+2029, which some terminals and
+editors take as line breaks) and Cs (lone surrogates, which are not text).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def is_unsafe(char: str) -> bool:
+    return unicodedata.category(char) in _UNSAFE_CATEGORIES
+
+
+def unsafe_character(text: str) -> str | None:
+    """A description of the first character ``text`` may not hold (``U+202E RIGHT-TO-LEFT OVERRIDE``), or None."""
+    for char in text:
+        if is_unsafe(char):
+            return describe(char)
+    return None
+
+
+def describe(char: str) -> str:
+    name = unicodedata.name(char, "") or _CONTROL_NAMES.get(ord(char), "a control character")
+    return f"U+{ord(char):04X} {name}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character :func:`unsafe_character` refuses written as a ``\\uXXXX`` escape.
+
+    The escape is also JSON's, so the output of ``json.dumps(..., ensure_ascii=False)`` passed
+    through here still parses to the same value (JSON itself already escapes C0 controls)."""
+    if not any(is_unsafe(c) for c in text):
+        return text
+    return "".join(_escape(c) if is_unsafe(c) else c for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code > 0xFFFF:  # as JSON writes it: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+#: unicodedata has no names for control characters; the ones a terminal acts on.
+_CONTROL_NAMES = {
+    0x00: "NUL",
+    0x07: "BELL",
+    0x08: "BACKSPACE",
+    0x09: "TAB",
+    0x0A: "LINE FEED",
+    0x0D: "CARRIAGE RETURN",
+    0x1B: "ESCAPE",
+    0x7F: "DELETE",
+    0x85: "NEXT LINE",
+    0x9B: "CONTROL SEQUENCE INTRODUCER",
+}
