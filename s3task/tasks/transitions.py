@@ -168,18 +168,21 @@ class Transitions:
 
     def discard(self, record: TaskRecord) -> bool:
         """Remove a task this service created and has not queued (its file was refused on the way in):
-        its input, its record (on the create's ETag: a record anyone changed since stays) and its "my
-        tasks" marker. False, with nothing removed but perhaps the input, when that cannot be done."""
+        its record (on the create's ETag: a record anyone changed since stays), then its input and its
+        "my tasks" marker. False, with nothing removed, when the record cannot be removed.
+
+        The record goes first: a process that dies after it leaves only objects no listing shows (an
+        input without a record, a marker that listings skip), never a task waiting for a file."""
         known = self.recall(record.task_id)
         if known is None:
             return False
         try:
-            self.store.delete(record.input_object_path)
             self.store.delete(self.layout.status_key(record.task_id), if_match=known[1])
         except S3TaskError:
             return False
-        with contextlib.suppress(S3TaskError):  # a marker without a record is skipped by listings
-            self.store.delete(self.layout.user_key(record.created_by, record.task_id))
+        for key in (record.input_object_path, self.layout.user_key(record.created_by, record.task_id)):
+            with contextlib.suppress(S3TaskError):
+                self.store.delete(key)
         return True
 
     def queue(self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: csvio.InputFormat) -> TaskRecord:
