@@ -226,16 +226,46 @@ def _numbers(
         floats = pc.if_else(is_number, raw, "0").cast(pa.float64())
     except pa.ArrowInvalid as e:
         raise InvalidInput("the workbook is damaged (a number cell holds no number) — " + AGAIN) from e
-    shown = pc.cast(floats, TEXT)  # Arrow writes the shortest text that reads back as the same number
     as_float = floats.to_numpy()
+    shown = _general(as_float)
     mask = is_number.to_numpy(zero_copy_only=False)
     dated = mask & np.isin(kinds, (DATE, DATETIME, TIME)) & (as_float >= 0) & (as_float < 2958466)  # to 9999-12-31
     if dated.any():
         shown = pc.replace_with_mask(shown, pa.array(dated), _dates(as_float[dated], kinds[dated], date1904))
     for style_id in np.unique(style_ids[mask & np.isin(kinds, (PERCENT, CODE))]).tolist():
         chosen = mask & (style_ids == style_id)
-        shown = pc.replace_with_mask(shown, pa.array(chosen), _special(as_float[chosen], styles[style_id]))
+        shown = pc.replace_with_mask(shown, pa.array(chosen), _special(_shown(as_float[chosen]), styles[style_id]))
     return pc.if_else(is_number, shown, values)
+
+
+def _shown(numbers: np.ndarray) -> np.ndarray:
+    """Numbers as Excel shows them: rounded to 15 significant digits (a saved ``0.30000000000000004`` is
+    0.3), the float nearest to that rounding."""
+    out = numbers.copy()
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        finite = np.isfinite(numbers) & (numbers != 0)
+        mag = np.zeros_like(numbers)
+        mag[finite] = np.floor(np.log10(np.abs(numbers[finite])))
+        small = finite & (mag < 15) & (mag > -290)  # scale by an exact power of ten up to 10**22
+        scale = 10.0 ** (14 - mag[small])
+        out[small] = np.rint(numbers[small] * scale) / scale
+        big = finite & (mag >= 15)
+        unit = 10.0 ** (mag[big] - 14)
+        out[big] = np.rint(numbers[big] / unit) * unit
+    return out
+
+
+def _general(numbers: np.ndarray) -> pa.Array:
+    """Numbers under the General format: 15 significant digits; whole numbers below 10**15 in full digits
+    (a barcode ``4006381333931``, never ``4.006381333931e+12``; ``0``, never ``-0``); others in the shortest
+    text that reads back as the rounded number (``0.1``, ``1e-07``)."""
+    rounded = _shown(numbers)
+    shown = pc.cast(pa.array(rounded), TEXT)
+    whole = np.isfinite(rounded) & (np.abs(rounded) < 1e15) & (rounded == np.rint(rounded))
+    if whole.any():
+        digits = pc.cast(pa.array(rounded[whole].astype(np.int64)), TEXT)
+        shown = pc.replace_with_mask(shown, pa.array(whole), digits)
+    return shown
 
 
 #: Days from Excel's day 0 to 1970-01-01: 1899-12-30 (1900 dates, past Excel's made-up 1900-02-29) or 1904-01-01.

@@ -449,3 +449,24 @@ def test_a_macro_workbook_reads_like_any_other(tmp_path: Path) -> None:
     book.close()
     reader, rows = read_all(tmp_path / "macros.xlsm")
     assert (reader.names, rows) == (["order", "qty"], [["A-1", "3"]])
+
+
+def test_numbers_read_as_excel_shows_them_ids_in_full_and_saved_results_to_15_digits(tmp_path: Path) -> None:
+    """Barcodes and phone numbers are whole numbers of 11-13 digits: Excel shows every digit, so do we.
+    Excel saves a computed result with 17 digits (``0.30000000000000004``) and shows it to 15 (0.3)."""
+    path = tmp_path / "ids.xlsx"
+    book = xlsxwriter.Workbook(str(path))
+    sheet = book.add_worksheet("Ids")
+    whole, thousands = book.add_format({"num_format": "0"}), book.add_format({"num_format": "#,##0"})
+    percent = book.add_format({"num_format": "0%"})
+    sheet.write_row(0, 0, ["barcode", "phone", "order", "sum", "share", "price", "zero"])
+    sheet.write_number(1, 0, 4006381333931, whole)
+    sheet.write_number(1, 1, 49301234567)
+    sheet.write_number(1, 2, 123456789012, thousands)
+    sheet.write_number(1, 3, 0.1 + 0.2)  # 0.30000000000000004, as Excel saves =0.1+0.2
+    sheet.write_number(1, 4, 0.1 + 0.2, percent)
+    sheet.write_number(1, 5, 1234.5700000000002)
+    sheet.write_number(1, 6, -0.0)
+    book.close()
+    _reader, rows = read_all(path)
+    assert rows == [["4006381333931", "49301234567", "123456789012", "0.3", "30%", "1234.57", "0"]]
