@@ -470,3 +470,13 @@ def test_numbers_read_as_excel_shows_them_ids_in_full_and_saved_results_to_15_di
     book.close()
     _reader, rows = read_all(path)
     assert rows == [["4006381333931", "49301234567", "123456789012", "0.3", "30%", "1234.57", "0"]]
+
+
+def test_a_result_excel_saved_with_17_digits_reads_as_the_15_it_shows() -> None:
+    rows = (
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>sum</t></is></c><c r="B1" t="inlineStr"><is><t>price</t></is></c>'
+        "</row>"
+        '<row r="2"><c r="A2"><v>0.30000000000000004</v></c><c r="B2"><v>1234.5700000000002</v></c></row>'
+    )
+    tables = read_all_bytes(handmade(rows))
+    assert [list(r.values()) for t in tables for r in t.to_pylist()] == [["0.3", "1234.57"]]
