@@ -9,7 +9,10 @@ stored shows them as escapes instead (:func:`visible`).
 Refused: Unicode categories Cc (C0, DEL, C1 controls), Cf (format characters: the bidirectional
 overrides and isolates U+202A–202E and U+2066–2069, the marks U+200E/U+200F/U+061C, zero-width
 U+200B–200D, U+2060, U+FEFF, soft hyphen), Zl / Zp (U+2028, U+2029, which some terminals and
-editors take as line breaks) and Cs (lone surrogates, which are not text).
+editors take as line breaks) and Cs (lone surrogates, which are not text) — except where real
+writing needs a format character: the zero-width joiner and non-joiner (U+200D, U+200C) between two
+visible characters (emoji sequences such as 👩‍💻, Persian and Indic words), and the tag characters
+U+E0020–E007F that follow a black flag (the flags of Scotland, Wales, England).
 """
 
 from __future__ import annotations
@@ -23,10 +26,32 @@ def is_unsafe(char: str) -> bool:
     return unicodedata.category(char) in _UNSAFE_CATEGORIES
 
 
+_JOINERS = frozenset({"\u200c", "\u200d"})
+_BLACK_FLAG = "\U0001f3f4"
+
+
+def _is_tag(char: str) -> bool:
+    return 0xE0020 <= ord(char) <= 0xE007F
+
+
+def _shows(char: str) -> bool:
+    return not is_unsafe(char) and not char.isspace()
+
+
+def _unsafe_at(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is refused where it stands (a joiner or a tag character depends on its neighbours)."""
+    char = text[i]
+    if char in _JOINERS:
+        return not (0 < i < len(text) - 1 and _shows(text[i - 1]) and _shows(text[i + 1]))
+    if _is_tag(char):
+        return not (i > 0 and (text[i - 1] == _BLACK_FLAG or _is_tag(text[i - 1])))
+    return is_unsafe(char)
+
+
 def unsafe_character(text: str) -> str | None:
     """A description of the first character ``text`` may not hold (``U+202E RIGHT-TO-LEFT OVERRIDE``), or None."""
-    for char in text:
-        if is_unsafe(char):
+    for i, char in enumerate(text):
+        if _unsafe_at(text, i):
             return describe(char)
     return None
 
@@ -41,9 +66,9 @@ def visible(text: str) -> str:
 
     The escape is also JSON's, so the output of ``json.dumps(..., ensure_ascii=False)`` passed
     through here still parses to the same value (JSON itself already escapes C0 controls)."""
-    if not any(is_unsafe(c) for c in text):
+    if unsafe_character(text) is None:
         return text
-    return "".join(_escape(c) if is_unsafe(c) else c for c in text)
+    return "".join(_escape(c) if _unsafe_at(text, i) else c for i, c in enumerate(text))
 
 
 def _escape(char: str) -> str:
