@@ -242,6 +242,8 @@ class Records:
             got = self.store.get(key)
         except NotFound as e:
             raise TaskNotFound(f"task {task_id} does not exist") from e
+        if not got.body:  # a delete half done on a store without conditional deletes (store.s3_writer)
+            raise TaskNotFound(f"task {task_id} does not exist")
         return record_from_json(got.body, key), got.etag
 
     def create(self, record: TaskRecord) -> tuple[TaskRecord, str | None]:

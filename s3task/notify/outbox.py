@@ -158,6 +158,9 @@ def _settle_one(
         got = store.get(entry.key)
     except NotFound:
         return None  # its sender finished meanwhile
+    if not got.body:  # its sender's delete half done (a store without conditional deletes): finish it
+        delete(store, entry.key)
+        return None
     try:
         body = json.loads(got.body)
         event = body["event"]

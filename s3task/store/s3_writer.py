@@ -124,7 +124,10 @@ def delete_by_tombstone(store: S3Store, key: str, if_match: str) -> None:
     version we compared against fails, as it would after a real conditional delete. Step two deletes
     the empty object unconditionally. Between the two a reader may see it: empty, with the
     ``s3task-deleting`` metadata; and an unconditional overwrite landing in between is deleted with
-    it (s3task deletes conditionally only the outbox's notification entries, never overwritten).
+    it. s3task deletes conditionally only objects nobody overwrites: the outbox's notification entries
+    and the record of a task its own creator discards before queueing it. Their readers take an empty
+    object for a missing one (``Records.read``; the outbox's sweep finishes the delete), so a process
+    that dies between the two steps leaves nothing anyone reads as data.
     """
     store.put(key, b"", PutMode.update(if_match), metadata=TOMBSTONE)
     with _translated(key, "delete"):
