@@ -81,15 +81,21 @@ def column_letters(number: int) -> str:
 
 def find_header(cells: Cells) -> int:
     """The row that holds the column names: the first of the first rows that is mostly text (data rows hold
-    numbers) and about as wide as the rows under it (a title or a note above the table is one or two cells)."""
+    numbers) and about as wide as the rows under it (a title or a note above the table is one or two cells).
+    With no such row (names that are numbers: ``Region, 2021, 2022``), the first row about as wide as the
+    rows under it that holds some text; else the first row."""
     rows, counts = np.unique(cells.rows, return_counts=True)
     rows, counts = rows[:HEADER_SCAN_ROWS], counts[:HEADER_SCAN_ROWS]
+    wide: int | None = None
     for i, row in enumerate(rows.tolist()):
         under = counts[i + 1 : i + 1 + HEADER_LOOKAHEAD]
         text = int(cells.is_text[cells.rows == row].sum())
-        if 2 * text >= counts[i] and (not len(under) or counts[i] >= 0.75 * float(np.median(under))):
-            return int(row)
-    return int(rows[0])
+        if not len(under) or counts[i] >= 0.75 * float(np.median(under)):
+            if 2 * text >= counts[i]:
+                return int(row)
+            if wide is None and text:
+                wide = int(row)
+    return wide if wide is not None else int(rows[0])
 
 
 def _concat(parts: list[Cells]) -> Cells:

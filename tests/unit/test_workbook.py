@@ -480,3 +480,18 @@ def test_a_result_excel_saved_with_17_digits_reads_as_the_15_it_shows() -> None:
     )
     tables = read_all_bytes(handmade(rows))
     assert [list(r.values()) for t in tables for r in t.to_pylist()] == [["0.3", "1234.57"]]
+
+
+def test_a_header_of_years_under_a_title_is_found(tmp_path: Path) -> None:
+    """Column names that are numbers (years) make the header "mostly numbers"; the title above it is one cell."""
+    path = tmp_path / "years.xlsx"
+    book = xlsxwriter.Workbook(str(path))
+    sheet = book.add_worksheet()
+    sheet.write(0, 0, "Sales by year")
+    sheet.write_row(2, 0, ["Region", 2021, 2022, 2023])
+    sheet.write_row(3, 0, ["North", 10, 12, 15])
+    sheet.write_row(4, 0, ["South", 8, 9, 11])
+    book.close()
+    reader, rows = read_all(path)
+    assert reader.header_row == 3 and reader.names == ["Region", "2021", "2022", "2023"]
+    assert rows == [["North", "10", "12", "15"], ["South", "8", "9", "11"]]
