@@ -127,9 +127,9 @@ def test_the_cli_refuses_workbook_flags_on_a_csv_and_a_sheet_the_workbook_has_no
     refused(nope, "the workbook has no sheet called 'Nope'; its sheets are 'Customers', 'Prices'")
     far = run_cli(store, "submit", str(book), "--name", "x", "--header-row", "40", cwd=tmp_path)
     refused(far, "sheet 'Customers' has nothing in row 40 or under it")
-    assert [t.status for t in tasks(store)] == ["abandoned", "abandoned"]  # the CLI leaves nothing half-made
-    shown = run_cli(store, "show", tasks(store)[0].task_id, cwd=tmp_path)  # never submitted: no "read as"
-    assert shown.returncode == 0 and "status: abandoned" in shown.stdout and "read as" not in shown.stdout
+    # The CLI leaves nothing half-made: a refused submit removes the task it made, its input with it.
+    assert tasks(store) == []
+    assert list((store / "batch-tasks").glob("*/input.csv")) == []
 
 
 def test_each_bad_workbook_is_refused_at_submit_in_one_sentence_and_nothing_is_queued(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_each_bad_workbook_is_refused_at_submit_in_one_sentence_and_nothing_is_q
         path = tmp_path / f"{name.replace(' ', '-')}.xlsx"
         path.write_bytes(data)
         refused(run_cli(store, "submit", str(path), "--name", name, cwd=tmp_path), words)
-    assert sorted((t.task_name, t.status) for t in tasks(store)) == sorted((n, "abandoned") for n in bad)
+    assert tasks(store) == []  # each refused submit removed the task it made
     with api_in_process(tmp_path / "api-store") as base:
         for name, (data, words) in bad.items():
             task = api_submit(base, data)
