@@ -432,7 +432,8 @@ def test_every_state_change_of_many_tasks_reaches_the_receiver_exactly_once(many
         wait_for(lambda t=task_id: many.done(t), timeout=120 + many.start, what=f"{task_id} completed")
     wait_for(lambda: len(receiver.ids()) >= 3 * len(ids), timeout=60, what="every event")
     wait_for(lambda: many.store.list_keys(many.layout.outbox_root()) == [], timeout=60, what="the outbox empty")
-    for w in workers:
+    for w in workers:  # a worker that lost every race may still be starting: stop it once it runs
+        w.worker_ready(20 + many.start)
         w.send_signal(signal.SIGTERM)
     for w in workers:
         assert w.wait(20 + many.start) == 0, w.output()

@@ -91,7 +91,8 @@ def test_cli_submits_and_two_racing_workers_process_each_task_once(real: Real) -
         assert len(out) - 1 == n == record.row_count == record.processed_count
     assert claims == len(ids)  # the losers of each race claimed nothing
     assert real.store.list_keys(real.layout.active_root) == []
-    for w in workers:
+    for w in workers:  # a worker that lost every race may still be starting: stop it once it runs
+        w.worker_ready(20 + real.start)
         w.send_signal(signal.SIGTERM)
     for w in workers:
         assert w.wait(20 + real.start) == 0, w.output()
