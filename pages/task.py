@@ -53,7 +53,7 @@ def panel() -> None:
         return
     if fmt.is_live(current) != live:
         st.rerun()
-    notify.watch(ctx, [current])  # tab title + desktop notification when it ends
+    notify.watch(ctx, [current], page_task=current)  # tab title + desktop notification when it ends; its top shown
     detail.status(ctx, current, ctx.service.store.now())
     detail.actions(ctx, current)
     if current.status == "completed":

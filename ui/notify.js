@@ -3,6 +3,7 @@
 // with `data.tasks` = the person's own tasks on the page, each {id, state, ended, title, text, url}.
 // The first sight of a task only records its state; a later render that shows it ended (and
 // not ended before) changes the tab's title and, with permission, shows a desktop notification.
+// On a task's page (`data.page` = {id, ended}), the task ending while watched scrolls the page to its top.
 const REG = (globalThis.__s3taskNotify ??= { seen: new Map(), told: new Set(), ours: null, base: null });
 
 const MARK = { completed: "\u2713", failed_for_good: "\u2717", abandoned: "\u25a0" };
@@ -67,10 +68,28 @@ function permissionUi(root) {
   show();
 }
 
+function toTop(from) {
+  // Streamlit scrolls an element of its own (its main area), not the window: every scrolled box
+  // above us goes to 0, out through the shadow root the component is drawn in.
+  for (let box = from; box; box = box.parentElement ?? box.getRootNode?.().host) {
+    if (box.scrollTop > 0) box.scrollTop = 0;
+  }
+  window.scrollTo(0, 0);
+}
+
+function revealEnd(page, parentElement) {
+  // A task's page whose task ended while the person watched: its title and downloads are at the top.
+  if (!page) return;
+  const before = REG.pageSeen?.get(page.id);
+  (REG.pageSeen ??= new Map()).set(page.id, page.ended);
+  if (before === false && page.ended) toTop(parentElement);
+}
+
 export default function (component) {
   const { data, parentElement } = component;
   const root = parentElement.querySelector(".s3n");
   if (root) permissionUi(root);
+  revealEnd(data?.page, parentElement);
   for (const task of data?.tasks ?? []) {
     const before = REG.seen.get(task.id);
     REG.seen.set(task.id, task.state);

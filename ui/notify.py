@@ -60,7 +60,15 @@ def for_browser(record: TaskRecord) -> dict[str, Any]:
     }
 
 
-def watch(ctx: Context, records: Iterable[TaskRecord], *, key: str = "s3task_notify") -> None:
-    """Call on every render of a page showing tasks (also inside its live fragment)."""
+def watch(
+    ctx: Context, records: Iterable[TaskRecord], *, key: str = "s3task_notify", page_task: TaskRecord | None = None
+) -> None:
+    """Call on every render of a page showing tasks (also inside its live fragment).
+
+    ``page_task``: the task a task's page is about. When the browser saw it live and now sees it
+    ended, it scrolls the page back to its top, where the title and the result's downloads are
+    (the page grows as it ends, and the person may have been reading the timeline at its bottom).
+    """
     mine = [for_browser(r) for r in records if r.created_by == ctx.actor.name]
-    _component(key=key, data={"tasks": mine})
+    page = None if page_task is None else {"id": page_task.task_id, "ended": page_task.is_terminal}
+    _component(key=key, data={"tasks": mine, "page": page})
