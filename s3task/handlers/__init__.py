@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import InvalidInput, UnknownTaskType
+from .columns import Need
 
 if TYPE_CHECKING:  # only in annotations: task types are read (names, parameters) without pandas
     import pandas as pd
@@ -87,6 +88,9 @@ class TaskType:
     output_rows: ClassVar[Literal["rows", "summary"]] = "rows"
     #: Whether the output may have fewer rows than the input (rows left out on purpose, e.g. duplicates).
     leaves_out_rows: ClassVar[bool] = False
+    #: The columns it needs from the file (:mod:`s3task.handlers.columns`): found at submit, the file
+    #: refused without them, the column found written into the parameter each names.
+    needs: ClassVar[tuple[Need, ...]] = ()
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         #: The values of this task's parameters (``params`` declares them).

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput
-from . import ERROR_COLUMN, Param, TaskType, register
+from . import ERROR_COLUMN, Param, TaskType, columns, register
 
 if TYPE_CHECKING:  # used in annotations; imported where used, so listing task types needs no pandas
     import numpy as np
@@ -77,29 +75,20 @@ _DOMAIN = rf"(?:{_LABEL}\.)+(?:(?:[a-z]|{_INTL}){{2,}}|xn--[a-z0-9-]+)"
 _ADDRESS = rf"^{_LOCAL}@{_DOMAIN}$"
 
 
-def _key(header: str) -> str:
-    return re.sub(r"[\W_]+", "", header.lower())
+#: The email column, as the New task page, the submit check and the worker find it (s3task.handlers.columns).
+EMAIL = columns.Need(
+    label="email",
+    param="email_column",
+    aliases=EMAIL_HEADERS,
+    contains=("email",),
+    looks_like=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+)
 
 
-def find_email_column(columns: list[str], wanted: str) -> str:
-    """The column named ``wanted`` (exact, then ignoring case and spaces), or one whose header says email."""
-    listed = ", ".join(repr(c) for c in columns) or "(none)"
-    if wanted:
-        if wanted in columns:
-            return wanted
-        for column in columns:
-            if column.strip().lower() == wanted.strip().lower():
-                return column
-        raise InvalidInput(f"there is no column named {wanted!r}; columns are: {listed}")
-    keys = {column: _key(column) for column in columns}
-    for name in EMAIL_HEADERS:
-        for column, key in keys.items():
-            if key == name:
-                return column
-    for column, key in keys.items():
-        if "email" in key:
-            return column
-    raise InvalidInput(f"no email column found; columns are: {listed}; set the 'email column' parameter")
+def find_email_column(names: list[str], wanted: str, sample: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The column named ``wanted`` (exact, then ignoring case and spaces), or one whose header says
+    email, or (``sample``: the first rows' values by column) the one whose values are addresses."""
+    return columns.require((EMAIL,), {EMAIL.param: wanted}, names, sample or {})[EMAIL.param]
 
 
 @register
@@ -113,7 +102,8 @@ class EmailEnrichment(TaskType):
         "is_role_account (true for shared addresses such as info@ or sales@ rather than a person). "
         "Rows whose address is missing or not valid keep their place in the file; the new columns stay "
         "empty and the error column says what is wrong, for example 'invalid email: no @'. The email "
-        "column is found by its header (email, e-mail, mail, email address and the like) unless you name it."
+        "column is found by its header (email, e-mail, mail, email address and the like), else by values that "
+        "look like addresses, unless you name it; a file without one is refused before it is queued."
     )
     params = (
         Param(
@@ -123,14 +113,16 @@ class EmailEnrichment(TaskType):
             help="Header of the column that holds the email addresses. Leave empty to find it automatically.",
         ),
     )
+    needs = (EMAIL,)
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         super().__init__(self.validate(params))
         self._column: str | None = None
 
     def process(self, chunk: pd.DataFrame) -> pd.DataFrame:
-        if self._column is None:
-            self._column = find_email_column([str(c) for c in chunk.columns], self.values["email_column"] or "")
+        if self._column is None:  # the first chunk: its first rows are the ones the submit check looked at
+            sample = {str(c): chunk[c].head(columns.SAMPLE_ROWS).fillna("").astype(str).tolist() for c in chunk.columns}
+            self._column = find_email_column([str(c) for c in chunk.columns], self.values["email_column"] or "", sample)
         out = chunk.copy()
         for name, values in enrich(chunk[self._column]).items():
             out[name] = values

@@ -6,18 +6,38 @@ A CSV is judged on its first bytes. A workbook cannot be: its zip directory is a
 copied from the store (the version whose ETag is pinned) to a temporary file and opened with the
 worker's reader, which checks the container (encrypted, .xls, not a workbook, a bomb: refused
 before anything is unpacked) and reads the sheet until its header row; the sheet and header row it
-took are what the worker will read."""
+took are what the worker will read.
+
+A task type that needs columns (an email column, say: :mod:`s3task.handlers.columns`) has them
+found in the header and the first rows here, as the worker would; a file without one is refused,
+the column named, and the columns found are settled in the task's parameters, as the format is."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from .. import handlers
 from ..csvio import INSPECT_BYTES, InputFormat, parse_input_format, read_start, resolve, spooled
 from ..errors import InvalidInput, NotFound
+from ..handlers import columns
 from ..record import TaskRecord
 from ..store.base import ObjectMeta, ObjectStore, get_start
 
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-def check_input(store: ObjectStore, record: TaskRecord, size: int | None = None) -> tuple[ObjectMeta, InputFormat]:
-    """The input's size and ETag as stored, and the format to read it in. One request: the file's start,
+
+class Judged(NamedTuple):
+    """What the check settled: the format to read the input in, and the column each need was given
+    (by parameter name: the task's parameters once it is queued)."""
+
+    input_format: InputFormat
+    columns: dict[str, str]
+
+
+def check_input(store: ObjectStore, record: TaskRecord, size: int | None = None) -> tuple[ObjectMeta, Judged]:
+    """The input's size and ETag as stored, and what it is read as. One request: the file's start,
     with its size and ETag. ``size``: the uploader's; a stored file of another size is refused."""
     try:
         got = get_start(store, record.input_object_path, INSPECT_BYTES)
@@ -28,22 +48,44 @@ def check_input(store: ObjectStore, record: TaskRecord, size: int | None = None)
     return got.meta, judge_input(store, record, got.body, got.meta)
 
 
-def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: ObjectMeta) -> InputFormat:
-    """A CSV's header only, on the file's first bytes (``head``) — and a ``detect`` in the task's input
-    format is settled here (as the New task page's preview detects it). A workbook is opened (see above)."""
+def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: ObjectMeta) -> Judged:
+    """A CSV's header (and, for a type that needs columns, its first rows), on the file's first bytes
+    (``head``) — and a ``detect`` in the task's input format is settled here (as the New task page's
+    preview detects it). A workbook is opened (see above)."""
     whole = len(head) >= meta.size
+    needs = handlers.get(record.task_type).needs
     try:
         read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
         if read_as.is_workbook:
-            return open_workbook(store, meta, read_as)
-        read_start(head, whole=whole, rows=False, input_format=read_as)
+            read_as, start = open_workbook(store, meta, read_as, rows=bool(needs))
+        else:
+            start = read_start(head, whole=whole, rows=bool(needs), input_format=read_as)
     except InvalidInput as e:  # the worker's words, saying whose they are
         raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
-    return read_as
+    if not needs or start is None:  # None: a header longer than the bytes looked at; the worker judges it
+        return Judged(read_as, {})
+    names, rows = start
+    try:
+        found = columns.require(needs, record.payload, names, sample_of(rows))
+    except InvalidInput as e:
+        raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
+    return Judged(read_as, found)
 
 
-def open_workbook(store: ObjectStore, meta: ObjectMeta, asked: InputFormat) -> InputFormat:
-    """The workbook's format with the sheet and the header row the reader takes (asked for, or its defaults)."""
+def sample_of(rows: pa.Table) -> Mapping[str, Sequence[str]]:
+    """The first rows' values by column, as text (what a need's look at the values sees)."""
+    head = rows.slice(0, columns.SAMPLE_ROWS)
+    return {
+        name: ["" if v is None else str(v) for v in head.column(i).to_pylist()]
+        for i, name in enumerate(head.column_names)
+    }
+
+
+def open_workbook(
+    store: ObjectStore, meta: ObjectMeta, asked: InputFormat, *, rows: bool = False
+) -> tuple[InputFormat, tuple[list[str], pa.Table] | None]:
+    """The workbook's format with the sheet and the header row the reader takes (asked for, or its
+    defaults), and its header with (``rows``) the first block of rows, or None without."""
     from ..csvio.sheetreader import WorkbookReader
 
     with (
@@ -51,4 +93,8 @@ def open_workbook(store: ObjectStore, meta: ObjectMeta, asked: InputFormat) -> I
         spooled(source, meta.size) as copy,
         WorkbookReader(copy, asked.sheet, asked.header_row) as reader,
     ):
-        return InputFormat(kind=asked.kind, sheet=reader.sheet, header_row=reader.header_row)
+        taken = InputFormat(kind=asked.kind, sheet=reader.sheet, header_row=reader.header_row)
+        if not rows:
+            return taken, None
+        first = next((table for table, _end in reader.tables() if table.num_rows), reader.empty_table())
+        return taken, (list(reader.names), first)

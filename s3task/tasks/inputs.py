@@ -63,9 +63,9 @@ class Inputs:
             # The file passes through here: its first bytes are checked as they go by and its
             # ETag comes back with the write, so neither the record nor the file is read again.
             meta, head = self._store_input(record, stream)
-            read_as = judge_input(self.store, record, head, meta)
+            judged = judge_input(self.store, record, head, meta)
             known = self.transitions.recall(record.task_id)
-            return self.transitions.queue(record, None if known is None else known[1], meta, read_as)
+            return self.transitions.queue(record, None if known is None else known[1], meta, judged)
         except S3TaskError:
             # Nobody has seen this task: remove it. Once its queueing began (or if the store fails
             # us), cancel it instead, so it is never left waiting for a file.

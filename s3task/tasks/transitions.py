@@ -29,7 +29,7 @@ from ..states import State, Status
 from ..store.base import ObjectMeta, PutMode
 from . import access
 from .access import Actor
-from .input_check import check_input
+from .input_check import Judged, check_input
 from .limits import CreateLimits, CreateRate, SizedCache, record_bytes
 
 log = logging.getLogger("s3task.tasks")
@@ -155,8 +155,8 @@ class Transitions:
         access.require(actor, record, "submit")
         if record.status != Status.CREATED:
             raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
-        meta, read_as = check_input(self.store, record, size)
-        return self.queue(record, etag, meta, read_as)
+        meta, judged = check_input(self.store, record, size)
+        return self.queue(record, etag, meta, judged)
 
     def _remember(self, record: TaskRecord, etag: str) -> None:
         """Keep a record this service created, and its ETag, for the submit (the newest 500, 4 MB at most)."""
@@ -185,7 +185,7 @@ class Transitions:
                 self.store.delete(key)
         return True
 
-    def queue(self, record: TaskRecord, etag: str | None, meta: ObjectMeta, read_as: csvio.InputFormat) -> TaskRecord:
+    def queue(self, record: TaskRecord, etag: str | None, meta: ObjectMeta, judged: Judged) -> TaskRecord:
         """Queue a created task whose input passed the check: ``etag`` is the record's as last seen."""
         task_id = record.task_id
         # Marker before record: a queued task without a marker would never be
@@ -195,7 +195,9 @@ class Transitions:
 
         def change(current: TaskRecord, now: Any) -> TaskRecord:
             submitted = lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
-            return submitted.replace(input_format=read_as.to_dict())  # detection settled: the worker reads so
+            # Detection settled: the worker reads the file so, and finds the needed columns where the check did.
+            payload = {**current.payload, **judged.columns}
+            return submitted.replace(input_format=judged.input_format.to_dict(), payload=payload)
 
         # Conditional on the record as read (or as created): one read less, and a record changed
         # in between (a cancel) fails the condition and is decided on again as it is now.
