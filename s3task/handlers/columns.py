@@ -5,8 +5,9 @@ column, the header names it goes by, what its values look like). :func:`match` f
 
 1. the one the person chose (the parameter), by its exact header, then ignoring case and spaces;
 2. a header that is one of the need's names, ignoring case, spaces and punctuation (``E-Mail
-   Address`` is ``emailaddress``), the first name in the need's order winning; then a header that
-   contains one of its ``contains`` words;
+   Address`` is ``emailaddress``), the first name in the need's order winning; then a header with
+   one of its ``contains`` words as a word of its own, or at its start or end (``work_email_2``,
+   ``PrimaryEmail``; not ``Kunde;Mail;Betrag``, a line of another delimiter read as one name);
 3. the values: the column where most of the first :data:`SAMPLE_ROWS` non-empty values look like
    the need's (at least :data:`LOOKS_LIKE_SHARE` of them, and at least :data:`MIN_VALUES` values).
 
@@ -94,9 +95,14 @@ def by_header(need: Need, columns: Sequence[str]) -> str | None:
                 return column
     for word in need.contains:
         for column, k in keys.items():
-            if word in k:
+            if word in words(column) or k.startswith(word) or k.endswith(word):
                 return column
     return None
+
+
+def words(header: str) -> list[str]:
+    """A header's words, lower case: split at spaces, punctuation and camel case (``workEmail_2``: work, email, 2)."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", header)]
 
 
 def by_values(need: Need, columns: Sequence[str], sample: Mapping[str, Sequence[str]]) -> str | None:

@@ -81,7 +81,7 @@ EMAIL = columns.Need(
     param="email_column",
     aliases=EMAIL_HEADERS,
     contains=("email",),
-    looks_like=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+    looks_like=r"^[^@\s,;|]+@[^@\s,;|]+\.[^@\s,;|.]{2,}$",  # one address, nothing around it
 )
 
 

@@ -85,7 +85,7 @@ def open_workbook(
     store: ObjectStore, meta: ObjectMeta, asked: InputFormat, *, rows: bool = False
 ) -> tuple[InputFormat, tuple[list[str], pa.Table] | None]:
     """The workbook's format with the sheet and the header row the reader takes (asked for, or its
-    defaults), and its header with (``rows``) the first block of rows, or None without."""
+    defaults), and its header with (``rows``) the first block of rows (without: no rows)."""
     from ..csvio.sheetreader import WorkbookReader
 
     with (
@@ -95,6 +95,22 @@ def open_workbook(
     ):
         taken = InputFormat(kind=asked.kind, sheet=reader.sheet, header_row=reader.header_row)
         if not rows:
-            return taken, None
+            return taken, (list(reader.names), reader.empty_table())
         first = next((table for table, _end in reader.tables() if table.num_rows), reader.empty_table())
         return taken, (list(reader.names), first)
+
+
+def header_of(store: ObjectStore, record: TaskRecord) -> list[str]:
+    """The column names of a submitted task's input, read as the worker reads it (its settled format)."""
+    try:
+        got = get_start(store, record.input_object_path, INSPECT_BYTES)
+    except NotFound as e:
+        raise InvalidInput(f"task {record.task_id} has no input file") from e
+    read_as = InputFormat.from_dict(record.input_format)
+    if read_as.is_workbook:
+        start = open_workbook(store, got.meta, read_as)[1]
+    else:
+        start = read_start(got.body, whole=len(got.body) >= got.meta.size, rows=False, input_format=read_as)
+    if start is None:
+        raise InvalidInput(f"the header of task {record.task_id}'s file is longer than {INSPECT_BYTES:,} bytes")
+    return list(start[0])

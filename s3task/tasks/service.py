@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import InvalidInput
 from ..layout import Layout
 from ..record import Records, StateHook
 from ..store.base import ObjectStore
-from . import access
+from . import access, recipes
 from .access import Actor
+from .input_check import header_of
 from .inputs import Created, Inputs
 from .limits import CreateLimits
 from .outputs import Outputs
+from .recipes import Recipe, Recipes
 from .transitions import Transitions
 from .urls import Urls, UrlSigner
 
@@ -44,6 +47,7 @@ class TaskService:
         self.transitions.on_queued = on_queued
         self.inputs = Inputs(self.transitions, self.urls)
         self.outputs = Outputs(self.transitions, self.urls)
+        self.recipes = Recipes(store, layout)  # saved settings for files that come back (s3task.tasks.recipes)
         # who may act
         self.may_act = access.may_act
         self.can_cancel = access.can_cancel
@@ -84,6 +88,17 @@ class TaskService:
     ) -> Created:
         """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it."""
         return self.inputs.created(self.transitions.create(actor, name, task_type, payload, input_format))
+
+    def save_recipe(
+        self, actor: Actor, name: str, task_id: str, *, shared: bool = False, replace: bool = False
+    ) -> Recipe:
+        """A recipe made from the task ``task_id`` (submitted: its format and columns are settled)."""
+        record = self.transitions.get(actor, task_id)
+        access.require(actor, record, "make a recipe of")
+        if record.input_etag is None:
+            raise InvalidInput(f"task {task_id} was never submitted, so its file's format is not known yet")
+        recipe = recipes.from_task(record, name, header_of(self.store, record), shared=shared)
+        return self.recipes.save(actor, recipe, replace=replace)
 
     @property
     def on_queued(self) -> Callable[[str], None] | None:

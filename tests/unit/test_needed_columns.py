@@ -43,6 +43,12 @@ def test_the_email_column_is_found_by_header_then_by_its_values(header: list[str
     assert found in match.describe()
 
 
+def test_a_line_of_another_delimiter_is_not_taken_for_an_address() -> None:
+    # A semicolon file read with commas: one column whose values hold an address among other cells.
+    lines = {"Kunde;Mail;Betrag": [f"Anna;{a};1.5" for a in ADDRESSES]}
+    assert columns.match(EMAIL, ["Kunde;Mail;Betrag"], lines).column is None
+
+
 def test_values_decide_only_when_most_look_right_and_there_are_enough() -> None:
     mostly = {"Contact": [*ADDRESSES[:3], "call me", "no", "later"]}  # 3 of 6: not enough of them
     assert columns.match(EMAIL, ["Contact"], mostly).column is None

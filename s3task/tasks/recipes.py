@@ -1,0 +1,186 @@
+"""Recipes: a task's type, settings, input format and column choices saved under a name, for the
+files that come back every week or month (issue 22 item 3).
+
+One small JSON object per recipe in the store, next to the tasks, no database::
+
+    <prefix>/recipes/own/<user>/<slug>.json   a person's own recipes
+    <prefix>/recipes/shared/<slug>.json       shared with everyone (only an operator saves or removes one)
+
+Every write is conditional: a new recipe is created only if its key is free (``PutMode.CREATE``),
+a replaced or removed one only if it is still the version read (its ETag), so two people saving
+the same name at once never silently overwrite each other: the second is told. A recipe keeps the
+header of the file it was made from, so an upload whose header is the same (:func:`same_header`:
+the same column names, in any order, case and punctuation ignored) is offered it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from .. import handlers
+from ..csvio import parse_input_format
+from ..errors import AccessDenied, AlreadyExists, InvalidInput, NotFound, PreconditionFailed
+from ..handlers import columns
+from ..layout import MAX_RECORD_BYTES, Layout
+from ..record import TaskRecord, to_iso
+from ..store.base import ObjectStore, PutMode
+from .access import Actor
+
+RECIPES = "recipes"
+SCHEMA = 1
+NAME_CHARS = 80
+JSON_TYPE = "application/json"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a recipe gives a new task (its type, parameters and input format), and whose it is."""
+
+    name: str
+    owner: str
+    task_type: str
+    params: dict[str, Any] = field(default_factory=dict)
+    #: As a record's ``input_format`` (a CSV's delimiter and encoding; a workbook's kind, sheet, header row).
+    input_format: dict[str, Any] = field(default_factory=dict)
+    #: The header of the file it was made from: an upload with the same is offered this recipe.
+    header: list[str] = field(default_factory=list)
+    shared: bool = False
+    saved_at: str = ""
+
+    def to_json(self) -> bytes:
+        return json.dumps({"schema": SCHEMA, **asdict(self)}, ensure_ascii=False, indent=1).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Recipe:
+        raw = json.loads(data)
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+    def describe(self) -> str:
+        whose = "shared" if self.shared else f"{self.owner}'s"
+        return f"“{self.name}” ({whose}: {self.task_type})"
+
+
+def slug(name: str) -> str:
+    """The recipe's key name: lower case, letters, digits and dashes (names differing only so are one recipe)."""
+    cleaned = " ".join(name.split())
+    if not cleaned or len(cleaned) > NAME_CHARS:
+        raise InvalidInput(f"a recipe needs a name of 1 to {NAME_CHARS} characters")
+    key = re.sub(r"[^\w]+", "-", cleaned.lower()).strip("-_")
+    if not key:
+        raise InvalidInput(f"recipe name {name!r} needs at least one letter or digit")
+    return quote(key, safe="-_")
+
+
+def same_header(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The same columns, in any order, ignoring case, spaces and punctuation."""
+    return bool(a) and sorted(map(columns.key, a)) == sorted(map(columns.key, b))
+
+
+class Recipes:
+    """Save, find, list and remove recipes in the store (conditional writes only)."""
+
+    def __init__(self, store: ObjectStore, layout: Layout) -> None:
+        self.store, self.layout = store, layout
+
+    def _key(self, owner: str | None, name: str) -> str:
+        root = f"{self.layout.prefix}/{RECIPES}/"
+        where = "shared/" if owner is None else f"own/{quote(owner, safe='')}/"
+        return f"{root}{where}{slug(name)}.json"
+
+    def _read(self, key: str) -> tuple[Recipe, str]:
+        got = self.store.get(key)
+        if len(got.body) > MAX_RECORD_BYTES:
+            raise InvalidInput(f"recipe {key} is larger than a recipe can be")
+        return Recipe.from_json(got.body), got.meta.etag
+
+    def save(self, actor: Actor, recipe: Recipe, *, replace: bool = False) -> Recipe:
+        """Store ``recipe`` as ``actor``'s (or shared: operators only). An existing one of that name is
+        refused unless ``replace``, and then replaced only if no one changed it since it was read."""
+        if recipe.shared and not actor.operator:
+            raise AccessDenied("only an operator can share a recipe with everyone")
+        handlers.get(recipe.task_type).validate(recipe.params)  # a recipe that could not make a task is refused
+        parse_input_format(recipe.input_format, allow_detect=True)
+        key = self._key(None if recipe.shared else actor.name, recipe.name)
+        saved = Recipe(**{**asdict(recipe), "owner": actor.name, "saved_at": to_iso(self.store.now())})
+        if not replace:
+            try:
+                self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
+            except AlreadyExists as e:
+                raise InvalidInput(
+                    f"there is already a recipe named {recipe.name!r}; replace it or choose another name"
+                ) from e
+            return saved
+        try:
+            _old, etag = self._read(key)
+            self.store.put(key, saved.to_json(), PutMode.update(etag), content_type=JSON_TYPE)
+        except NotFound:
+            self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
+        except PreconditionFailed as e:
+            raise InvalidInput(f"recipe {recipe.name!r} was changed by someone else just now; try again") from e
+        return saved
+
+    def get(self, actor: Actor, name: str) -> Recipe:
+        """``actor``'s own recipe of that name, else the shared one."""
+        for owner in (actor.name, None):
+            try:
+                return self._read(self._key(owner, name))[0]
+            except NotFound:
+                continue
+        raise InvalidInput(f"there is no recipe named {name!r}; `s3task recipe list` shows them")
+
+    def list(self, actor: Actor) -> list[Recipe]:
+        """``actor``'s own recipes, then the shared ones, each by name."""
+        found = []
+        for owner in (actor.name, None):
+            prefix = self._key(owner, "x").rsplit("/", 1)[0] + "/"
+            for key in self.store.list_keys(prefix):
+                try:
+                    found.append(self._read(key)[0])
+                except (NotFound, ValueError, TypeError, InvalidInput):
+                    continue  # removed meanwhile, or not a recipe: not listed
+        return found
+
+    def remove(self, actor: Actor, name: str, *, shared: bool = False) -> None:
+        """Remove a recipe: one's own, or (operators) a shared one; only the version read is removed."""
+        if shared and not actor.operator:
+            raise AccessDenied("only an operator can remove a shared recipe")
+        key = self._key(None if shared else actor.name, name)
+        try:
+            _recipe, etag = self._read(key)
+            self.store.delete(key, if_match=etag)
+        except NotFound as e:
+            raise InvalidInput(f"there is no recipe named {name!r} to remove") from e
+        except PreconditionFailed as e:
+            raise InvalidInput(f"recipe {name!r} was changed by someone else just now; try again") from e
+
+    def matching(self, actor: Actor, header: Sequence[str]) -> Recipe | None:
+        """The recipe to offer for a file with ``header``: one's own first, then shared, newest first."""
+        candidates = [r for r in self.list(actor) if same_header(r.header, header)]
+        candidates.sort(key=lambda r: r.saved_at, reverse=True)
+        candidates.sort(key=lambda r: r.shared)  # stable: own before shared, each newest first
+        return candidates[0] if candidates else None
+
+
+def from_task(record: TaskRecord, name: str, header: Sequence[str], *, shared: bool = False) -> Recipe:
+    """A recipe that makes tasks like ``record``: its type, parameters and input format as settled."""
+    return Recipe(
+        name=" ".join(name.split()),
+        owner=record.created_by,
+        task_type=record.task_type,
+        params=dict(record.payload or {}),
+        input_format=dict(record.input_format or {}),
+        header=list(header),
+        shared=shared,
+    )
+
+
+def applied(
+    recipe: Recipe, params: Mapping[str, Any] | None, input_format: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A new task's parameters and input format: the recipe's, with what was given explicitly on top."""
+    return {**recipe.params, **(params or {})}, {**recipe.input_format, **(input_format or {})}
