@@ -16,6 +16,8 @@
 <prefix>/outbox/pending/<ms>.<task-id>.<revision>.<write-id>.json
                                           a notification being sent (s3task.notify); deleted once sent
 <prefix>/outbox/missed/…                  notifications that may not have reached every receiver
+<prefix>/recipes/own/<user>/<name>.json   a saved recipe (s3task.tasks.recipes): a person's own,
+<prefix>/recipes/shared/<name>.json       or shared by an operator
 ```
 
 Task ids are validated before they are put into a key.
@@ -44,6 +46,7 @@ BELL = "active-bell"
 BY_USER = "by-user"
 WORKERS = "workers"
 OUTBOX = "outbox"
+RECIPES = "recipes"
 #: The largest status.json (or other small JSON object) read as a record; larger ones are refused. The
 #: bucket's lifecycle rule keeps objects up to this size (s3task.store.bucket), so records are never expired.
 MAX_RECORD_BYTES = 256 * 1024
@@ -131,6 +134,17 @@ class Layout:
             raise ValueError(f"invalid write id {write_id!r}")
         name = f"{int(written_ms):013d}.{validate_task_id(task_id)}.{int(revision)}.{write_id}.json"
         return self.outbox_root(kind) + name
+
+    def recipe_root(self, owner: str | None) -> str:
+        """The folder of ``owner``'s recipes, or (None) of the shared ones."""
+        where = "shared" if owner is None else f"own/{quote(owner, safe='')}"
+        return f"{self.prefix}/{RECIPES}/{where}/"
+
+    def recipe_key(self, owner: str | None, slug: str) -> str:
+        """One recipe; ``slug`` is its name made safe for a key (s3task.tasks.recipes.slug)."""
+        if not re.fullmatch(r"[\w%-]{1,240}", slug):
+            raise ValueError(f"invalid recipe key name {slug!r}")
+        return self.recipe_root(owner) + slug + ".json"
 
     def task_id_of(self, key: str) -> str | None:
         """The task id at the end of a marker key or a task prefix, if there is one."""

@@ -31,7 +31,6 @@ from ..record import TaskRecord, to_iso
 from ..store.base import ObjectStore, PutMode
 from .access import Actor
 
-RECIPES = "recipes"
 SCHEMA = 1
 NAME_CHARS = 80
 JSON_TYPE = "application/json"
@@ -88,9 +87,7 @@ class Recipes:
         self.store, self.layout = store, layout
 
     def _key(self, owner: str | None, name: str) -> str:
-        root = f"{self.layout.prefix}/{RECIPES}/"
-        where = "shared/" if owner is None else f"own/{quote(owner, safe='')}/"
-        return f"{root}{where}{slug(name)}.json"
+        return self.layout.recipe_key(owner, slug(name))
 
     def _read(self, key: str) -> tuple[Recipe, str]:
         got = self.store.get(key)
@@ -137,8 +134,7 @@ class Recipes:
         """``actor``'s own recipes, then the shared ones, each by name."""
         found = []
         for owner in (actor.name, None):
-            prefix = self._key(owner, "x").rsplit("/", 1)[0] + "/"
-            for key in self.store.list_keys(prefix):
+            for key in self.store.list_keys(self.layout.recipe_root(owner)):
                 try:
                     found.append(self._read(key)[0])
                 except (NotFound, ValueError, TypeError, InvalidInput):
