@@ -91,6 +91,8 @@ class Recipes:
 
     def _read(self, key: str) -> tuple[Recipe, str]:
         got = self.store.get(key)
+        if not got.body:  # a delete half done on a store without conditional deletes (s3task.store.s3)
+            raise NotFound(key)
         if len(got.body) > MAX_RECORD_BYTES:
             raise InvalidInput(f"recipe {key} is larger than a recipe can be")
         return Recipe.from_json(got.body), got.meta.etag
@@ -104,22 +106,27 @@ class Recipes:
         parse_input_format(recipe.input_format, allow_detect=True)
         key = self._key(None if recipe.shared else actor.name, recipe.name)
         saved = Recipe(**{**asdict(recipe), "owner": actor.name, "saved_at": to_iso(self.store.now())})
-        if not replace:
-            try:
+        try:
+            if replace:
+                self.store.put(key, saved.to_json(), PutMode.update(self._etag(key)), content_type=JSON_TYPE)
+            else:
                 self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
-            except AlreadyExists as e:
+        except NotFound:  # nothing to replace: a new one
+            self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
+        except AlreadyExists:
+            got = self.store.get(key)
+            if got.body:
                 raise InvalidInput(
                     f"there is already a recipe named {recipe.name!r}; replace it or choose another name"
-                ) from e
-            return saved
-        try:
-            _old, etag = self._read(key)
-            self.store.put(key, saved.to_json(), PutMode.update(etag), content_type=JSON_TYPE)
-        except NotFound:
-            self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
+                ) from None
+            self.store.put(key, saved.to_json(), PutMode.update(got.meta.etag), content_type=JSON_TYPE)
         except PreconditionFailed as e:
             raise InvalidInput(f"recipe {recipe.name!r} was changed by someone else just now; try again") from e
         return saved
+
+    def _etag(self, key: str) -> str:
+        """The stored recipe's ETag (a tombstone's too: it is replaced like a recipe)."""
+        return self.store.get(key).meta.etag
 
     def get(self, actor: Actor, name: str) -> Recipe:
         """``actor``'s own recipe of that name, else the shared one."""

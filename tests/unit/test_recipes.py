@@ -131,3 +131,14 @@ def test_recipes_that_could_not_make_a_task_are_refused(service: TaskService) ->
     with pytest.raises(InvalidInput, match="a recipe needs a name"):
         service.recipes.save(ALICE, Recipe("   ", "alice", "copy"))
     assert service.recipes.list(ALICE) == []
+
+
+def test_a_half_done_delete_is_no_recipe_and_its_name_is_free(service: TaskService) -> None:
+    # A store without conditional deletes (LocalStack) leaves an empty object where a recipe was.
+    key = service.layout.recipe_key("alice", "monthly")
+    service.store.put(key, b"", PutMode.CREATE)
+    assert service.recipes.list(ALICE) == []
+    with pytest.raises(InvalidInput, match="there is no recipe named 'Monthly'"):
+        service.recipes.get(ALICE, "Monthly")
+    service.save_recipe(ALICE, "Monthly", first_month(service))
+    assert service.recipes.get(ALICE, "Monthly").params["email_column"] == "Mail"
