@@ -185,5 +185,7 @@ def from_task(record: TaskRecord, name: str, header: Sequence[str], *, shared: b
 def applied(
     recipe: Recipe, params: Mapping[str, Any] | None, input_format: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A new task's parameters and input format: the recipe's, with what was given explicitly on top."""
-    return {**recipe.params, **(params or {})}, {**recipe.input_format, **(input_format or {})}
+    """A new task's parameters and input format: the recipe's, with what was given explicitly on top
+    (a value given as None is not given)."""
+    given = {k: v for k, v in (input_format or {}).items() if v is not None}
+    return {**recipe.params, **(params or {})}, {**recipe.input_format, **given}

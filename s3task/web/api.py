@@ -30,10 +30,10 @@ from starlette.routing import BaseRoute, Route
 
 from .. import handlers, metrics, notify
 from ..config import Settings
-from ..errors import S3TaskError, SettingsError
+from ..errors import InvalidInput, S3TaskError, SettingsError
 from ..record import TaskRecord
 from ..store import open_store
-from ..tasks import MAX_LIST, Actor, CreateLimits, TaskService
+from ..tasks import MAX_LIST, Actor, CreateLimits, TaskService, recipes
 from .copywait import CopyWaiters
 from .errors import HttpError, json_mount, route_error, s3task_error
 from .models import (
@@ -125,10 +125,9 @@ class Api:
     async def create_task(self, request: Request) -> Response:
         actor = self.actor(request)
         body = checked(NewTask, await _json_object(request), NEW_TASK_MESSAGES)
-        read_as = body.input_format.model_dump() if body.input_format else None
-        created = await run_in_threadpool(
-            self.service.create, actor, body.name, body.type, body.parameters or {}, input_format=read_as
-        )
+        task_type, params, read_as = await run_in_threadpool(self._what_to_make, actor, body)
+        create = self.service.create
+        created = await run_in_threadpool(create, actor, body.name, task_type, params, input_format=read_as)
         upload = None
         if created.upload_url:
             upload = Upload(
@@ -140,6 +139,19 @@ class Api:
         location = f"{request.url.path.rstrip('/')}/{created.record.task_id}"
         body_out = Created(task=self.task(actor, created.record), upload=upload)
         return reply(body_out, 201, headers={"Location": location})
+
+    def _what_to_make(self, actor: Actor, body: NewTask) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+        """The new task's type, parameters and input format: as given, or a recipe's with what is given on top."""
+        if body.recipe is None:
+            if body.type is None:
+                raise InvalidInput(_NAME_AND_TYPE + ', or a "recipe"')
+            return body.type, body.parameters or {}, body.input_format.model_dump() if body.input_format else None
+        recipe = self.service.recipes.get(actor, body.recipe)
+        if body.type is not None and body.type != recipe.task_type:
+            raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {body.type}")
+        given = body.input_format.model_dump(exclude_unset=True) if body.input_format else None
+        params, read_as = recipes.applied(recipe, body.parameters, given)
+        return recipe.task_type, params, read_as
 
     async def list_tasks(self, request: Request) -> Response:
         actor = self.actor(request)

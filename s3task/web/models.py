@@ -186,7 +186,17 @@ class NewTask(_Request):
         description=f"What to call the task (in listings, and the output's file name): 1 to {MAX_NAME} characters, "
         "not all spaces."
     )
-    type: str = Field(description="The name of a task type (GET /api/task-types).")
+    type: str | None = Field(
+        default=None,
+        description="The name of a task type (GET /api/task-types); may be left out with a `recipe`, whose type it is.",
+    )
+    recipe: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=80,
+        description="A saved recipe's name (your own, else a shared one; `s3task recipe list`): the task takes its "
+        "type, parameters and input format, and what this request gives explicitly goes on top.",
+    )
     parameters: dict[str, Any] | None = Field(
         default=None, description="The task type's parameters by name (GET /api/task-types); none if left out."
     )
