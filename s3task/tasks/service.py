@@ -13,6 +13,7 @@ from .access import Actor
 from .inputs import Created, Inputs
 from .limits import CreateLimits
 from .outputs import Outputs
+from .resumable import Resumable
 from .transitions import Transitions
 from .urls import Urls, UrlSigner
 
@@ -44,6 +45,8 @@ class TaskService:
         self.transitions.on_queued = on_queued
         self.inputs = Inputs(self.transitions, self.urls)
         self.outputs = Outputs(self.transitions, self.urls)
+        #: uploads of a file the caller holds that can be continued after an interruption (the CLI's)
+        self.resumable = Resumable(self.transitions, self.inputs)
         # who may act
         self.may_act = access.may_act
         self.can_cancel = access.can_cancel
