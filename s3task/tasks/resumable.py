@@ -24,7 +24,6 @@ from datetime import timedelta
 from typing import Any, BinaryIO
 
 from .. import lifecycle
-from ..csvio import INSPECT_BYTES
 from ..errors import InvalidInput, InvalidTransition, NotFound, S3TaskError, StoreError, UploadInterrupted
 from ..fingerprint import Fingerprint
 from ..ids import created_at
@@ -34,7 +33,7 @@ from ..states import Status
 from ..store.base import MultipartStore, Part
 from . import access
 from .access import Actor
-from .input_check import judge_input
+from .input_check import check_input
 from .inputs import Inputs
 from .transitions import MAX_LIST, Transitions
 
@@ -127,11 +126,8 @@ class Resumable:
     def _send_and_queue(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
         record, etag = self._sent(actor, record, stream, file)
         try:
-            meta = self.store.head(record.input_object_path)
-            if meta.size != file.size:
-                raise InvalidInput(f"the store holds {meta.size:,} bytes of the file's {file.size:,}; upload it again")
-            stream.seek(0)
-            read_as = judge_input(self.store, record, stream.read(INSPECT_BYTES), meta)
+            # One request, as a submit's: the stored file's start (judged) with its size and ETag.
+            meta, read_as = check_input(self.store, record, file.size)
             self.transitions.recall(record.task_id)
             return self.transitions.queue(record, etag, meta, read_as)
         except InvalidTransition:
