@@ -18,6 +18,8 @@ from s3task.record import read_record
 from s3task.tasks import Actor, TaskService
 from s3task.tasks.resumable import PART_SIZE
 
+pytestmark = pytest.mark.slow  # files of four parts, over moto: the contract's S3 runs are not the fast loop's
+
 ADA = Actor("ada")
 LAYOUT = Layout("batch-tasks")
 DATA = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
@@ -85,3 +87,22 @@ def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
         service.resumable.submit(ADA, "bad", "copy", None, stream, of_stream(stream, "bad.csv", len(bad)))
     assert task_ids(s3) == []
     assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
+def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
+    """The bucket's rule aborts uploads unfinished after a day: the same task then takes the whole file anew."""
+    flaky = Flaky(s3, allowed=2)
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    with pytest.raises(UploadInterrupted):
+        TaskService(flaky, LAYOUT).resumable.submit(ADA, "dropped", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    waiting = read_record(s3, LAYOUT, task_id)[0]
+    s3.abort_multipart(waiting.input_object_path, waiting.input_upload["upload_id"])  # as the rule does
+
+    flaky.allowed, flaky.sent = 10, []
+    again = TaskService(flaky, LAYOUT)
+    queued = again.resumable.resume(ADA, again.resumable.find(ADA, "dropped", "copy", file), stream, file)
+    assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
+    assert queued.input_upload["upload_id"] != waiting.input_upload["upload_id"]
+    assert s3.get(queued.input_object_path).body == DATA and task_ids(s3) == [task_id]
