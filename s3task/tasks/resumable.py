@@ -120,7 +120,8 @@ class Resumable:
         access.require(actor, record, "upload to")
         if not self.in_parts(file.size):
             self.inputs.upload_input(actor, record.task_id, stream)  # the whole file, into the same task
-            return self.transitions.submit(actor, record.task_id, size=file.size)
+            # Checked and queued; a file refused then cancels the task, as a browser's upload does.
+            return self.inputs.finish_upload(actor, record.task_id, size=file.size)
         return self._send_and_queue(actor, record, stream, file)
 
     def _send_and_queue(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
