@@ -144,21 +144,20 @@ class Resumable:
         """Every part of the file in the store, joined: the record as last written, and its ETag."""
         store = self.store
         assert isinstance(store, MultipartStore)  # in_parts() said so
-        key = record.input_object_path
-        record, etag, held = self._upload_of(actor, record, file)
-        upload_id, part_size = record.input_upload["upload_id"], int(record.input_upload["part_size"])
-        count = math.ceil(file.size / part_size)
-        sender = _Sender(store, key, upload_id, stream, file.size, part_size)
-        kept = sender.kept(held)
-        missing = [n for n in range(1, count + 1) if n not in kept]
+        sender: _Sender | None = None
+        # Whatever the store fails here, the task and the parts it holds stay, for --resume.
         try:
-            sent = sender.send(missing)
-            store.complete_multipart(key, upload_id, sorted({**kept, **sent}.items()))
+            record, etag, held = self._upload_of(actor, record, file)
+            sender = _Sender(store, record, stream, file.size)
+            kept = sender.keep(held)
+            sent = sender.send([n for n in range(1, sender.count + 1) if n not in kept])
+            store.complete_multipart(record.input_object_path, sender.upload_id, sorted({**kept, **sent}.items()))
         except StoreError as e:
-            done = count - len(missing) + sender.done
+            count = sender.count if sender else math.ceil(file.size / part_size_for(file.size))
             raise UploadInterrupted(
-                f"the upload of {file.name!r} stopped with {done} of {count} parts in the store ({e.message}); "
-                f"they are kept: run the same command with --resume to send the rest to task {record.task_id}"
+                f"the upload of {file.name!r} stopped with {sender.held if sender else 0} of {count} parts in the "
+                f"store ({e.message}); they are kept: run the same command with --resume to send the rest to task "
+                f"{record.task_id}"
             ) from e
         return record, etag
 
@@ -194,13 +193,15 @@ class Resumable:
 
 
 class _Sender:
-    """Sends parts of one file to one upload, :data:`PARALLEL_PARTS` at a time."""
+    """Sends the parts of one file to the upload noted on its task, :data:`PARALLEL_PARTS` at a time."""
 
-    def __init__(self, store: MultipartStore, key: str, upload_id: str, stream: BinaryIO, size: int, part_size: int):
-        self.store, self.key, self.upload_id = store, key, upload_id
-        self.stream, self.size, self.part_size = stream, size, part_size
+    def __init__(self, store: MultipartStore, record: TaskRecord, stream: BinaryIO, size: int) -> None:
+        self.store, self.key, self.stream, self.size = store, record.input_object_path, stream, size
+        self.upload_id = str(record.input_upload["upload_id"])
+        self.part_size = int(record.input_upload["part_size"])
+        self.count = math.ceil(size / self.part_size)
         self._lock = threading.Lock()
-        self.done = 0  # parts sent by this sender
+        self.held = 0  # parts of this file the store holds: kept, then sent
 
     def _read(self, number: int) -> bytes:
         start = (number - 1) * self.part_size
@@ -208,23 +209,23 @@ class _Sender:
             self.stream.seek(start)
             return self.stream.read(min(self.part_size, self.size - start))
 
-    def kept(self, held: list[Part]) -> dict[int, str]:
+    def keep(self, held: list[Part]) -> dict[int, str]:
         """The parts the store holds that are this file's bytes (size and MD5, which is a part's ETag on
         S3), by number; any other is sent again."""
-        count = math.ceil(self.size / self.part_size)
         kept: dict[int, str] = {}
         for part in held:
-            if not 1 <= part.number <= count:
+            if not 1 <= part.number <= self.count:
                 continue
             data = self._read(part.number)
             if part.size == len(data) and part.etag.strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest():
                 kept[part.number] = part.etag
+        self.held = len(kept)
         return kept
 
     def _one(self, number: int) -> tuple[int, str]:
         etag = self.store.upload_part(self.key, self.upload_id, number, self._read(number))
         with self._lock:
-            self.done += 1
+            self.held += 1
         return number, etag
 
     def send(self, numbers: list[int]) -> dict[int, str]:

@@ -106,3 +106,20 @@ def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
     assert queued.input_upload["upload_id"] != waiting.input_upload["upload_id"]
     assert s3.get(queued.input_object_path).body == DATA and task_ids(s3) == [task_id]
+
+
+def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) -> None:
+    class NoStart(Flaky):
+        def create_multipart(self, key: str, **kw: Any) -> str:
+            raise StoreUnavailable(f"the store did not answer for {key}: timed out")
+
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    with pytest.raises(UploadInterrupted, match="stopped with 0 of 4 parts in the store"):
+        TaskService(NoStart(s3, allowed=10), LAYOUT).resumable.submit(ADA, "late", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    flaky = Flaky(s3, allowed=10)
+    again = TaskService(flaky, LAYOUT)
+    queued = again.resumable.resume(ADA, again.resumable.find(ADA, "late", "copy", file), stream, file)
+    assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
+    assert s3.get(queued.input_object_path).body == DATA
