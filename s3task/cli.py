@@ -14,12 +14,12 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from . import handlers, markers, notify
+from .cli_submit import add_submit_parser, cmd_submit
 from .config import Settings
 from .counts import LABELS, counts_of
-from .csvio import XLSX, InputFormat, detect_kind
+from .csvio import InputFormat
 from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
 from .safetext import visible
 from .store import open_store
@@ -50,25 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The commands on tasks: submit, list, show, cancel, retry, download."""
-    s = sub.add_parser("submit", help="create a task from a CSV file or an Excel workbook (.xlsx, .xlsm) and queue it")
-    s.add_argument("path")
-    s.add_argument("--name", required=True)
-    s.add_argument("--type", default="copy", dest="task_type")
-    s.add_argument("--handlers", action="append", metavar="MODULE", dest="sub_handlers", help=HANDLERS_HELP)
-    s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
-    s.add_argument(
-        "--delimiter",
-        default="detect",
-        help="what separates the values: comma, semicolon, tab, pipe (or , ; |); default: detect from the file",
-    )
-    s.add_argument(
-        "--encoding",
-        default="detect",
-        help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be, "
-        "utf-16 (the byte order its byte-order mark says); default: detect from the file",
-    )
-    _add_workbook_flags(s)
-    s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+    add_submit_parser(sub, HANDLERS_HELP)
 
     s = sub.add_parser("list", help="newest tasks first")
     s.add_argument("--limit", type=int, default=50)
@@ -104,16 +86,6 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
-
-
-def _add_workbook_flags(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: its first visible sheet")
-    s.add_argument(
-        "--header-row",
-        type=int,
-        metavar="N",
-        help="a workbook's row of column names, as Excel numbers rows; default: found under any title",
-    )
 
 
 def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -200,38 +172,6 @@ def _one_line(e: BaseException) -> str:
 
 
 # --- commands ----------------------------------------------------------------
-
-
-def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
-    path = Path(args.path)
-    if not path.is_file():
-        raise InvalidInput(f"{path} is not a file")
-    params: dict[str, Any] = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidInput(f"--param {item!r} should look like KEY=VALUE")
-        params[key] = value
-    with path.open("rb") as f:
-        read_as = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
-        f.seek(0)
-        record = service.submit_file(actor, args.name, args.task_type, params, f, read_as)
-    print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
-    print(f"read as: {InputFormat.from_dict(record.input_format).describe()}", file=sys.stderr)
-    print(record.task_id)
-    return 0
-
-
-def _workbook_flags(args: argparse.Namespace, head: bytes) -> dict[str, Any]:
-    """--sheet and --header-row, refused before any task is made when the file is no workbook."""
-    flags = {"sheet": args.sheet, "header_row": args.header_row}
-    given = [f"--{key.replace('_', '-')}" for key, value in flags.items() if value is not None]
-    if given and detect_kind(head) != XLSX:
-        raise InvalidInput(
-            f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} for Excel workbooks (.xlsx, .xlsm); "
-            f"{args.path} is not one (a CSV has no sheets, and its header is its first line)"
-        )
-    return {key: value for key, value in flags.items() if value is not None}
 
 
 def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:

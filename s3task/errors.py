@@ -138,6 +138,10 @@ class InvalidInput(S3TaskError):
     """The input file cannot be used."""
 
 
+class UploadInterrupted(S3TaskError):
+    """An upload in parts stopped before the store had all of it; what it sent is kept, to be continued."""
+
+
 class TooManyConflicts(S3TaskError):
     """The task kept changing under us; try again in a moment."""
 

@@ -1,6 +1,7 @@
 """Task states and the allowed transitions, as data plus pure functions.
 
 ```
+created  --upload-->  created                      (what continues its upload noted: file, upload id)
 created  --submit-->  queued  --claim-->  running  --complete-->  completed
 running  --heartbeat-->  running                    (same owner only)
 running  --release-->  queued                       (graceful stop; no failed attempt charged)
@@ -40,6 +41,7 @@ __all__ = ["TRANSITIONS", "Lease", "Progress", "State", "Status"]  # Status: re-
 #: The one table of allowed transitions: (from, to) -> action. "Failed for good" is a state of its
 #: own (derived from ``failed`` + ``final``): it is terminal, and only a person's retry leaves it.
 TRANSITIONS: dict[tuple[State, State], str] = {
+    (State.CREATED, State.CREATED): "upload",
     (State.CREATED, State.QUEUED): "submit",
     (State.QUEUED, State.RUNNING): "claim",
     (State.RUNNING, State.RUNNING): "heartbeat",
@@ -127,6 +129,18 @@ def check_owner(record: TaskRecord, lease: Lease) -> None:
 
 
 # --- transitions ---------------------------------------------------------------
+
+
+def note_upload(
+    record: TaskRecord, now: datetime, *, fingerprint: dict[str, Any] | None = None, upload: dict[str, Any]
+) -> TaskRecord:
+    """Note on a task still waiting for its file how its upload goes on: ``upload`` ({"upload_id",
+    "part_size"}; {} when a new one is to start) and, if given, the ``fingerprint`` of the file it is of
+    (s3task.fingerprint). A task already submitted or cancelled is refused, its upload long over."""
+    changes: dict[str, Any] = {"input_upload": dict(upload)}
+    if fingerprint is not None:
+        changes["input_fingerprint"] = dict(fingerprint)
+    return _move(record, State.CREATED, now, "upload", **changes)
 
 
 def submit(record: TaskRecord, now: datetime, *, input_etag: str, input_size: int) -> TaskRecord:

@@ -71,9 +71,12 @@ class TaskRecord:
     created_by: str
     task_type: str
     payload: dict[str, Any] = field(default_factory=dict)
-    #: How the input is written: {"delimiter", "encoding"} (s3task.csvio.InputFormat); set when the task
-    #: is submitted. Empty (an older record): comma and UTF-8.
+    #: How the input is written: {"delimiter", "encoding"} (s3task.csvio.InputFormat), set at submit; {}: , and UTF-8
     input_format: dict[str, Any] = field(default_factory=dict)
+    #: The file the task was made for: {"name", "size", "edges_sha256"} (s3task.fingerprint); {}: none recorded
+    input_fingerprint: dict[str, Any] = field(default_factory=dict)
+    #: Its upload in parts, to be continued: {"upload_id", "part_size"} (s3task.tasks.resumable); {}: none
+    input_upload: dict[str, Any] = field(default_factory=dict)
     # lifecycle
     schema_version: int = SCHEMA_VERSION
     status: Status = Status.CREATED
@@ -91,8 +94,7 @@ class TaskRecord:
     success_count: int = 0
     error_count: int = 0
     bytes_processed: int = 0
-    #: Output cells given a leading ' in the CSV so that a spreadsheet does not run them.
-    protected_count: int = 0
+    protected_count: int = 0  # output cells given a leading ' in the CSV so that a spreadsheet does not run them
     # storage
     input_object_path: str = ""
     output_object_path: str | None = None
@@ -113,8 +115,7 @@ class TaskRecord:
     started_at: str | None = None
     finished_at: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
-    # fields written by a newer s3task with the same schema version: kept as they are
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # a newer s3task's fields (same schema version), kept
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)  # a plain string from code or JSON becomes the enum, or fails here
@@ -346,11 +347,10 @@ class Records:
         if self.hook is None or old.state is new.state:
             return None  # heartbeats and progress: never a notification, never a request
         try:
-            note = self.hook.before(self.store, self.layout, old, new)
+            return self.hook.before(self.store, self.layout, old, new)
         except Exception as e:
             log.error("no notification for task %s: preparing it failed (%s)", new.task_id, type(e).__name__)
             return None
-        return note
 
     def _landed(self, new: TaskRecord) -> bool:
         """Is the stored record the one we wrote? Asked when the store just failed us, so a read that

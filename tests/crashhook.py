@@ -50,6 +50,7 @@ PHASES = (
     ("_burst", "probe"),
     ("Transitions.create", "create"),  # TaskService's parts (s3task/tasks/)
     ("Inputs.upload_input", "upload"),
+    ("_Sender.", "parts"),  # the parts of an upload that can be continued (s3task/tasks/resumable.py)
     ("Transitions.submit", "submit"),
     ("Transitions.cancel", "cancel"),
     ("Transitions.retry", "retry"),
@@ -148,6 +149,10 @@ class CrashStore:
                 yield writer
         finally:
             self._after(f"write-{mode.kind}", key, phase)
+
+    def upload_part(self, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+        with self._call("put-part", key):
+            return self.inner.upload_part(key, upload_id, part_number, body)
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         with self._call("delete-if" if if_match else "delete", key):

@@ -21,6 +21,7 @@ from .tables import type_title
 #: What each step of a task's history means, in the words staff read on the task page.
 EVENTS = {
     "create": "Created",
+    "upload": "File upload started",
     "submit": "Submitted, waiting to start",
     "claim": "Started",
     "release": "Paused, waiting to start again",
@@ -32,6 +33,7 @@ EVENTS = {
 #: The same steps in an operator's words (the details section): attempts, workers and leases.
 OPERATOR_EVENTS = {
     **EVENTS,
+    "upload": "Upload in parts started (can be continued)",
     "submit": "Submitted, waiting for a worker",
     "claim": "Claimed by a worker",
     "release": "Released to the queue (worker stopped)",

@@ -162,9 +162,19 @@ def check_key(key: str) -> str:
     return key
 
 
+@dataclass(frozen=True)
+class Part:
+    """One part a store holds of an unfinished multipart upload."""
+
+    number: int
+    size: int
+    etag: str
+
+
 @runtime_checkable
 class MultipartStore(Protocol):
-    """A store a browser can upload to in parts, each part to its own presigned URL (S3).
+    """A store that takes an upload in parts (S3): a browser's, each part to its own presigned URL, or
+    the CLI's, part by part; one that stopped can be continued from the parts the store lists.
 
     A capability, not a requirement: ``isinstance(store, MultipartStore)`` says
     whether a store has it (the local directory does not: browsers send it the
@@ -177,6 +187,15 @@ class MultipartStore(Protocol):
 
     def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int) -> str:
         """A PUT URL for one part (numbers from 1)."""
+        ...
+
+    def upload_part(self, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+        """Send one part; returns its ETag. :class:`~s3task.errors.NotFound` if the upload is gone."""
+        ...
+
+    def list_parts(self, key: str, upload_id: str) -> list[Part]:
+        """The parts the store holds of the upload, by number (every page of them);
+        :class:`~s3task.errors.NotFound` if the upload is gone (aborted or completed)."""
         ...
 
     def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:

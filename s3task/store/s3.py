@@ -44,15 +44,15 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..clock import MACHINE, Clock
-from ..errors import Conflict, NotFound, StoreError, StoreUnavailable
+from ..errors import Conflict, StoreError, StoreUnavailable
 from .base import GetResult, ObjectMeta, PutMode, check_key
 from .s3_errors import Reader, _translated
+from .s3_parts import Parts
 from .s3_urls import _URL_CONFIG, configured_endpoint, find_bucket_region
 from .s3_writer import _MultipartWriter, delete_by_tombstone
 
 #: Size of the parts of a multipart upload; :meth:`S3Store.open_write` hands it to the writer.
 PART_SIZE = 8 * 1024 * 1024
-MAX_PARTS = 10_000
 _CREATE_RESENDS = 5
 
 #: Connections each client keeps open for reuse; botocore's default is 10. One store, and so one
@@ -82,7 +82,7 @@ _DATA_CONFIG = Config(
 )
 
 
-class S3Store:
+class S3Store(Parts):
     def __init__(
         self,
         bucket: str,
@@ -322,37 +322,6 @@ class S3Store:
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
         params = {"Bucket": self.bucket, "Key": check_key(key), "ContentType": content_type}
         return str(self._signer().generate_presigned_url("put_object", Params=params, ExpiresIn=expires))
-
-    # --- multipart uploads by someone else (a browser), through presigned part URLs ---
-
-    def create_multipart(self, key: str, *, content_type: str) -> str:
-        """Start a multipart upload of ``key``; the type is fixed here, parts carry none. Returns its id."""
-        with _translated(key, "write"):
-            resp = self.client.create_multipart_upload(Bucket=self.bucket, Key=check_key(key), ContentType=content_type)
-        return str(resp["UploadId"])
-
-    def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int) -> str:
-        if not 1 <= part_number <= MAX_PARTS:
-            raise ValueError(f"part numbers run from 1 to {MAX_PARTS}")
-        params = {"Bucket": self.bucket, "Key": check_key(key), "UploadId": upload_id, "PartNumber": part_number}
-        return str(self._signer().generate_presigned_url("upload_part", Params=params, ExpiresIn=expires))
-
-    def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:
-        """Join the parts (number, ETag) into the object; returns its ETag. Unconditional: an overwrite."""
-        listing = {"Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]}
-        with _translated(key, "write"):
-            resp = self.data_client.complete_multipart_upload(
-                Bucket=self.bucket, Key=check_key(key), UploadId=upload_id, MultipartUpload=listing
-            )
-        return str(resp["ETag"])
-
-    def abort_multipart(self, key: str, upload_id: str) -> None:
-        """Drop the upload and its parts; an upload that is already gone is not an error."""
-        try:
-            with _translated(key, "delete"):
-                self.client.abort_multipart_upload(Bucket=self.bucket, Key=check_key(key), UploadId=upload_id)
-        except NotFound:
-            pass
 
     # --- what killed writers leave (s3task.store.base.Leftovers) ---
 

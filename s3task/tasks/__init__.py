@@ -7,6 +7,7 @@
 - :mod:`.transitions` — create, submit, cancel, retry; get and list (healing a lost marker,
   with a running attempt's live counts);
 - :mod:`.inputs` — a task's file, streamed through the caller or sent by a browser to the store;
+- :mod:`.resumable` — a file the caller holds (the CLI's), sent so that an interrupted upload continues;
 - :mod:`.limits` — what one user may make a service hold (creates a minute, parameter bytes), bounded caches;
 - :mod:`.outputs` — the output: download URLs, copies (Excel, exact values, errors), a preview.
 

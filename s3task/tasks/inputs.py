@@ -54,11 +54,13 @@ class Inputs:
         payload: dict[str, Any] | None,
         stream: BinaryIO | bytes | Iterable[bytes],
         input_format: Mapping[str, Any] | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """Create a task, store its input from ``stream`` and queue it; on failure, no task is left behind.
 
-        ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows)."""
-        record = self.transitions.create(actor, name, task_type, payload, input_format)
+        ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows);
+        ``fingerprint``: the file's (s3task.fingerprint), recorded on the task."""
+        record = self.transitions.create(actor, name, task_type, payload, input_format, fingerprint)
         try:
             # The file passes through here: its first bytes are checked as they go by and its
             # ETag comes back with the write, so neither the record nor the file is read again.

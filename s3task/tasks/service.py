@@ -16,6 +16,7 @@ from .inputs import Created, Inputs
 from .limits import CreateLimits
 from .outputs import Outputs
 from .recipes import Recipe, Recipes
+from .resumable import Resumable
 from .transitions import Transitions
 from .urls import Urls, UrlSigner
 
@@ -48,6 +49,8 @@ class TaskService:
         self.inputs = Inputs(self.transitions, self.urls)
         self.outputs = Outputs(self.transitions, self.urls)
         self.recipes = Recipes(store, layout)  # saved settings for files that come back (s3task.tasks.recipes)
+        #: uploads of a file the caller holds that can be continued after an interruption (the CLI's)
+        self.resumable = Resumable(self.transitions, self.inputs)
         # who may act
         self.may_act = access.may_act
         self.can_cancel = access.can_cancel

@@ -84,12 +84,13 @@ class Transitions:
         task_type: str,
         payload: dict[str, Any] | None = None,
         input_format: Mapping[str, Any] | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
         (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
         what the file's first bytes show when it is submitted; for a workbook (told from its first bytes
         when it is submitted) its ``sheet`` and ``header_row`` (left out: the first visible sheet, the
-        header found)."""
+        header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known."""
         name = (name or "").strip()
         if not name:
             raise InvalidInput("give the task a name")
@@ -111,6 +112,7 @@ class Transitions:
             )
         self._rate.take(actor.name)  # last: a create refused for its input does not count
         record = self._new_record(actor, name, task_type, params, read_as)
+        record.input_fingerprint = dict(fingerprint or {})  # in the create itself: no write more
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, record.task_id), b"", PutMode.OVERWRITE)

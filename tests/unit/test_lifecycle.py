@@ -70,6 +70,7 @@ STATES = ["created", "queued", "running", "completed", "failed", "failed-final",
 
 # Each public transition function, the state it moves to, and how to call it on (record, lease).
 MOVES: dict[str, tuple[Status, Callable[[TaskRecord, Lease], TaskRecord | None]]] = {
+    "upload": (Status.CREATED, lambda r, _: lifecycle.note_upload(r, at(10), upload={"upload_id": "u"})),
     "submit": (Status.QUEUED, lambda r, _: lifecycle.submit(r, at(10), input_etag='"e"', input_size=1)),
     "claim": (Status.RUNNING, lambda r, _: lifecycle.claim(r, at(10), worker_id="w2", lease_seconds=LEASE)[0]),
     "heartbeat": (
@@ -98,6 +99,7 @@ MOVES: dict[str, tuple[Status, Callable[[TaskRecord, Lease], TaskRecord | None]]
 
 # Which states each function may start from (the spec, written out independently of the table).
 ALLOWED_FROM = {
+    "upload": {"created"},
     "submit": {"created"},
     "claim": {"queued"},
     "heartbeat": {"running"},
@@ -120,6 +122,7 @@ def base(state: str) -> State:
 def test_the_table_is_the_documented_state_machine() -> None:
     S = State
     assert set(lifecycle.TRANSITIONS) == {
+        (S.CREATED, S.CREATED),
         (S.CREATED, S.QUEUED),
         (S.QUEUED, S.RUNNING),
         (S.RUNNING, S.RUNNING),

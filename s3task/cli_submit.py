@@ -1,0 +1,130 @@
+"""``s3task submit FILE``: create a task from a file and queue it, continuing an interrupted upload
+with ``--resume``.
+
+On S3 a file of more than 16 MiB goes in 8 MiB parts, and the task notes its upload as it starts;
+an upload that stops (the process killed, the network gone) leaves the task *created* and its parts
+in the store. The same command with ``--resume`` finds that task (yours, the same name and type,
+the same file by name, size and a hash of its first and last MiB), sends only the parts the store
+does not hold, and queues it: the same task id. Where nothing waits, ``--resume`` says so and
+starts a new upload, so a script may always pass it; a task waiting for a different file of the
+same name is never continued: the command stops and says so. The local directory store takes a
+file in one piece: ``--resume`` there copies the whole file again into the waiting task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from . import fingerprint
+from .csvio import XLSX, InputFormat, detect_kind
+from .errors import InvalidInput
+from .record import TaskRecord
+from .tasks import Actor, TaskService
+
+
+def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], handlers_help: str) -> None:
+    s = sub.add_parser("submit", help="create a task from a CSV file or an Excel workbook (.xlsx, .xlsm) and queue it")
+    s.add_argument("path")
+    s.add_argument("--name", required=True)
+    s.add_argument("--type", default="copy", dest="task_type")
+    s.add_argument("--handlers", action="append", metavar="MODULE", dest="sub_handlers", help=handlers_help)
+    s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument(
+        "--delimiter",
+        default="detect",
+        help="what separates the values: comma, semicolon, tab, pipe (or , ; |); default: detect from the file",
+    )
+    s.add_argument(
+        "--encoding",
+        default="detect",
+        help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be, "
+        "utf-16 (the byte order its byte-order mark says); default: detect from the file",
+    )
+    s.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue this file's interrupted upload into the task made for it (yours, same --name and "
+        "--type, same file); with none waiting, start a new one",
+    )
+    _add_workbook_flags(s)
+    s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+
+
+def _add_workbook_flags(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: its first visible sheet")
+    s.add_argument(
+        "--header-row",
+        type=int,
+        metavar="N",
+        help="a workbook's row of column names, as Excel numbers rows; default: found under any title",
+    )
+
+
+def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    path = Path(args.path)
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a file")
+    params: dict[str, Any] = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--param {item!r} should look like KEY=VALUE")
+        params[key] = value
+    with path.open("rb") as f:
+        read_as = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
+        # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
+        record = _send(args, service, actor, f, params, read_as)
+    print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
+    print(f"read as: {InputFormat.from_dict(record.input_format).describe()}", file=sys.stderr)
+    print(record.task_id)
+    return 0
+
+
+def _send(
+    args: argparse.Namespace,
+    service: TaskService,
+    actor: Actor,
+    f: BinaryIO,
+    params: dict[str, Any],
+    read_as: dict[str, Any],
+) -> TaskRecord:
+    """The file into a new task, or with ``--resume`` into the task waiting for it."""
+    uploads = service.resumable
+    file = fingerprint.of_stream(f, Path(args.path).name, Path(args.path).stat().st_size)
+    if args.resume:
+        waiting = uploads.find(actor, args.name, args.task_type, file)  # refuses a different file in words
+        if waiting is not None:
+            print(_continuing(service, waiting, file.size), file=sys.stderr)
+            return uploads.resume(actor, waiting, f, file)
+        print(f"no upload of {file.name!r} as {args.name!r} ({args.task_type}) waits to be continued; "
+              "starting a new one", file=sys.stderr)  # fmt: skip
+    try:
+        return uploads.submit(actor, args.name, args.task_type, params, f, file, read_as)
+    except KeyboardInterrupt:
+        if uploads.in_parts(file.size):
+            print("stopped: the parts sent are kept; run the same command with --resume to continue", file=sys.stderr)
+        raise
+
+
+def _continuing(service: TaskService, record: TaskRecord, size: int) -> str:
+    if service.resumable.in_parts(size):
+        return f"continuing the upload into task {record.task_id}: only the parts the store does not hold are sent"
+    return (
+        f"continuing task {record.task_id}: {service.store.description} takes a file in one piece, "
+        "so the whole file is sent again"
+    )
+
+
+def _workbook_flags(args: argparse.Namespace, head: bytes) -> dict[str, Any]:
+    """--sheet and --header-row, refused before any task is made when the file is no workbook."""
+    flags = {"sheet": args.sheet, "header_row": args.header_row}
+    given = [f"--{key.replace('_', '-')}" for key, value in flags.items() if value is not None]
+    if given and detect_kind(head) != XLSX:
+        raise InvalidInput(
+            f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} for Excel workbooks (.xlsx, .xlsm); "
+            f"{args.path} is not one (a CSV has no sheets, and its header is its first line)"
+        )
+    return {key: value for key, value in flags.items() if value is not None}

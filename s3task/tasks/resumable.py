@@ -1,0 +1,242 @@
+"""Uploads of a file the caller holds (the CLI's ``submit``) that survive an interruption.
+
+A task made for an upload records the file's fingerprint (s3task.fingerprint) in its first write. On
+a store that takes uploads in parts (S3), a file of more than :data:`PARTS_ABOVE` goes in parts; the
+upload's id and part size are noted on the task (``lifecycle.note_upload``) before the first part is
+sent. If the sender stops (killed, the network gone), the task stays *created* and the store keeps
+the parts it has. :meth:`Resumable.find` finds that task again from the same file, name and type;
+:meth:`Resumable.resume` asks the store which parts it holds (ListParts), sends only the others,
+joins them and queues the same task. A part the store holds whose checksum is not that of the
+file's bytes there (a file changed in its middle, which the fingerprint cannot see) is sent again.
+
+Elsewhere (the local directory, or a smaller file) the file goes in one piece: continuing a task
+means copying its whole file again into the same task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any, BinaryIO
+
+from .. import lifecycle
+from ..errors import InvalidInput, InvalidTransition, NotFound, S3TaskError, StoreError, UploadInterrupted
+from ..fingerprint import Fingerprint
+from ..ids import created_at
+from ..layout import CSV_TYPE
+from ..record import TaskRecord
+from ..states import Status
+from ..store.base import MultipartStore, Part
+from . import access
+from .access import Actor
+from .input_check import check_input
+from .inputs import Inputs
+from .transitions import MAX_LIST, Transitions
+
+#: Files above this go in parts where the store takes them (as the browser sends them, ui/direct.py).
+PARTS_ABOVE = 16 * 2**20
+PART_SIZE = 8 * 2**20
+#: At most this many parts (S3 allows 10,000): larger parts for files of more than 8 GB.
+MAX_PARTS = 1_000
+#: Parts in flight at once.
+PARALLEL_PARTS = 4
+#: How far back a task waiting for its upload is looked for: the bucket rule `s3task init` sets drops
+#: unfinished uploads after a day, and a task's page offers to cancel one forgotten for longer.
+FIND_WITHIN = timedelta(days=7)
+
+
+def part_size_for(size: int) -> int:
+    """8 MiB parts, larger (whole MiBs) for files of more than 1,000 of them."""
+    return max(PART_SIZE, math.ceil(size / MAX_PARTS / 2**20) * 2**20)
+
+
+class Resumable:
+    def __init__(self, transitions: Transitions, inputs: Inputs) -> None:
+        self.transitions, self.inputs = transitions, inputs
+        self.store, self.layout = transitions.store, transitions.layout
+
+    def in_parts(self, size: int) -> bool:
+        """Does a file of ``size`` bytes go in parts here (and so can be continued part by part)?"""
+        return isinstance(self.store, MultipartStore) and size > PARTS_ABOVE
+
+    # --- finding the task an interrupted upload was for -------------------------------------------
+
+    def find(self, actor: Actor, name: str, task_type: str, file: Fingerprint) -> TaskRecord | None:
+        """``actor``'s newest task named ``name`` of ``task_type`` still waiting for its upload of
+        ``file`` (created in the last week); None if there is none. A task waiting for another file of
+        the same file name is refused in words (a different file is never continued into it)."""
+        root = self.layout.user_root(actor.name)
+        since = self.store.now() - FIND_WITHIN
+        ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(root, limit=MAX_LIST)) if i]
+        recent = [i for i in ids if created_at(i) >= since]
+        records, _ = self.transitions._read_many(actor, recent)
+        waiting = [
+            r
+            for r in records
+            if r.status == Status.CREATED
+            and r.created_by == actor.name
+            and (r.task_name, r.task_type) == (name, task_type)
+            and Fingerprint.from_dict(r.input_fingerprint) is not None
+        ]
+        for record in waiting:  # newest first, as listed
+            if Fingerprint.from_dict(record.input_fingerprint) == file:
+                return record
+        for record in waiting:
+            recorded = Fingerprint.from_dict(record.input_fingerprint)
+            if recorded is not None and recorded.name == file.name:
+                raise InvalidInput(
+                    f"not resumed: task {record.task_id} ({name!r}) waits for another file called {file.name!r} "
+                    f"({file.differs_from(recorded)}); cancel it (s3task cancel {record.task_id}) "
+                    "or submit without --resume"
+                )
+        return None
+
+    # --- sending ----------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None,
+        stream: BinaryIO,
+        file: Fingerprint,
+        input_format: Mapping[str, Any] | None = None,
+    ) -> TaskRecord:
+        """A new task for ``file`` (``stream``, seekable), its input sent and the task queued. An upload in
+        parts that stops raises :class:`UploadInterrupted` and leaves the task and its parts to
+        :meth:`resume`; any other failure leaves no task behind, as ``Inputs.submit_file``."""
+        if not self.in_parts(file.size):
+            return self.inputs.submit_file(actor, name, task_type, payload, stream, input_format, file.to_dict())
+        record = self.transitions.create(actor, name, task_type, payload, input_format, file.to_dict())
+        return self._send_and_queue(actor, record, stream, file)
+
+    def resume(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
+        """Continue the upload of ``file`` into ``record`` (found by :meth:`find`) and queue it."""
+        access.require(actor, record, "upload to")
+        if not self.in_parts(file.size):
+            self.inputs.upload_input(actor, record.task_id, stream)  # the whole file, into the same task
+            # Checked and queued; a file refused then cancels the task, as a browser's upload does.
+            return self.inputs.finish_upload(actor, record.task_id, size=file.size)
+        return self._send_and_queue(actor, record, stream, file)
+
+    def _send_and_queue(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
+        record, etag = self._sent(actor, record, stream, file)
+        try:
+            # One request, as a submit's: the stored file's start (judged) with its size and ETag.
+            meta, judged = check_input(self.store, record, file.size)
+            self.transitions.recall(record.task_id)
+            return self.transitions.queue(record, etag, meta, judged)
+        except InvalidTransition:
+            raise  # submitted or cancelled meanwhile, by someone else: left as it is
+        except S3TaskError:
+            # The file is in the store but cannot be queued (refused, or the store failed us):
+            # a task this service made goes, any other is cancelled; never one waiting for a file.
+            if not self.transitions.discard(record):
+                self.inputs.abandon_upload(actor, record.task_id)
+            raise
+
+    def _sent(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> tuple[TaskRecord, str]:
+        """Every part of the file in the store, joined: the record as last written, and its ETag."""
+        store = self.store
+        assert isinstance(store, MultipartStore)  # in_parts() said so
+        sender: _Sender | None = None
+        # Whatever the store fails here, the task and the parts it holds stay, for --resume.
+        try:
+            record, etag, held = self._upload_of(actor, record, file)
+            sender = _Sender(store, record, stream, file.size)
+            kept = sender.keep(held)
+            sent = sender.send([n for n in range(1, sender.count + 1) if n not in kept])
+            store.complete_multipart(record.input_object_path, sender.upload_id, sorted({**kept, **sent}.items()))
+        except StoreError as e:
+            count = sender.count if sender else math.ceil(file.size / part_size_for(file.size))
+            raise UploadInterrupted(
+                f"the upload of {file.name!r} stopped with {sender.held if sender else 0} of {count} parts in the "
+                f"store ({e.message}); they are kept: run the same command with --resume to send the rest to task "
+                f"{record.task_id}"
+            ) from e
+        return record, etag
+
+    def _upload_of(self, actor: Actor, record: TaskRecord, file: Fingerprint) -> tuple[TaskRecord, str, list[Part]]:
+        """The task's upload in parts, started and noted on it if it has none still open, and the parts
+        the store holds of it: the record (as written or read), its ETag, the parts."""
+        store = self.store
+        assert isinstance(store, MultipartStore)
+        noted = record.input_upload
+        if noted.get("upload_id"):
+            try:
+                held = store.list_parts(record.input_object_path, str(noted["upload_id"]))
+                known = self.transitions.recall(record.task_id)
+                current, etag = known if known is not None else self.transitions.records.read(record.task_id)
+                return current, etag, held
+            except NotFound:
+                pass  # gone (completed, aborted or swept): a new upload into the same task
+        upload_id = store.create_multipart(record.input_object_path, content_type=CSV_TYPE)
+        upload = {"upload_id": upload_id, "part_size": part_size_for(file.size)}
+        known = self.transitions.recall(record.task_id)
+        written = self.transitions.records.write(
+            record.task_id,
+            lambda r, now: lifecycle.note_upload(r, now, fingerprint=file.to_dict(), upload=upload),
+            first=known,
+        )
+        if written.etag is None:  # a write whose answer was lost, found landed: read its ETag
+            current, etag = self.transitions.records.read(record.task_id)
+        else:
+            current, etag = written.record, written.etag
+        if known is not None:  # made by this service just now: discard() removes it if its file is refused
+            self.transitions._remember(current, etag)
+        return current, etag, []
+
+
+class _Sender:
+    """Sends the parts of one file to the upload noted on its task, :data:`PARALLEL_PARTS` at a time."""
+
+    def __init__(self, store: MultipartStore, record: TaskRecord, stream: BinaryIO, size: int) -> None:
+        self.store, self.key, self.stream, self.size = store, record.input_object_path, stream, size
+        self.upload_id = str(record.input_upload["upload_id"])
+        self.part_size = int(record.input_upload["part_size"])
+        self.count = math.ceil(size / self.part_size)
+        self._lock = threading.Lock()
+        self.held = 0  # parts of this file the store holds: kept, then sent
+
+    def _read(self, number: int) -> bytes:
+        start = (number - 1) * self.part_size
+        with self._lock:  # one file position, shared by the sending threads
+            self.stream.seek(start)
+            return self.stream.read(min(self.part_size, self.size - start))
+
+    def keep(self, held: list[Part]) -> dict[int, str]:
+        """The parts the store holds that are this file's bytes (size and MD5, which is a part's ETag on
+        S3), by number; any other is sent again."""
+        kept: dict[int, str] = {}
+        for part in held:
+            if not 1 <= part.number <= self.count:
+                continue
+            data = self._read(part.number)
+            if part.size == len(data) and part.etag.strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest():
+                kept[part.number] = part.etag
+        self.held = len(kept)
+        return kept
+
+    def _one(self, number: int) -> tuple[int, str]:
+        etag = self.store.upload_part(self.key, self.upload_id, number, self._read(number))
+        with self._lock:
+            self.held += 1
+        return number, etag
+
+    def send(self, numbers: list[int]) -> dict[int, str]:
+        """Send these parts; their ETags by number. The first failure stops the rest and is raised."""
+        if not numbers:
+            return {}
+        with ThreadPoolExecutor(min(PARALLEL_PARTS, len(numbers)), thread_name_prefix="s3task-part") as pool:
+            futures = [pool.submit(self._one, n) for n in numbers]
+            try:
+                return dict(f.result() for f in futures)
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise

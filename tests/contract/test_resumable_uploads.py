@@ -1,0 +1,125 @@
+"""An upload in parts whose network gives out keeps its task and its parts, and says how to go on;
+continuing it sends only the rest (s3task.tasks.resumable, on the S3 store over moto)."""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_store
+
+from s3task.errors import StoreUnavailable, UploadInterrupted
+from s3task.fingerprint import of_stream
+from s3task.layout import Layout
+from s3task.record import read_record
+from s3task.tasks import Actor, TaskService
+from s3task.tasks.resumable import PART_SIZE
+
+pytestmark = pytest.mark.slow  # files of four parts, over moto: the contract's S3 runs are not the fast loop's
+
+ADA = Actor("ada")
+LAYOUT = Layout("batch-tasks")
+DATA = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
+
+
+class Flaky:
+    """The S3 store, whose ``upload_part`` fails (as a dropped network does) once ``allowed`` parts are in."""
+
+    def __init__(self, inner: Any, allowed: int) -> None:
+        self.inner, self.allowed, self.sent = inner, allowed, []
+        self.lock = threading.Lock()  # parts are sent from several threads
+
+    def upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> str:
+        with self.lock:
+            if len(self.sent) >= self.allowed:
+                raise StoreUnavailable(f"the store did not answer for {key}: connection reset")
+            self.sent.append(number)
+        return self.inner.upload_part(key, upload_id, number, body)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def task_ids(store: Any) -> list[str]:
+    return [i for i in (LAYOUT.task_id_of(k) for k in store.list_prefixes(LAYOUT.root)) if i]
+
+
+@pytest.fixture
+def s3(request: pytest.FixtureRequest, tmp_path: Path):
+    return make_store("moto", tmp_path, request)
+
+
+def test_a_dropped_network_keeps_the_task_and_its_parts_and_the_rest_goes_later(s3) -> None:
+    flaky = Flaky(s3, allowed=1)
+    service = TaskService(flaky, LAYOUT)
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    with pytest.raises(UploadInterrupted) as stopped:
+        service.resumable.submit(ADA, "flaky", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    assert str(stopped.value) == (
+        f"the upload of 'data.csv' stopped with 1 of 4 parts in the store (the store did not answer for "
+        f"batch-tasks/{task_id}/input.csv: connection reset); they are kept: run the same command with "
+        f"--resume to send the rest to task {task_id}"
+    )
+    waiting = read_record(s3, LAYOUT, task_id)[0]
+    assert waiting.status == "created" and waiting.input_upload["part_size"] == PART_SIZE
+
+    flaky.allowed, first = 10, list(flaky.sent)
+    again = TaskService(flaky, LAYOUT)  # another process: nothing remembered
+    found = again.resumable.find(ADA, "flaky", "copy", file)
+    assert found is not None and found.task_id == task_id
+    queued = again.resumable.resume(ADA, found, stream, file)
+    assert queued.task_id == task_id and queued.status == "queued"
+    assert sorted(flaky.sent[len(first) :]) == [n for n in (1, 2, 3, 4) if n not in first]
+    assert s3.get(queued.input_object_path).body == DATA
+    assert again.resumable.find(ADA, "flaky", "copy", file) is None  # queued: nothing waits any more
+
+
+def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
+    service = TaskService(s3, LAYOUT)
+    bad = b"a,a\n" + DATA[9:]  # a header that repeats a name
+    stream = io.BytesIO(bad)
+    with pytest.raises(Exception, match="repeats column names"):
+        service.resumable.submit(ADA, "bad", "copy", None, stream, of_stream(stream, "bad.csv", len(bad)))
+    assert task_ids(s3) == []
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
+def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
+    """The bucket's rule aborts uploads unfinished after a day: the same task then takes the whole file anew."""
+    flaky = Flaky(s3, allowed=2)
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    with pytest.raises(UploadInterrupted):
+        TaskService(flaky, LAYOUT).resumable.submit(ADA, "dropped", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    waiting = read_record(s3, LAYOUT, task_id)[0]
+    s3.abort_multipart(waiting.input_object_path, waiting.input_upload["upload_id"])  # as the rule does
+
+    flaky.allowed, flaky.sent = 10, []
+    again = TaskService(flaky, LAYOUT)
+    queued = again.resumable.resume(ADA, again.resumable.find(ADA, "dropped", "copy", file), stream, file)
+    assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
+    assert queued.input_upload["upload_id"] != waiting.input_upload["upload_id"]
+    assert s3.get(queued.input_object_path).body == DATA and task_ids(s3) == [task_id]
+
+
+def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) -> None:
+    class NoStart(Flaky):
+        def create_multipart(self, key: str, **kw: Any) -> str:
+            raise StoreUnavailable(f"the store did not answer for {key}: timed out")
+
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    with pytest.raises(UploadInterrupted, match="stopped with 0 of 4 parts in the store"):
+        TaskService(NoStart(s3, allowed=10), LAYOUT).resumable.submit(ADA, "late", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    flaky = Flaky(s3, allowed=10)
+    again = TaskService(flaky, LAYOUT)
+    queued = again.resumable.resume(ADA, again.resumable.find(ADA, "late", "copy", file), stream, file)
+    assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
+    assert s3.get(queued.input_object_path).body == DATA
