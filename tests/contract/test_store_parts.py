@@ -57,11 +57,20 @@ def test_list_parts_reads_every_page(s3, monkeypatch: pytest.MonkeyPatch) -> Non
     assert [p.number for p in s3.list_parts(KEY, upload_id)] == [1, 2, 4]
 
 
-def test_a_part_sent_again_replaces_the_one_held(s3) -> None:
+def test_a_part_sent_again_replaces_the_one_held(s3, request: pytest.FixtureRequest) -> None:
     upload_id = s3.create_multipart(KEY, content_type="text/csv")
-    s3.upload_part(KEY, upload_id, 1, BODIES[0])
+    first = s3.upload_part(KEY, upload_id, 1, BODIES[0])
     again = s3.upload_part(KEY, upload_id, 1, BODIES[1])
-    assert s3.list_parts(KEY, upload_id) == [Part(1, 5 * MB, again)]
+    listed = s3.list_parts(KEY, upload_id)
+    if "seaweedfs" in request.node.name:
+        # SeaweedFS keeps both sends of a part number for a while and lists either (seen both ways here):
+        # resuming re-sends a listed part whose MD5 is not the file's, and completes with its own ETags.
+        assert len(listed) == 1 and listed[0].etag in (first, again)
+    else:
+        assert listed == [Part(1, 5 * MB, again)]
+    # Whatever is listed, the upload joined with the ETag of the last send holds that send's bytes.
+    s3.complete_multipart(KEY, upload_id, [(1, again), (2, s3.upload_part(KEY, upload_id, 2, BODIES[3]))])
+    assert s3.get(KEY).body == BODIES[1] + BODIES[3]
 
 
 def test_an_upload_that_is_gone_is_not_found(s3) -> None:
