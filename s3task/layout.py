@@ -54,6 +54,8 @@ EXPORTS = {
     "errors": "output-attempt-{attempt}.errors.csv",
     "xlsx": "output-attempt-{attempt}.xlsx",
 }
+#: A "download this view" copy (s3task.query): the rows of an output matching one question, by its digest.
+VIEW = "output-attempt-{attempt}.view-{digest}.{suffix}"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -87,6 +89,10 @@ class Layout:
     def export_key(self, task_id: str, attempt: int, variant: str) -> str:
         """Where the ``variant`` copy (a key of :data:`EXPORTS`) of an attempt's output is kept."""
         return self.task_prefix(task_id) + EXPORTS[variant].format(attempt=int(attempt))
+
+    def view_key(self, task_id: str, attempt: int, digest: str, suffix: str) -> str:
+        """Where the rows of an attempt's output matching one question (``digest``) are kept, as ``suffix``."""
+        return self.task_prefix(task_id) + VIEW.format(attempt=int(attempt), digest=digest, suffix=suffix)
 
     def progress_key(self, task_id: str, attempt: int) -> str:
         """The running attempt's live counts, written by its worker every few seconds (s3task.live)."""

@@ -60,7 +60,7 @@ from .variants import (
     too_many_rows,
     variant_keys,
 )
-from .writers import SHEET_NAME, make, write_csv, write_xlsx
+from .writers import SHEET_NAME, make, write_csv, write_sheet, write_xlsx
 
 __all__ = [
     "CONTENT_TYPES",
@@ -87,5 +87,6 @@ __all__ = [
     "too_many_rows",
     "variant_keys",
     "write_csv",
+    "write_sheet",
     "write_xlsx",
 ]

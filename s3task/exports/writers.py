@@ -76,9 +76,14 @@ def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None
     Rows are written as they are read; xlsxwriter keeps one row in memory and the sheet's XML in
     a temporary file, which it then zips into ``sink``. Returns the data rows written.
     """
+    names, tables = exact_tables(stream, legacy)
+    return write_sheet(names, tables, sink, created=created)
+
+
+def write_sheet(names: list[str], tables: Any, sink: Any, *, created: datetime | None = None) -> int:
+    """Rows given as Arrow tables of text, under ``names``, as one worksheet of text cells (see write_xlsx)."""
     import xlsxwriter  # type: ignore[import-untyped]  # the app and the CLI need it; a worker never does
 
-    names, tables = exact_tables(stream, legacy)
     if len(names) > variants.EXCEL_MAX_COLUMNS:
         raise CannotExport(variants.too_many_columns(len(names)))
     book = xlsxwriter.Workbook(
