@@ -1,4 +1,5 @@
-"""The result of a completed task on its page: the downloads first, then a preview of the rows.
+"""The result of a completed task on its page: the downloads first, then a preview of the rows, with a
+search, a filter and a sort over every row above it (:mod:`ui.explore_view`).
 
 Every download is a button whose callback asks for a fresh URL (a presigned GET on S3, the
 app's signed ``/transfer`` route on a local store); the browser fetches the file from there,
@@ -20,7 +21,7 @@ from s3task import exports, handlers
 from s3task.errors import NotFound, S3TaskError, UnknownTaskType
 from s3task.record import TaskRecord
 
-from . import direct, services
+from . import direct, explore_view, services
 from . import format as fmt
 from .context import Context
 
@@ -246,12 +247,15 @@ def preview(ctx: Context, record: TaskRecord) -> None:
         st.write("No row has an error.")
         return
     st.html(_PREVIEW_CSS)
+    if not errors_only and explore_view.explore(ctx, record, [str(c) for c in frame.columns]):
+        return  # a search, filter or sort is set: its answer over every row is shown instead
     with st.container(key="result_preview"):
         st.dataframe(frame, hide_index=True, width="stretch")
     shown = len(frame)
     total = errors if errors_only else _rows(record)
     if total > shown:
-        st.caption(f"Showing {shown:,} of {total:,} rows. Download the file for all of them.")
+        more = "Search or sort above to reach any row, or download" if not errors_only else "Download"
+        st.caption(f"Showing the first {shown:,} of {total:,} rows. {more} the file for all of them.")
 
 
 def _rows(record: TaskRecord) -> int:
