@@ -13,7 +13,6 @@ from app_pages import app, goto, options, run_as_worker, service, store_dir, tex
 from conftest import wait_for
 from customers import customers
 
-from s3task import query
 from s3task.tasks import Actor
 from s3task.testing import run_task_type
 
@@ -64,11 +63,13 @@ def test_download_this_view_gives_the_browser_a_link_to_every_matching_row(app, 
     at.text_input(key=f"explore_search_{task_id}").set_value("invoice").run()
     assert f"{20_000 // 7:,} matching rows of 20,000" in texts(at)
     next(b for b in at.button if b.label == "Download this view (CSV)").click().run()
-    asked = query.Query(search="invoice", limit=50)
-    wait_for(lambda: service.view_state(ANN, task_id, asked, "csv").kind == "ready", what="the view's file")
-    at.run()  # the page looks again (as its fragment does every second) and hands the browser the link
-    saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]
-    (url,) = [save["url"] for save in saves if "url" in save]
+
+    def link() -> str | None:
+        at.run()  # the page looks again, as its fragment does every second while the file is being made
+        saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]
+        return next((save["url"] for save in saves if "url" in save), None)
+
+    url = wait_for(link, what="the view's file made and its link handed to the browser")
     assert url.startswith("/transfer/")
     token = url.removeprefix("/transfer/").split(".")[0]
     signed = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
