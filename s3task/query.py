@@ -84,14 +84,16 @@ def _mask(table: pa.Table, query: Query) -> Any:
     """Which rows of ``table`` match (None: all of them)."""
     import pyarrow.compute as pc
 
+    # Lower case then a plain substring test: measured faster than ``ignore_case=True`` (a regex), same matches.
     mask = None
     if query.search:
+        word = query.search.lower()
         for col in table.columns:
-            hit = pc.match_substring(col, query.search, ignore_case=True)
+            hit = pc.match_substring(pc.utf8_lower(col), word)
             mask = hit if mask is None else pc.or_(mask, hit)
     for name, value in query.filters:
         if value:
-            hit = pc.match_substring(table.column(name), value, ignore_case=True)
+            hit = pc.match_substring(pc.utf8_lower(table.column(name)), value.lower())
             mask = hit if mask is None else pc.and_(mask, hit)
     return mask
 
