@@ -102,6 +102,13 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     which.add_argument(
         "--errors", dest="variant", action="store_const", const="errors", help="only the rows with an error (CSV)"
     )
+    which.add_argument(
+        "--parquet",
+        dest="variant",
+        action="store_const",
+        const="parquet",
+        help="a Parquet file, each column typed as its values allow (bool, int, float, date, timestamp, else text)",
+    )
     s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 

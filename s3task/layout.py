@@ -48,11 +48,13 @@ OUTBOX = "outbox"
 #: bucket's lifecycle rule keeps objects up to this size (s3task.store.bucket), so records are never expired.
 MAX_RECORD_BYTES = 256 * 1024
 CSV_TYPE = "text/csv"
+PARQUET_TYPE = "application/vnd.apache.parquet"
 #: Derived copies of an attempt's output (s3task.exports), by variant.
 EXPORTS = {
     "exact": "output-attempt-{attempt}.exact.csv",
     "errors": "output-attempt-{attempt}.errors.csv",
     "xlsx": "output-attempt-{attempt}.xlsx",
+    "parquet": "output-attempt-{attempt}.parquet",
 }
 #: A "download this view" copy (s3task.query): the rows of an output matching one question, by its digest.
 VIEW = "output-attempt-{attempt}.view-{digest}.{suffix}"

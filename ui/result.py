@@ -104,9 +104,16 @@ def downloads(ctx: Context, record: TaskRecord) -> None:
     with st.expander("For pandas and scripts"):
         st.write(
             "The CSV with exact values has no ' added before any value. It is also the API's "
-            "`GET /api/tasks/{id}/output?variant=exact` and the command `s3task download ID --exact`."
+            "`GET /api/tasks/{id}/output?variant=exact` and the command `s3task download ID --exact`. "
+            "The Parquet file gives each column a type when all its values allow one (true/false, whole "
+            "numbers without leading zeros, numbers, dates, date-times; else text): "
+            "`?variant=parquet`, `s3task download ID --parquet`."
         )
-        _buttons(ctx, record, [Copy("exact", "CSV with exact values", "Preparing the CSV…")], csv=False)
+        copies = [
+            Copy("exact", "CSV with exact values", "Preparing the CSV…"),
+            Copy("parquet", "Parquet file (typed columns)", "Preparing the Parquet file…"),
+        ]
+        _buttons(ctx, record, copies, csv=False)
 
 
 def _fresh_url(ctx: Context, task_id: str, variant: exports.Variant) -> Callable[[], None]:

@@ -41,7 +41,13 @@ class Outputs:
     @staticmethod
     def output_filename(record: TaskRecord, variant: exports.Variant = "csv") -> str:
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", record.task_name).strip("-.")[:60] or "output"
-        suffix = {"csv": ".csv", "exact": "-exact.csv", "errors": "-errors.csv", "xlsx": ".xlsx"}[variant]
+        suffix = {
+            "csv": ".csv",
+            "exact": "-exact.csv",
+            "errors": "-errors.csv",
+            "xlsx": ".xlsx",
+            "parquet": ".parquet",
+        }[variant]
         return f"{stem}-{record.task_id[-6:].lower()}{suffix}"
 
     def output_url(self, actor: Actor, task_id: str, variant: exports.Variant = "csv") -> str | None:

@@ -189,3 +189,58 @@ def test_a_sorted_download_too_big_to_hold_is_refused(service, customer_task, mo
     )
     assert state.kind == "failed"
     assert "this view has 20,000 rows; a sorted download holds at most 1,000" in state.message
+
+
+def test_the_parquet_copy_types_each_column_as_its_values_allow(service) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        ["id", "code", "n", "x", "ok", "day", "at", "bad day", "note", "empty"],
+        ["1", "007", "-12", "3.5", "TRUE", "2024-01-31", "2024-01-31 09:30:00", "2024-02-30", "=1+1", ""],
+        ["2", "010", "42", "1e3", "false", "2024-02-29", "2024-02-01T10:00", "2024-01-01", "", ""],
+        ["3", "", "", "", "", "", "", "", "hi", ""],
+    ]
+    record = completed(service, csv_bytes(rows))
+    service.ensure_output(ADA, record.task_id, "parquet")
+    with service.open_output(ADA, record.task_id, "parquet") as f:
+        table = pq.read_table(io.BytesIO(f.read()))
+    assert [str(t) for t in table.schema.types] == [
+        "int64", "string", "int64", "double", "bool", "date32[day]", "timestamp[us]", "string", "string", "string"
+    ]  # fmt: skip
+    first, _, last = table.to_pylist()
+    assert first["code"] == "007" and first["note"] == "=1+1"  # a code stays text; values exact, no '
+    assert (first["n"], first["x"], first["ok"], str(first["day"]), str(first["at"])) == (
+        -12, 3.5, True, "2024-01-31", "2024-01-31 09:30:00"
+    )  # fmt: skip
+    assert last["n"] is None and last["code"] == "" and last["empty"] == ""  # null if typed, else empty text
+    assert table.schema.field("day").type == pa.date32()
+
+
+def test_the_api_and_the_cli_give_the_parquet_copy(service, tmp_path: Path, monkeypatch) -> None:
+    import pyarrow.parquet as pq
+    import requests
+    from apps.http_server import serve
+
+    from s3task import cli, exports
+    from s3task.config import Settings
+    from s3task.web.api import create_app
+    from s3task.web.tokens import TokenTable, hash_token
+    from s3task.web.transfer import signer_for
+
+    record = completed(service, csv_bytes([["name", "age"], ["ann", "41"], ["bob", ""]]))
+    root = str(service.store.root)  # type: ignore[attr-defined]
+    api_service = TaskService(service.store, service.layout, url_signer=signer_for(service.store))
+    app = create_app(Settings.load({"store": root}, {}), service=api_service, tokens=TokenTable({hash_token("t"): ADA}))
+    with serve(app) as base:
+        link = f"{base}/api/tasks/{record.task_id}/output"
+        got = requests.get(link, params={"variant": "parquet"}, headers={"Authorization": "Bearer t"}, timeout=60)
+        assert got.status_code == 200, got.text
+        assert got.json()["filename"].endswith(".parquet")
+        file = requests.get(got.json()["url"], timeout=30)
+        assert file.headers["Content-Type"] == exports.CONTENT_TYPES["parquet"]
+        assert pq.read_table(io.BytesIO(file.content)).to_pydict() == {"name": ["ann", "bob"], "age": [41, None]}
+    monkeypatch.setenv("S3TASK_USER", "ada")
+    target = tmp_path / "people.parquet"
+    assert cli.main(["--store", root, "download", record.task_id, "--parquet", "-o", str(target)]) == 0
+    assert pq.read_table(target).column("age").to_pylist() == [41, None]
