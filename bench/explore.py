@@ -58,58 +58,43 @@ def _rss_mb() -> float:
     return 0.0
 
 
+FIRST = "Anna Ben Chloé Dmitri Emma Farid Grace Hiro Ines Jonas Kwame Lena Mateo Nora Omar Priya".split()  # noqa: SIM905
+LAST = "Smith Müller García Rossi Dubois Kowalski Nguyen Okafor Silva Tanaka Jensen Novak Haddad".split()  # noqa: SIM905
+#: Rows generated at a time (a 1 GB input is made in pieces, in bounded memory).
+PIECE_ROWS = 500_000
+
+
 def make_input(path: Path, mb: int) -> None:
     """About ``mb`` MB of customers: unique ids, names, email, city, a numeric amount, a note."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    first = [
-        "Anna",
-        "Ben",
-        "Chloé",
-        "Dmitri",
-        "Emma",
-        "Farid",
-        "Grace",
-        "Hiro",
-        "Ines",
-        "Jonas",
-        "Kwame",
-        "Lena",
-        "Mateo",
-        "Nora",
-        "Omar",
-        "Priya",
-    ]
-    last = [
-        "Smith",
-        "Müller",
-        "García",
-        "Rossi",
-        "Dubois",
-        "Kowalski",
-        "Nguyen",
-        "Okafor",
-        "Silva",
-        "Tanaka",
-        "Jensen",
-        "Novak",
-        "Haddad",
-    ]
     rows = mb * 1_000_000 // 76
     rng = np.random.default_rng(23)
-    ids = pa.array([f"C{i:07d}" for i in range(1, rows + 1)])
-    f, la = rng.integers(0, len(first), rows), rng.integers(0, len(last), rows)
-    names = pa.array([f"{first[a]} {last[b]}" for a, b in zip(f, la, strict=True)])
-    email = pa.array([f"{first[a].lower()}.{i}@example.com" for i, a in enumerate(f)])
-    city = pa.array(np.array(["Amsterdam", "Berlin", "Lisbon", "Oslo", "Rome"])[rng.integers(0, 5, rows)])
-    amount = pa.array([f"{v:.2f}" for v in np.abs(rng.normal(500, 400, rows))])
-    notes = pa.array(np.array(["ok", "called twice", "asked for invoice", ""])[rng.integers(0, 4, rows)])
-    table = pa.table(
-        {"customer_id": ids, "name": names, "email": email, "city": city, "amount": amount, "notes": notes}
+    writer = None
+    for start in range(0, rows, PIECE_ROWS):
+        table = _piece(rng, start, min(PIECE_ROWS, rows - start))
+        writer = writer or pacsv.CSVWriter(str(path), table.schema)
+        writer.write_table(table)
+    if writer is not None:
+        writer.close()
+
+
+def _piece(rng: Any, start: int, n: int) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    f, la = rng.integers(0, len(FIRST), n), rng.integers(0, len(LAST), n)
+    return pa.table(
+        {
+            "customer_id": pa.array([f"C{i:07d}" for i in range(start + 1, start + n + 1)]),
+            "name": pa.array([f"{FIRST[a]} {LAST[b]}" for a, b in zip(f, la, strict=True)]),
+            "email": pa.array([f"{FIRST[a].lower()}.{start + i}@example.com" for i, a in enumerate(f)]),
+            "city": pa.array(np.array(["Amsterdam", "Berlin", "Lisbon", "Oslo", "Rome"])[rng.integers(0, 5, n)]),
+            "amount": pa.array([f"{v:.2f}" for v in np.abs(rng.normal(500, 400, n))]),
+            "notes": pa.array(np.array(["ok", "called twice", "asked for invoice", ""])[rng.integers(0, 4, n)]),
+        }
     )
-    pacsv.write_csv(table, str(path))
 
 
 def store_as_output(source: Path, target: Path) -> None:
