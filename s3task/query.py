@@ -156,8 +156,13 @@ def _scan(tables: Iterator[pa.Table], query: Query, keep: int) -> tuple[pa.Table
         hits = rows if mask is None else rows.filter(mask)
         matching += hits.num_rows
         if query.sort:
-            for top in tops.values():
-                top.add(hits, query.sort)
+            try:
+                for top in tops.values():
+                    top.add(hits, query.sort)
+            except pa.ArrowInvalid:  # a cell the pattern let through that is no float after all: text
+                numeric_still = False
+                tops.pop(True)
+                tops[False].add(hits, query.sort)
         elif kept_first < keep and hits.num_rows:
             first.append(hits.slice(0, keep - kept_first))
             kept_first += min(hits.num_rows, keep - kept_first)
