@@ -74,3 +74,11 @@ def test_download_this_view_gives_the_browser_a_link_to_every_matching_row(app, 
     token = url.removeprefix("/transfer/").split(".")[0]
     signed = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     assert ".view-" in signed["k"] and signed["f"].endswith("-view.csv")  # the view's file, not the whole result
+
+
+def test_a_column_filter_counts_only_that_columns_matches(app, service) -> None:  # noqa: F811
+    at, task_id = customer_page(app, service)
+    at.selectbox(key=f"explore_fcol_{task_id}").set_value("name").run()
+    at.text_input(key=f"explore_fval_{task_id}").set_value("name 1500").run()
+    assert "11 matching rows of 20,000" in texts(at)  # Name 1500 and Name 15000 … Name 15009
+    assert grid(at) == ["C01500", *[f"C{15000 + i}" for i in range(10)]]
