@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-WORDS = ("müller", "grace")  # first question, repeat: each in about 1 row in 16 / 1 in 20
+WORDS = ("müller", "grace")  # first question, repeat: in about 1 row in 13 (a last name) / 1 in 16 (a first name)
 PAGE = 50
 ENGINES = ("pandas", "arrow-stream", "s3task", "parquet", "duckdb-csv", "duckdb-parquet")
 
