@@ -88,3 +88,19 @@ def test_a_column_filter_counts_only_that_columns_matches(app, service) -> None:
     at.text_input(key=f"explore_fval_{task_id}").set_value("name 1500").run()
     assert "11 matching rows of 20,000" in texts(at)  # Name 1500 and Name 15000 … Name 15009
     assert grid(at) == ["C01500", *[f"C{15000 + i}" for i in range(10)]]
+
+
+def test_the_parquet_copy_is_offered_for_pandas_and_scripts(app, service) -> None:  # noqa: F811
+    at, _ = customer_page(app, service)
+    assert "`?variant=parquet`, `s3task download ID --parquet`" in at.expander[0].markdown[0].value
+    next(b for b in at.button if b.label == "Parquet file (typed columns)").click().run()
+
+    def link() -> str | None:
+        at.run()
+        saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]
+        return next((save["url"] for save in saves if "url" in save), None)
+
+    url = wait_for(link, what="the Parquet copy made and its link handed to the browser")
+    token = url.removeprefix("/transfer/").split(".")[0]
+    signed = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    assert signed["k"].endswith("output-attempt-1.parquet") and signed["f"].endswith(".parquet")
