@@ -188,7 +188,7 @@ def _downloads(ctx: Context, record: TaskRecord, asked: query.Query) -> None:
         if f"explore_error_{tid}" in state:
             st.error("This view cannot be downloaded: " + fmt.plain(state.pop(f"explore_error_{tid}")))
         for suffix, kind in found.items():
-            if kind == "failed":
+            if kind in ("failed", "refused"):  # refused: above Excel's limits (the CSV is still offered)
                 message = service.view_state(actor, tid, asked, suffix).message
                 st.error(f"The {query.VIEW_KINDS[suffix]} of this view could not be made: " + fmt.plain(message))
 

@@ -244,3 +244,15 @@ def test_the_api_and_the_cli_give_the_parquet_copy(service, tmp_path: Path, monk
     target = tmp_path / "people.parquet"
     assert cli.main(["--store", root, "download", record.task_id, "--parquet", "-o", str(target)]) == 0
     assert pq.read_table(target).column("age").to_pylist() == [41, None]
+
+
+def test_a_view_above_excels_rows_is_refused_as_a_workbook_and_given_as_csv(service, monkeypatch) -> None:
+    from s3task.exports import variants
+
+    monkeypatch.setattr(variants, "EXCEL_MAX_ROWS", 3)  # the header and two rows
+    record = completed(service, csv_bytes([["n"], ["a1"], ["a2"], ["a3"], ["b"]]))
+    question = query.Query(search="a")
+    service.prepare_view(ADA, record.task_id, question, "xlsx")
+    state = wait_for(lambda: (s := service.view_state(ADA, record.task_id, question, "xlsx")).kind != "preparing" and s)
+    assert state.kind == "refused" and "an Excel worksheet holds at most 2" in state.message
+    assert [r["n"] for r in csv_rows(view_file(service, record, question))] == ["a1", "a2", "a3"]
