@@ -41,7 +41,8 @@ tried again.
 
 The parts: :mod:`.variants` (which copies there are, their keys, Excel's limits, whether a copy
 can be made), :mod:`.source` (the stored output read back with its protection taken off),
-:mod:`.writers` (writing each copy; :mod:`.parquet` the Parquet one) and :mod:`.runner` (making copies in the background).
+:mod:`.writers` (writing each copy; :mod:`.parquet` the Parquet one) and :mod:`.runner` (making copies
+in the background).
 """
 
 from __future__ import annotations
