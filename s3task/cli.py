@@ -71,21 +71,19 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     s.add_argument("task_id")
     s.add_argument("-o", "--output", help="file to write (default: a name from the task)")
     which = s.add_mutually_exclusive_group()
-    which.add_argument(
-        "--excel", dest="variant", action="store_const", const="xlsx", help="an Excel workbook (.xlsx) of text cells"
-    )
-    which.add_argument(
-        "--exact",
-        dest="variant",
-        action="store_const",
-        const="exact",
-        help="the CSV with the values exactly as produced (no ' before values a spreadsheet would run)",
-    )
-    which.add_argument(
-        "--errors", dest="variant", action="store_const", const="errors", help="only the rows with an error (CSV)"
-    )
+    for flag, variant, what in DOWNLOAD_FLAGS:
+        which.add_argument(flag, dest="variant", action="store_const", const=variant, help=what)
     s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
+
+
+#: ``s3task download``'s choice of file: flag, variant (s3task.exports), what it is.
+DOWNLOAD_FLAGS = (
+    ("--excel", "xlsx", "an Excel workbook (.xlsx) of text cells"),
+    ("--exact", "exact", "the CSV with the values exactly as produced (no ' before values a spreadsheet would run)"),
+    ("--errors", "errors", "only the rows with an error (CSV)"),
+    ("--parquet", "parquet", "a Parquet file, each column typed as its values allow (docs/API.md)"),
+)
 
 
 def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -51,12 +51,16 @@ RECIPES = "recipes"
 #: bucket's lifecycle rule keeps objects up to this size (s3task.store.bucket), so records are never expired.
 MAX_RECORD_BYTES = 256 * 1024
 CSV_TYPE = "text/csv"
+PARQUET_TYPE = "application/vnd.apache.parquet"
 #: Derived copies of an attempt's output (s3task.exports), by variant.
 EXPORTS = {
     "exact": "output-attempt-{attempt}.exact.csv",
     "errors": "output-attempt-{attempt}.errors.csv",
     "xlsx": "output-attempt-{attempt}.xlsx",
+    "parquet": "output-attempt-{attempt}.parquet",
 }
+#: A "download this view" copy (s3task.query): the rows of an output matching one question, by its digest.
+VIEW = "output-attempt-{attempt}.view-{digest}.{suffix}"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -90,6 +94,10 @@ class Layout:
     def export_key(self, task_id: str, attempt: int, variant: str) -> str:
         """Where the ``variant`` copy (a key of :data:`EXPORTS`) of an attempt's output is kept."""
         return self.task_prefix(task_id) + EXPORTS[variant].format(attempt=int(attempt))
+
+    def view_key(self, task_id: str, attempt: int, digest: str, suffix: str) -> str:
+        """Where the rows of an attempt's output matching one question (``digest``) are kept, as ``suffix``."""
+        return self.task_prefix(task_id) + VIEW.format(attempt=int(attempt), digest=digest, suffix=suffix)
 
     def progress_key(self, task_id: str, attempt: int) -> str:
         """The running attempt's live counts, written by its worker every few seconds (s3task.live)."""

@@ -1,4 +1,5 @@
-"""The result of a completed task on its page: the downloads first, then a preview of the rows.
+"""The result of a completed task on its page: the downloads first, then a preview of the rows, with a
+search, a filter and a sort over every row above it (:mod:`ui.explore_view`).
 
 Every download is a button whose callback asks for a fresh URL (a presigned GET on S3, the
 app's signed ``/transfer`` route on a local store); the browser fetches the file from there,
@@ -20,7 +21,7 @@ from s3task import exports, handlers
 from s3task.errors import NotFound, S3TaskError, UnknownTaskType
 from s3task.record import TaskRecord
 
-from . import direct, services
+from . import direct, explore_view, services
 from . import format as fmt
 from .context import Context
 
@@ -103,9 +104,16 @@ def downloads(ctx: Context, record: TaskRecord) -> None:
     with st.expander("For pandas and scripts"):
         st.write(
             "The CSV with exact values has no ' added before any value. It is also the API's "
-            "`GET /api/tasks/{id}/output?variant=exact` and the command `s3task download ID --exact`."
+            "`GET /api/tasks/{id}/output?variant=exact` and the command `s3task download ID --exact`. "
+            "The Parquet file gives each column a type when all its values allow one (true/false, whole "
+            "numbers without leading zeros, numbers, dates, date-times; else text): "
+            "`?variant=parquet`, `s3task download ID --parquet`."
         )
-        _buttons(ctx, record, [Copy("exact", "CSV with exact values", "Preparing the CSV…")], csv=False)
+        copies = [
+            Copy("exact", "CSV with exact values", "Preparing the CSV…"),
+            Copy("parquet", "Parquet file (typed columns)", "Preparing the Parquet file…"),
+        ]
+        _buttons(ctx, record, copies, csv=False)
 
 
 def _fresh_url(ctx: Context, task_id: str, variant: exports.Variant) -> Callable[[], None]:
@@ -246,12 +254,15 @@ def preview(ctx: Context, record: TaskRecord) -> None:
         st.write("No row has an error.")
         return
     st.html(_PREVIEW_CSS)
+    if not errors_only and explore_view.explore(ctx, record, [str(c) for c in frame.columns]):
+        return  # a search, filter or sort is set: its answer over every row is shown instead
     with st.container(key="result_preview"):
         st.dataframe(frame, hide_index=True, width="stretch")
     shown = len(frame)
     total = errors if errors_only else _rows(record)
     if total > shown:
-        st.caption(f"Showing {shown:,} of {total:,} rows. Download the file for all of them.")
+        more = "Search or sort above to reach any row, or download" if not errors_only else "Download"
+        st.caption(f"Showing the first {shown:,} of {total:,} rows. {more} the file for all of them.")
 
 
 def _rows(record: TaskRecord) -> int:

@@ -1,4 +1,5 @@
-"""Copies of a completed output made on first request: the Excel workbook, the exact CSV, the errors-only CSV.
+"""Copies of a completed output made on first request: the Excel workbook, the exact CSV, the errors-only CSV,
+the Parquet file.
 
 The stored output (``output-attempt-N.csv``) is the one thing a worker writes. It is a CSV
 for spreadsheets: UTF-8 with a byte-order mark, and every value a spreadsheet would run as a
@@ -18,6 +19,10 @@ block, in constant memory:
 ``errors``
     Only the rows whose error cell is filled, the error column first, protected like the
     output (it is meant to be opened in a spreadsheet).
+``parquet``
+    A Parquet file for analysts, the one copy with typed columns: each column is given the
+    first type every filled cell of it fits (bool, int64, float64, date32, timestamp, else
+    string), chosen in a first pass over the output (:mod:`.parquet`). It reads the output twice.
 
 A copy is written next to the output (:meth:`s3task.layout.Layout.export_key`) with a
 create-only put, through the store's streaming writer: the object appears only when it is
@@ -36,7 +41,8 @@ tried again.
 
 The parts: :mod:`.variants` (which copies there are, their keys, Excel's limits, whether a copy
 can be made), :mod:`.source` (the stored output read back with its protection taken off),
-:mod:`.writers` (writing each copy) and :mod:`.runner` (making copies in the background).
+:mod:`.writers` (writing each copy; :mod:`.parquet` the Parquet one) and :mod:`.runner` (making copies
+in the background).
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ from .variants import (
     too_many_rows,
     variant_keys,
 )
-from .writers import SHEET_NAME, make, write_csv, write_xlsx
+from .writers import SHEET_NAME, make, write_csv, write_sheet, write_xlsx
 
 __all__ = [
     "CONTENT_TYPES",
@@ -87,5 +93,6 @@ __all__ = [
     "too_many_rows",
     "variant_keys",
     "write_csv",
+    "write_sheet",
     "write_xlsx",
 ]

@@ -9,20 +9,21 @@ from __future__ import annotations
 from typing import Literal
 
 from ..errors import CannotExport, InvalidTransition
-from ..layout import CSV_TYPE, XLSX_TYPE, Layout
+from ..layout import CSV_TYPE, PARQUET_TYPE, XLSX_TYPE, Layout
 from ..record import TaskRecord
 
-Variant = Literal["csv", "exact", "errors", "xlsx"]
+Variant = Literal["csv", "exact", "errors", "xlsx", "parquet"]
 #: Every download of a completed task: the output itself, then the copies made from it.
-VARIANTS: tuple[Variant, ...] = ("csv", "exact", "errors", "xlsx")
-DERIVED: tuple[Variant, ...] = ("exact", "errors", "xlsx")
-CONTENT_TYPES = {"csv": CSV_TYPE, "exact": CSV_TYPE, "errors": CSV_TYPE, "xlsx": XLSX_TYPE}
+VARIANTS: tuple[Variant, ...] = ("csv", "exact", "errors", "xlsx", "parquet")
+DERIVED: tuple[Variant, ...] = ("exact", "errors", "xlsx", "parquet")
+CONTENT_TYPES = {"csv": CSV_TYPE, "exact": CSV_TYPE, "errors": CSV_TYPE, "xlsx": XLSX_TYPE, "parquet": PARQUET_TYPE}
 #: What each is called where a person chooses.
 LABELS = {
     "csv": "CSV",
     "exact": "CSV with exact values",
     "errors": "only the rows with errors (CSV)",
     "xlsx": "Excel workbook (.xlsx)",
+    "parquet": "Parquet file with typed columns",
 }
 
 #: Rows in an Excel worksheet, the header row included.

@@ -9,6 +9,7 @@ from ..errors import AlreadyExists, CannotExport
 from ..record import TaskRecord, parse_iso
 from ..store.base import ObjectMeta, ObjectStore, PutMode
 from . import variants
+from .parquet import write_parquet
 from .source import exact_tables, peek_bom
 from .variants import CONTENT_TYPES, DERIVED, Variant, check_possible, source_key
 
@@ -40,7 +41,9 @@ def make(
             store.open_write(target, PutMode.CREATE, content_type=CONTENT_TYPES[variant]) as sink,
         ):
             legacy, stream = peek_bom(raw)
-            if variant == "xlsx":
+            if variant == "parquet":  # two passes over the output (its types, then its rows), each a read of its own
+                write_parquet(lambda: store.open_read(source, if_match=meta.etag), _WriteOnly(sink))
+            elif variant == "xlsx":
                 write_xlsx(stream, sink, legacy=legacy, created=parse_iso(record.finished_at))
             else:
                 write_csv(stream, sink, legacy=legacy, errors_only=variant == "errors", error_column=error_column)
@@ -76,9 +79,14 @@ def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None
     Rows are written as they are read; xlsxwriter keeps one row in memory and the sheet's XML in
     a temporary file, which it then zips into ``sink``. Returns the data rows written.
     """
+    names, tables = exact_tables(stream, legacy)
+    return write_sheet(names, tables, sink, created=created)
+
+
+def write_sheet(names: list[str], tables: Any, sink: Any, *, created: datetime | None = None) -> int:
+    """Rows given as Arrow tables of text, under ``names``, as one worksheet of text cells (see write_xlsx)."""
     import xlsxwriter  # type: ignore[import-untyped]  # the app and the CLI need it; a worker never does
 
-    names, tables = exact_tables(stream, legacy)
     if len(names) > variants.EXCEL_MAX_COLUMNS:
         raise CannotExport(variants.too_many_columns(len(names)))
     book = xlsxwriter.Workbook(
@@ -120,10 +128,16 @@ def _write_row(write: Any, row: int, values: Any) -> None:
 
 
 class _WriteOnly:
-    """A store writer as the file object zipfile expects (it only writes; zipfile counts the bytes)."""
+    """A store writer as the file object zipfile and Arrow expect (they only write; zipfile counts the
+    bytes). Closing it leaves the store's writer open: whoever opened that one closes (commits) it."""
+
+    closed = False
 
     def __init__(self, sink: Any) -> None:
         self._sink = sink
+
+    def close(self) -> None:
+        pass
 
     def write(self, data: bytes) -> int:
         self._sink.write(data)

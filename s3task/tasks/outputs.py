@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .. import exports, handlers, lifecycle
+from .. import exports, handlers, lifecycle, query
 from ..errors import InvalidInput, InvalidTransition, S3TaskError
 from ..record import TaskRecord
 from ..states import Status
@@ -41,7 +41,13 @@ class Outputs:
     @staticmethod
     def output_filename(record: TaskRecord, variant: exports.Variant = "csv") -> str:
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", record.task_name).strip("-.")[:60] or "output"
-        suffix = {"csv": ".csv", "exact": "-exact.csv", "errors": "-errors.csv", "xlsx": ".xlsx"}[variant]
+        suffix = {
+            "csv": ".csv",
+            "exact": "-exact.csv",
+            "errors": "-errors.csv",
+            "xlsx": ".xlsx",
+            "parquet": ".parquet",
+        }[variant]
         return f"{stem}-{record.task_id[-6:].lower()}{suffix}"
 
     def output_url(self, actor: Actor, task_id: str, variant: exports.Variant = "csv") -> str | None:
@@ -140,6 +146,42 @@ class Outputs:
             legacy, f = exports.peek_bom(raw)
             frame = _read_rows(f, rows, errors_only)
         return exports.exact_frame(frame, legacy=legacy) if exact else frame
+
+    # --- the whole output, searched ----------------------------------------------------------------
+
+    def query_output(self, actor: Actor, task_id: str, question: query.Query) -> query.Answer:
+        """One page of the rows of the whole output that match ``question`` (:mod:`s3task.query`)."""
+        with self.open_output(actor, task_id) as raw:
+            return query.answer(raw, question)
+
+    def _view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> tuple[TaskRecord, str]:
+        if suffix not in query.VIEW_KINDS:
+            raise InvalidInput(f"no view download as {suffix!r}: use one of {', '.join(query.VIEW_KINDS)}")
+        record, _ = self._completed(actor, task_id)
+        return record, self.layout.view_key(task_id, record.attempt_id, query.digest(question), suffix)
+
+    def view_state(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+        """Whether the file of the rows matching ``question`` (CSV or xlsx) is made, being made, or failed."""
+        _, key = self._view(actor, task_id, question, suffix)
+        return self.exports.state(key)
+
+    def prepare_view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+        """Start making the file of every row matching ``question``, in its order, in the background (once):
+        next to the output, like the other copies, through the store's streaming writer."""
+        record, key = self._view(actor, task_id, question, suffix)
+        state = self.exports.state(key)
+        if state.kind in ("absent", "failed"):
+            self.exports.start(key, lambda: query.make_view(self.store, record, question, suffix, key))
+            return exports.State("preparing")
+        return state
+
+    def view_url(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> str | None:
+        """A short-lived URL of the view's file once it is made (:meth:`prepare_view`)."""
+        record, key = self._view(actor, task_id, question, suffix)
+        if self.exports.state(key).kind != "ready":
+            raise exports.NotReady("this view's file is not made yet; ask for it to be prepared first")
+        name = self.output_filename(record).rsplit(".", 1)[0]
+        return self.urls.get(key, f"{name}-view.{suffix}")
 
 
 def _read_rows(f: Any, rows: int, errors_only: bool) -> pd.DataFrame:

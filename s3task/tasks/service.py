@@ -79,6 +79,10 @@ class TaskService:
         self.ensure_output = self.outputs.ensure_output
         self.copy_job = self.outputs.copy_job
         self.read_output = self.outputs.read_output
+        self.query_output = self.outputs.query_output
+        self.view_state = self.outputs.view_state
+        self.prepare_view = self.outputs.prepare_view
+        self.view_url = self.outputs.view_url
         self.exports = self.outputs.exports
 
     def create(

@@ -74,7 +74,7 @@ QUERY_MESSAGES = {
 }
 #: How long a request for a copy of an output (Excel, exact values, rows with errors) waits for it to be made.
 PREPARE_WAIT_SECONDS = 20.0
-OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx"}
+OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx, parquet"}
 
 
 class Api:
