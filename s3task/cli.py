@@ -39,7 +39,9 @@ HANDLERS_HELP = "module that registers more task types, as for the workers (repe
 def build_parser() -> argparse.ArgumentParser:
     prog = "python -m s3task" if os.path.basename(sys.argv[0]) == "__main__.py" else None  # else: s3task
     p = argparse.ArgumentParser(prog=prog, description="Operate s3task: tasks kept in an object store.")
-    p.add_argument("--store", help="s3://bucket/prefix or a local directory (env S3TASK_STORE; default ./s3task-data)")
+    p.add_argument(
+        "--store", help="s3://bucket/prefix, az://container/prefix or a folder (S3TASK_STORE; ./s3task-data)"
+    )
     p.add_argument("--as", dest="user", help="act as this user (default: $S3TASK_USER or $USER)")
     p.add_argument("--handlers", action="append", metavar="MODULE", help=HANDLERS_HELP)
     sub = p.add_subparsers(dest="command", required=True)
