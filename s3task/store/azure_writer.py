@@ -77,6 +77,26 @@ def _if_match(etag: str | None) -> dict[str, Any]:
     return {"etag": etag, "match_condition": MatchConditions.IfNotModified} if etag else {}
 
 
+def create_by_block_list(
+    blob: Any, body: bytes, settings: ContentSettings | None, metadata: dict[str, str] | None
+) -> str:
+    """Create a blob as one staged block and a Put Block List with If-None-Match ``*``; its ETag.
+
+    ``AlreadyExists`` if a blob is committed first. The block id carries a nonce, as a writer's do.
+    """
+    block_id = base64.b64encode(f"{secrets.token_hex(8)}-{0:06d}".encode()).decode()
+    with _translated(blob.blob_name, "write"):
+        blob.stage_block(block_id, body, length=len(body))
+    with _translated(blob.blob_name, "create"):
+        resp = blob.commit_block_list(
+            [BlobBlock(block_id)],
+            content_settings=settings,
+            metadata=encode_metadata(metadata),
+            match_condition=MatchConditions.IfMissing,
+        )
+    return str(resp["etag"])
+
+
 class BlockWriter:
     """Buffers one block; small objects become one Put Blob, large ones staged blocks and a block list.
 
