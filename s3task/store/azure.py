@@ -23,6 +23,12 @@ core sees what it sees on S3:
   (the continuation marker is opaque), so a later page costs the listing of the earlier ones;
 - ETags are opaque (``"0x8DC…"``, not an MD5) and change on every write, even of the same bytes.
 
+Downloads are read-only SAS URLs signed with the account key (a connection string's); signed in with
+a token there is no key, and downloads go through the app. Uploads always go through the app: a PUT
+to a SAS URL needs the ``x-ms-blob-type: BlockBlob`` header, which the browser's uploader does not send.
+
+Metadata names are escaped (:func:`.azure_writer.encode_metadata`): Azure refuses s3task's hyphens.
+
 Large outputs are streamed as block blobs (:mod:`.azure_writer`): blocks are staged, and the block
 list is committed with the put mode's condition. The store's clock follows the ``Date`` header of
 every response, as on S3.
@@ -39,10 +45,17 @@ import email.utils
 import os
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, cast
 
-from azure.storage.blob import BlobPrefix, ContainerClient, ContentSettings, LinearRetry
+from azure.storage.blob import (
+    BlobPrefix,
+    BlobSasPermissions,
+    ContainerClient,
+    ContentSettings,
+    LinearRetry,
+    generate_blob_sas,
+)
 
 from ..clock import MACHINE, Clock
 from ..errors import AlreadyExists, NotFound, StoreError
@@ -94,18 +107,17 @@ class AzureStore:
         self._offset = 0.0  # store clock minus our wall clock, from the Date header
         self._offset_lock = threading.Lock()
         hook: dict[str, Any] = {"raw_response_hook": self._note_date}
-        if connection_string:
+        if not (connection_string or account_url):
+            raise StoreError("an Azure store needs a connection string or an account URL")
+        try:  # the SDK refuses some settings with a ValueError (a malformed connection string, a token over http)
             made = [
                 ContainerClient.from_connection_string(connection_string, container, **options, **hook)
+                if connection_string
+                else ContainerClient(str(account_url), container, credential=credential, **options, **hook)
                 for options in (_RECORD_OPTIONS, _DATA_OPTIONS)
             ]
-        elif account_url:
-            made = [
-                ContainerClient(account_url, container, credential=credential, **options, **hook)
-                for options in (_RECORD_OPTIONS, _DATA_OPTIONS)
-            ]
-        else:
-            raise StoreError("an Azure store needs a connection string or an account URL")
+        except ValueError as e:
+            raise StoreError(f"cannot set up the Azure client: {e}") from e
         self.client, self.data_client = made
         self.description = f"az://{container} ({self.client.url.rsplit('/', 1)[0]})"
 
@@ -239,10 +251,34 @@ class AzureStore:
     # --- URLs ------------------------------------------------------------------
 
     def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str | None:
-        return None  # browsers download through the app (its signed links), not from the container
+        """A read-only SAS URL of the blob, signed with the account key; None when signed in with a token
+        (no key to sign with: downloads then go through the app's signed /transfer links).
+
+        Its expiry is by the store's clock, which is the one Azure checks it with.
+        """
+        account_key = getattr(self.client.credential, "account_key", None)
+        if not account_key:
+            return None
+        disposition = None
+        if filename:
+            safe = "".join(ch for ch in filename if ch.isalnum() or ch in " ._-") or "download"
+            disposition = f'attachment; filename="{safe}"'
+        blob = self.client.get_blob_client(check_key(key))
+        sas = generate_blob_sas(
+            account_name=str(self.client.account_name),
+            container_name=self.container,
+            blob_name=key,
+            account_key=account_key,
+            permission=BlobSasPermissions(read=True),
+            expiry=self.now() + timedelta(seconds=expires),
+            content_disposition=disposition,
+        )
+        return f"{blob.url}?{sas}"
 
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
-        return None  # browsers upload through the app: a direct PUT to Azure needs x-ms-blob-type
+        # Browsers upload through the app's signed /transfer routes: a PUT to a SAS URL must carry
+        # x-ms-blob-type: BlockBlob, which ui/direct_upload.js does not send (a 400 without it).
+        return None
 
 
 def _after(names: Iterator[str], start_after: str | None, limit: int | None) -> list[str]:

@@ -2,7 +2,8 @@
 
 ``doctor`` through the CLI (its probe passes: the account enforces conditions); tasks submitted through
 the CLI and two worker processes racing for them (each task processed once, outputs exact); a worker
-SIGKILLed mid-task and its task recovered on attempt 2, the killed attempt leaving no output.
+SIGKILLed mid-task and its task recovered on attempt 2, the killed attempt leaving no output; an output
+downloaded through its SAS URL, straight from the container.
 Workers reach Azurite as an operator's would: ``az://<container>/<prefix>`` and
 ``AZURE_STORAGE_CONNECTION_STRING``.
 """
@@ -13,6 +14,7 @@ import signal
 from typing import Any
 
 import pytest
+import requests
 import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
 from procs import Proc, Procs, child_env, cli
@@ -34,6 +36,7 @@ class OnAzurite:
     """One fresh container on Azurite, this process's service on it, and worker processes."""
 
     def __init__(self, server: Any, procs: Procs, start: float) -> None:
+        self.server = server
         container = server.new_bucket()
         self.store = server.store(container)
         self.layout = Layout("batch-tasks")
@@ -97,6 +100,10 @@ def test_cli_submits_and_two_racing_workers_process_each_task_once(az: OnAzurite
         out = az.store.get(record.output_object_path).body.decode().splitlines()
         assert len(out) - 1 == n == record.row_count == record.processed_count
     assert claims == len(ids)  # the losers of each race claimed nothing
+    link = az.service.output_url(ALICE, ids[2])  # a download straight from the container (a SAS URL)
+    assert link and link.startswith(az.server.endpoint + "/")
+    got = requests.get(link, timeout=10)
+    assert got.ok and got.content == az.store.get(az.record(ids[2]).output_object_path).body
     assert az.store.list_keys(az.layout.active_root) == []
     for w in workers:  # a worker that lost every race may still be starting: stop it once it runs
         w.worker_ready(20 + az.start)
