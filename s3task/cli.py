@@ -335,7 +335,7 @@ def _doctor_cors(args: argparse.Namespace, service: TaskService) -> int:
     from .store.s3 import S3Store
 
     if not isinstance(service.store, S3Store):
-        print("ok: browsers transfer files through the app's signed /transfer routes (no CORS needed)")
+        print("ok: no CORS rule needed: browsers upload through the app's signed /transfer routes")
         return 0
     from .store import bucket
 

@@ -72,6 +72,8 @@ def test_doctor_and_init_pass_on_azurite(az: OnAzurite) -> None:
     assert doctor.returncode == 0, doctor.stderr
     assert "ok: conditional writes are enforced" in doctor.stdout
     assert f"store: az://{az.store.container} (" in doctor.stdout
+    # Downloads are SAS links (navigations), uploads go through the app: no cross-origin request to Azure.
+    assert "ok: no CORS rule needed: browsers upload through the app's signed /transfer routes" in doctor.stdout
     init = cli("--store", az.url, "init", env=az.procs.env)
     assert init.returncode == 0, init.stderr
     assert az.store.list_keys("batch-tasks/") == []  # the probe removed what it wrote
