@@ -361,7 +361,7 @@ def cmd_init(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
     store = service.store
     if not isinstance(store, S3Store):
         store.list_keys(service.layout.active_root, limit=1)
-        print(f"{store.description}: nothing to set up (browsers use the app's signed /transfer routes)")
+        print(f"{store.description}: nothing to set up (no CORS rule needed: browsers upload through the app)")
         return 0
     from .store import bucket
 
