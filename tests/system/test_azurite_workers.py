@@ -77,6 +77,8 @@ def test_doctor_and_init_pass_on_azurite(az: OnAzurite) -> None:
     init = cli("--store", az.url, "init", env=az.procs.env)
     assert init.returncode == 0, init.stderr
     assert az.store.list_keys("batch-tasks/") == []  # the probe removed what it wrote
+    missing = cli("--store", "az://no-such-container/p", "init", env=az.procs.env)  # init creates no container
+    assert missing.returncode != 0 and "the container does not exist" in missing.stderr
 
 
 def test_cli_submits_and_two_racing_workers_process_each_task_once(az: OnAzurite) -> None:
