@@ -2,7 +2,7 @@
 
 Credentials, as :func:`open_azure` reads them (the first that is set wins):
 
-- ``AZURE_STORAGE_CONNECTION_STRING``: a connection string (account key or SAS, and the endpoint;
+- ``AZURE_STORAGE_CONNECTION_STRING``: a connection string (the endpoint and the account key;
   Azurite's is one of these);
 - ``AZURE_STORAGE_ACCOUNT_URL`` (``https://<account>.blob.core.windows.net``), or
   ``AZURE_STORAGE_ACCOUNT`` (the account's name, as the Azure CLI reads it), signed in with
@@ -22,6 +22,8 @@ core sees what it sees on S3:
 - no ``StartAfter``: a listing starts at the prefix and skips what is not after ``start_after``
   (the continuation marker is opaque), so a later page costs the listing of the earlier ones;
 - ETags are opaque (``"0x8DC…"``, not an MD5) and change on every write, even of the same bytes.
+- a Put Blob create answers 409 on Azurite while the blob has only uncommitted blocks (an abandoned
+  streamed write's), though no read sees a blob: :meth:`AzureStore.put` then creates by Put Block List.
 
 Downloads are read-only SAS URLs signed with the account key (a connection string's); signed in with
 a token there is no key, and downloads go through the app. Uploads always go through the app: a PUT
