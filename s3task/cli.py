@@ -39,7 +39,9 @@ HANDLERS_HELP = "module that registers more task types, as for the workers (repe
 def build_parser() -> argparse.ArgumentParser:
     prog = "python -m s3task" if os.path.basename(sys.argv[0]) == "__main__.py" else None  # else: s3task
     p = argparse.ArgumentParser(prog=prog, description="Operate s3task: tasks kept in an object store.")
-    p.add_argument("--store", help="s3://bucket/prefix or a local directory (env S3TASK_STORE; default ./s3task-data)")
+    p.add_argument(
+        "--store", help="s3://bucket/prefix, az://container/prefix or a folder (S3TASK_STORE; ./s3task-data)"
+    )
     p.add_argument("--as", dest="user", help="act as this user (default: $S3TASK_USER or $USER)")
     p.add_argument("--handlers", action="append", metavar="MODULE", help=HANDLERS_HELP)
     sub = p.add_subparsers(dest="command", required=True)
@@ -271,7 +273,7 @@ def _doctor_cors(args: argparse.Namespace, service: TaskService) -> int:
     from .store.s3 import S3Store
 
     if not isinstance(service.store, S3Store):
-        print("ok: browsers transfer files through the app's signed /transfer routes (no CORS needed)")
+        print("ok: no CORS rule needed: browsers upload through the app's signed /transfer routes")
         return 0
     from .store import bucket
 
@@ -297,7 +299,7 @@ def cmd_init(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
     store = service.store
     if not isinstance(store, S3Store):
         store.list_keys(service.layout.active_root, limit=1)
-        print(f"{store.description}: nothing to set up (browsers use the app's signed /transfer routes)")
+        print(f"{store.description}: nothing to set up (no CORS rule needed: browsers upload through the app)")
         return 0
     from .store import bucket
 

@@ -117,7 +117,7 @@ METRICS_PORT = Rule(
 )
 METRICS_HOST = Rule("an IP address (127.0.0.1, 0.0.0.0, ::) or a host name", _host)
 STORE = Rule(
-    "s3://bucket/prefix or a local directory",
+    "s3://bucket/prefix, az://container/prefix or a local directory",
     # Something that starts like a URL ("s3:/bucket", "file://") must be a whole one: a typo must
     # not quietly become a local directory named "s3:".
     lambda value: isinstance(value, str) and value.strip() != "" and _whole_url_or_path(value),

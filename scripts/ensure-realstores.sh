@@ -4,6 +4,8 @@
 #   LocalStack  pyproject.toml's `localstack` group, in a virtualenv of its own, .venv-localstack: it pins
 #               boto3 and cryptography < 44, which would downgrade the test environment
 #   s3rver      npm, in .realstores/ (a store s3task must refuse: doctor's test)
+#   Azurite     npm, in .realstores/ (Azure Blob emulator, for the Azure backend); pinned: on Node 20 a bare
+#               install picks 3.35.0, whose Put Blob with If-Match: * creates a missing blob
 # Each is installed again only when pyproject.toml changed. A failed install is reported loudly and
 # does not stop the run: those tests then skip with the reason (and fail under CI, which needs them).
 set -uo pipefail
@@ -11,6 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 S3RVER_VERSION=3.7.1
+AZURITE_VERSION=3.37.0
 
 warn() { echo "ensure-realstores: WARNING: $*; its tests will be skipped (and fail under CI)" >&2; }
 
@@ -38,6 +41,17 @@ if [ ! -x .realstores/node_modules/.bin/s3rver ]; then
       || warn "could not install s3rver@$S3RVER_VERSION with npm"
   else
     warn "npm is not installed, so s3rver cannot be"
+  fi
+fi
+
+if [ ! -x .realstores/node_modules/.bin/azurite-blob ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "ensure-realstores: installing azurite@$AZURITE_VERSION into .realstores" >&2
+    mkdir -p .realstores
+    npm install --prefix .realstores --no-audit --no-fund --silent "azurite@$AZURITE_VERSION" >/dev/null \
+      || warn "could not install azurite@$AZURITE_VERSION with npm"
+  else
+    warn "npm is not installed, so Azurite cannot be"
   fi
 fi
 exit 0

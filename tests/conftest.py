@@ -5,7 +5,8 @@
 - ``moto_http``: the S3 backend over real HTTP to moto's ``ThreadedMotoServer``
   on 127.0.0.1, reset before each test;
 - ``seaweedfs``, ``localstack``: the S3 backend over HTTP to S3 servers no one here wrote, started
-  once per run on 127.0.0.1 (tests/realstores.py), a fresh bucket for each test.
+  once per run on 127.0.0.1 (tests/realstores.py), a fresh bucket for each test;
+- ``azurite``: the Azure Blob backend on Azurite, started the same way, a fresh container for each test.
 
 And the processes a test starts (tests/procs.py): ``procs`` (stopped at the test's end), ``startup``
 (a worker process's measured start-up, added to every wait on one) and ``s3_workers`` (worker
@@ -47,9 +48,11 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_PROFILE", None)
 
-STORE_KINDS = ("local", "moto", "moto_http", "seaweedfs", "localstack")
+STORE_KINDS = ("local", "moto", "moto_http", "seaweedfs", "localstack", "azurite")
 #: The kinds served over HTTP by a real S3 server no one here wrote (tests/realstores.py).
 REAL_STORE_KINDS = ("seaweedfs", "localstack")
+#: The kinds served by an Azure Blob server (the Azure backend, s3task/store/azure.py).
+AZURE_STORE_KINDS = ("azurite",)
 
 _MOTO_LOCK = threading.RLock()
 
@@ -237,6 +240,12 @@ def localstack(tmp_path_factory: pytest.TempPathFactory):
     yield from _real_store("localstack", tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory):
+    """Azurite's blob service on 127.0.0.1 for the whole run (tests/realstores.py ``Azurite``)."""
+    yield from _real_store("azurite", tmp_path_factory)
+
+
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
     if kind == "local":
         return LocalStore(tmp_path / "store")
@@ -262,6 +271,9 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
         server = request.getfixturevalue(kind)
         bucket = server.new_bucket()
         return S3Store(bucket, client=server.client(_RECORD_CONFIG), data_client=server.client(_DATA_CONFIG))
+    if kind in AZURE_STORE_KINDS:
+        server = request.getfixturevalue(kind)
+        return server.store(server.new_bucket())
     raise ValueError(kind)
 
 
@@ -328,6 +340,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier != "browser":  # browser modules mark their own browser tests
             item.add_marker(getattr(pytest.mark, tier))
         callspec = getattr(item, "callspec", None)
-        over_s3 = callspec is not None and callspec.params.get("store") in ("moto", "moto_http", *REAL_STORE_KINDS)
+        over_s3 = callspec is not None and callspec.params.get("store") in (
+            "moto",
+            "moto_http",
+            *REAL_STORE_KINDS,
+            *AZURE_STORE_KINDS,
+        )
         if tier in SLOW_TIERS or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)

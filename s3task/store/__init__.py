@@ -1,4 +1,4 @@
-"""Object stores: the protocol, the backends (S3, a local directory), and the CAS probe.
+"""Object stores: the protocol, the backends (S3, Azure Blob, a local directory), and the CAS probe.
 
 ``open_store`` picks a backend by the URL's scheme from a registry, so a new
 backend is one module plus one :func:`register_backend` line; a plain path is
@@ -50,7 +50,8 @@ def wrap_stores(wrapper: Wrapper) -> None:
 
 
 def open_store(url: str | None = None, *, clock: Clock = MACHINE) -> tuple[ObjectStore, Layout]:
-    """A store and its layout from a URL: ``s3://bucket/prefix``, ``file://path`` or a local path."""
+    """A store and its layout from a URL: ``s3://bucket/prefix``, ``az://container/prefix``, ``file://path``
+    or a local path."""
     url = url or DEFAULT_LOCAL_STORE
     scheme = url.split("://", 1)[0] if "://" in url else "file"
     opener = _BACKENDS.get(scheme)
@@ -72,6 +73,18 @@ def _open_s3(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     return S3Store(parsed.netloc, clock=clock), Layout(parsed.path.strip("/") or DEFAULT_PREFIX)
 
 
+def _open_azure(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
+    try:
+        from .azure import open_azure
+    except ImportError as e:  # the SDK is an optional extra: say which, not a traceback
+        raise ValueError(f"{url!r} needs azure-storage-blob (pip install 's3task[azure]')") from e
+
+    parsed = urlparse(url)
+    if not parsed.netloc:
+        raise ValueError(f"{url!r} names no container (expected az://container/prefix)")
+    return open_azure(parsed.netloc, parsed.path, clock)
+
+
 def _open_local(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     from .local import LocalStore
 
@@ -79,4 +92,5 @@ def _open_local(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
 
 
 register_backend("s3", _open_s3)
+register_backend("az", _open_azure)
 register_backend("file", _open_local)
