@@ -138,6 +138,10 @@ class InvalidInput(S3TaskError):
     """The input file cannot be used."""
 
 
+class NotSent(S3TaskError):
+    """The preview's copy of the file does not hold these bytes: the browser sent only some of the file."""
+
+
 class TooManyConflicts(S3TaskError):
     """The task kept changing under us; try again in a moment."""
 
