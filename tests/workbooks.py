@@ -141,6 +141,20 @@ def bad_workbooks(tmp: Path) -> dict[str, tuple[bytes, str]]:
 # --- what the browser sends of a workbook for the direct upload's preview ---------------------------------
 
 
+def with_pictures(data: bytes) -> bytes:
+    """The same workbook between two 1 MB pictures (stored, not compressed), as a workbook with a logo and a
+    chart picture: its parts are neither in the first 64 KB nor in the zip's end, so only the ranges the browser
+    picks hold them."""
+    picture = bytes(range(256)) * 4096
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as w:
+        w.writestr(zipfile.ZipInfo("xl/media/image1.png"), picture, zipfile.ZIP_STORED)
+        for info in z.infolist():
+            w.writestr(info, z.read(info))
+        w.writestr(zipfile.ZipInfo("xl/media/image2.png"), picture, zipfile.ZIP_STORED)
+    return out.getvalue()
+
+
 def browser_ranges(
     data: bytes, limits: dict[str, int] | None = None, probe: int = 64 * 1024
 ) -> list[tuple[int, bytes]]:

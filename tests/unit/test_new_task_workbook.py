@@ -18,7 +18,16 @@ from pathlib import Path
 import app_pages
 import pytest
 from app_pages import goto, texts
-from workbooks import HEADER, OPENPYXL_SHOWN, PRICES, SHOWN, browser_ranges, openpyxl_book, xlsxwriter_book
+from workbooks import (
+    HEADER,
+    OPENPYXL_SHOWN,
+    PRICES,
+    SHOWN,
+    browser_ranges,
+    openpyxl_book,
+    with_pictures,
+    xlsxwriter_book,
+)
 
 from s3task.csvio import InputFormat
 from s3task.csvio.workbook import Sheet
@@ -160,7 +169,7 @@ def test_through_the_uploader_a_bad_workbook_is_refused_before_anything_is_made(
 def test_the_direct_upload_previews_from_the_ranges_sent_and_the_task_reads_that_sheet(
     app, tmp_path: Path, service: TaskService
 ) -> None:
-    data = _with_a_picture(xlsxwriter_book(tmp_path / "book.xlsx").read_bytes())
+    data = with_pictures(xlsxwriter_book(tmp_path / "book.xlsx").read_bytes())
     ranges = browser_ranges(data)
     at = goto(app(), "pages/new_task.py")
     sent = {
@@ -184,15 +193,3 @@ def test_the_direct_upload_previews_from_the_ranges_sent_and_the_task_reads_that
     record = service.get(Actor("local"), plan["id"])
     assert not at.exception and record.status == "queued"
     assert record.input_format == {"kind": "xlsx", "sheet": "Prices", "header_row": 1}  # checked on the whole file
-
-
-def _with_a_picture(data: bytes) -> bytes:
-    """The workbook with a 1 MB picture first, so the first 64 KB hold none of its parts."""
-    import zipfile
-
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as w:
-        w.writestr(zipfile.ZipInfo("xl/media/image1.png"), bytes(range(256)) * 4096, zipfile.ZIP_STORED)
-        for info in z.infolist():
-            w.writestr(info, z.read(info))
-    return out.getvalue()

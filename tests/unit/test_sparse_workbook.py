@@ -24,6 +24,7 @@ from workbooks import (
     bad_workbooks,
     browser_ranges,
     openpyxl_book,
+    with_pictures,
     xlsxwriter_book,
 )
 
@@ -50,7 +51,7 @@ def rows_of(source) -> tuple[str, int, list[str], list[list[str]]]:
 
 def big_book(path: Path, rows: int, *, fast: bool = False) -> bytes:
     """A title, a blank row, a header in row 3 and ``rows`` rows of an id, two texts and a number, then a second
-    sheet, between two pictures (:func:`_with_pictures_around`). ``fast``: written by openpyxl's write-only mode,
+    sheet, between two pictures (:func:`workbooks.with_pictures`). ``fast``: written by openpyxl's write-only mode,
     which writes no ``<dimension>`` (a sheet's size)."""
     header = ["id", "name", "city", "amount"]
     data = ([i, f"name {i}", f"city {i % 5000}", i * 0.5] for i in range(rows))
@@ -61,7 +62,7 @@ def big_book(path: Path, rows: int, *, fast: bool = False) -> bytes:
             sheet.append(row)
         book.create_sheet("Notes").append(["note"])
         book.save(path)
-        return _with_pictures_around(path.read_bytes())
+        return with_pictures(path.read_bytes())
     xbook = xlsxwriter.Workbook(str(path))
     xsheet = xbook.add_worksheet("Big")
     xsheet.write_row(0, 0, ["Customer export"])
@@ -70,7 +71,7 @@ def big_book(path: Path, rows: int, *, fast: bool = False) -> bytes:
         xsheet.write_row(3 + i, 0, row)
     xbook.add_worksheet("Notes").write_row(0, 0, ["note"])
     xbook.close()
-    return _with_pictures_around(path.read_bytes())
+    return with_pictures(path.read_bytes())
 
 
 def test_a_sparse_file_reads_what_was_sent_and_refuses_what_was_not() -> None:
@@ -94,24 +95,11 @@ def test_a_sparse_file_reads_what_was_sent_and_refuses_what_was_not() -> None:
 def test_what_the_browser_sends_reads_as_the_whole_workbook(tmp_path: Path, build, sheet: str, shown) -> None:
     data = build(tmp_path / "book.xlsx").read_bytes()
     # Not the small book whole (in the first 64 KB): only the ranges the browser picks hold its parts.
-    padded = _with_pictures_around(data)
+    padded = with_pictures(data)
     whole, part = rows_of(io.BytesIO(padded)), rows_of(sent(padded))
     assert part == whole == (sheet, 3, HEADER, shown)
     assert [(s.name, s.rows) for s in list_sheets(sent(padded))] == [(sheet, 5), ("Prices", len(PRICES))]
     assert sent(padded).held() < len(padded) // 4  # the picture that was not sent stays in the browser
-
-
-def _with_pictures_around(data: bytes) -> bytes:
-    """The same workbook between two 1 MB images (stored, not compressed), as a workbook with a logo and a chart
-    picture: its parts are neither in the first 64 KB nor in the zip's end, so only the ranges picked hold them."""
-    picture = bytes(range(256)) * 4096
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as w:
-        w.writestr(zipfile.ZipInfo("xl/media/image1.png"), picture, zipfile.ZIP_STORED)
-        for info in z.infolist():
-            w.writestr(info, z.read(info))
-        w.writestr(zipfile.ZipInfo("xl/media/image2.png"), picture, zipfile.ZIP_STORED)
-    return out.getvalue()
 
 
 def test_where_the_bytes_sent_end_the_rows_end_and_each_shown_is_the_files(tmp_path: Path) -> None:
@@ -148,7 +136,7 @@ def test_a_text_past_the_shared_strings_sent_is_a_marker_never_another_text(tmp_
 
 def test_a_small_part_that_was_not_sent_whole_is_not_read_at_all(tmp_path: Path) -> None:
     """Styles cut short would read as no number formats (dates as serial numbers): a part is whole or not read."""
-    data = _with_pictures_around(xlsxwriter_book(tmp_path / "book.xlsx").read_bytes())
+    data = with_pictures(xlsxwriter_book(tmp_path / "book.xlsx").read_bytes())
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         styles = z.getinfo("xl/styles.xml")
     # Its second half not sent (whatever range held it): its start is there, its end is not.
@@ -168,7 +156,7 @@ def test_a_small_part_that_was_not_sent_whole_is_not_read_at_all(tmp_path: Path)
 def test_a_workbook_that_cannot_be_read_gets_the_readers_sentence_from_what_was_sent(tmp_path: Path, case: str) -> None:
     data, words = bad_workbooks(tmp_path)[case]
     if data.startswith(b"PK"):
-        data = _with_pictures_around(data)
+        data = with_pictures(data)
         ranges = browser_ranges(data)
     else:
         data, ranges = _ole2_far(data)
