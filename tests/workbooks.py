@@ -168,12 +168,11 @@ def browser_ranges(
         return []
     tail_start = max(0, len(data) - 65536 - 22)
     end = data.rfind(b"PK\x05\x06", tail_start)
-    ranges = [(tail_start, data[tail_start:])]
+    ranges = [(max(0, end - 20), data[max(0, end - 20) :])]  # the end record, and where a zip64 locator would be
     dir_size, dir_start = struct.unpack_from("<II", data, end + 12)
     if dir_size > limits["budget"]:
         return ranges
-    if dir_start < tail_start:
-        ranges.append((dir_start, data[dir_start : dir_start + dir_size]))
+    ranges.append((dir_start, data[dir_start : dir_start + dir_size]))
     order = {"part": 0, "strings": 1, "sheet": 2}
     parts = []
     with zipfile.ZipFile(io.BytesIO(data)) as z:

@@ -62,9 +62,9 @@ SLOWEST_BYTES_PER_SECOND = 1 * 2**20
 MAX_URL_SECONDS = 7 * 24 * 3600
 PARALLEL_PARTS = 4
 #: What the browser sends of a workbook for its preview (bytes, before base64). The state it reports goes
-#: back to the app with every run of the page, so it is kept small: 64 KB of a sheet's compressed XML hold
-#: about 2,700 rows of a 4-column sheet (and its first 4 KB of shared strings the texts of ~150 rows),
-#: far more than the 10 rows shown and the 30 the header is looked for in.
+#: back to the app with every run of the page, so it is kept small: 64 KB of a sheet's compressed XML held
+#: 2,694 rows of a 4-column sheet written by xlsxwriter, and 16 KB of its shared strings the texts of all of
+#: them — far more than the 10 rows shown and the 30 the header is looked for in.
 WORKBOOK_BYTES = {
     "part": 256 * 1024,  # a small part, whole (relationships, the workbook, the styles), at most this
     "strings": 128 * 1024,  # the start of the shared strings

@@ -74,15 +74,16 @@ async function zipRanges(file, limits) {
   const view = new DataView(tail.buffer);
   let end = tail.length - 22;
   while (end >= 0 && view.getUint32(end, true) !== 0x06054b50) end--;
-  const ranges = [[tailStart, tail]];
-  if (end < 0) return ranges; // no zip: the app says so
+  if (end < 0) return [[tailStart, tail]]; // no zip: the app says so
+  // The end record and the 20 bytes before it (where a zip64's locator would be): what the zip module reads.
+  const ranges = [[tailStart + Math.max(0, end - 20), tail.subarray(Math.max(0, end - 20))]];
   const dirSize = view.getUint32(end + 12, true);
   const dirStart = view.getUint32(end + 16, true);
   if (dirStart === 0xffffffff || dirSize > limits.budget) return ranges; // a zip64, or a huge directory: no preview
   const dir = dirStart >= tailStart
     ? tail.subarray(dirStart - tailStart, dirStart - tailStart + dirSize)
     : await bytesOf(file, dirStart, dirStart + dirSize);
-  if (dirStart < tailStart) ranges.push([dirStart, dir]);
+  ranges.push([dirStart, dir]);
   const order = { part: 0, strings: 1, sheet: 2 };
   const parts = zipEntries(dir)
     .map((entry) => ({ ...entry, kind: partKind(entry.name) }))
