@@ -32,15 +32,14 @@ def _pieces(stream: IO[bytes], root: bytes, item: bytes, size: int) -> Iterator[
     ``root`` names the part's root element, which says the namespace prefix its elements carry (none,
     usually; ``x:`` from some writers). A piece ends after the last ``</item>`` in what has been read;
     when one element is bigger than ``size``, reading goes on until it ends, up to eight times ``size``.
-    A preview's copy of the file (:mod:`.sparse`) ends where its bytes do: at the last whole element.
+    A preview's copy of the file (:mod:`.sparse`) ends where its bytes do: the whole elements sent are all
+    yielded by then (each piece ends at the last one read), and the one cut short is left out.
     """
     pending, offset, end_tag = b"", 0, b""
     while True:
         try:
             data = stream.read(size)
         except NotSent:
-            if end_tag and (cut := pending.rfind(end_tag)) >= 0:
-                yield pending[: cut + len(end_tag)], offset + cut + len(end_tag)
             return
         buf = pending + data
         if not end_tag:
