@@ -184,7 +184,7 @@ def browser_ranges(
                 else "strings"
                 if re.search(r"(^|/)sharedStrings\.xml$", name, re.I)
                 else "part"
-                if re.search(r"\.rels$|(^|/)(workbook|styles)\.xml$", name, re.I)
+                if re.search(r"(^|/)_rels/(workbook\.xml)?\.rels$|(^|/)(workbook|styles)\.xml$", name, re.I)
                 else None
             )
             if kind:

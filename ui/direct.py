@@ -66,7 +66,8 @@ PARALLEL_PARTS = 4
 #: 2,694 rows of a 4-column sheet written by xlsxwriter, and 16 KB of its shared strings the texts of all of
 #: them — far more than the 10 rows shown and the 30 the header is looked for in.
 WORKBOOK_BYTES = {
-    "part": 256 * 1024,  # a small part, whole (relationships, the workbook, the styles), at most this
+    "part": 256 * 1024,  # a small part, whole (the package's and the workbook's relationships, the workbook,
+    # the styles), at most this
     "strings": 128 * 1024,  # the start of the shared strings
     "sheet": 64 * 1024,  # the start of each sheet
     "sheets": 8,  # of the first sheets

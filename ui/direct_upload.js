@@ -45,7 +45,7 @@ function startsWith(bytes, magic) {
 function partKind(name) {
   if (/(^|\/)worksheets\/[^/]+\.xml$/i.test(name)) return "sheet";
   if (/(^|\/)sharedStrings\.xml$/i.test(name)) return "strings";
-  if (/\.rels$|(^|\/)(workbook|styles)\.xml$/i.test(name)) return "part";
+  if (/(^|\/)_rels\/(workbook\.xml)?\.rels$|(^|\/)(workbook|styles)\.xml$/i.test(name)) return "part";
   return null;
 }
 
