@@ -193,3 +193,23 @@ def test_the_direct_upload_previews_from_the_ranges_sent_and_the_task_reads_that
     record = service.get(Actor("local"), plan["id"])
     assert not at.exception and record.status == "queued"
     assert record.input_format == {"kind": "xlsx", "sheet": "Prices", "header_row": 1}  # checked on the whole file
+
+
+def test_what_the_browser_reports_keeps_a_csvs_shape_and_adds_a_workbooks_ranges() -> None:
+    from ui.direct import Chosen
+
+    csv = Chosen.from_state({"id": "f", "name": "a.csv", "size": 4, "head": base64.b64encode(b"a\n1\n").decode()})
+    assert csv == Chosen("f", "a.csv", 4, b"a\n1\n") and csv.ranges == ()
+    book = Chosen.from_state(
+        {
+            "id": "g",
+            "name": "b.xlsx",
+            "size": 100,
+            "head": "UEsDBA==",
+            "ranges": [[90, base64.b64encode(b"end").decode()]],
+        }
+    )
+    assert book is not None and book.ranges == ((90, b"end"),)
+    file = book.sparse()
+    assert (file.read(), file.seek(90), file.read()) == (b"PK\x03\x04", 90, b"end")
+    assert Chosen.from_state({"id": "g", "name": "b.xlsx", "size": 1, "head": "", "ranges": [["x", "y"]]}) is None

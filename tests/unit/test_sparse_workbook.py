@@ -28,6 +28,7 @@ from workbooks import (
     xlsxwriter_book,
 )
 
+from s3task.csvio import InputFormat
 from s3task.csvio.sheetreader import WorkbookReader
 from s3task.csvio.sparse import NOT_SENT_TEXT, SparseFile
 from s3task.csvio.workbook import list_sheets
@@ -176,3 +177,16 @@ def _ole2_far(data: bytes) -> tuple[bytes, tuple[tuple[int, bytes], ...]]:
     far = bytes(header) + bytes(sector * 512) + data[512:] + bytes(4096)
     at = (sector + 1) * 512
     return far, ((at, far[at : at + 8192]),)
+
+
+def test_a_header_row_past_the_rows_sent_is_left_to_the_submit_one_past_the_sheet_is_refused(tmp_path: Path) -> None:
+    data = big_book(tmp_path / "big.xlsx", 20_000)
+    far = InputFormat(kind="xlsx", sheet="Big", header_row=15_000)  # in the sheet, not in the part sent
+    found = inspect_upload("big.xlsx", len(data), sent(data), input_format=far)
+    assert found.ok and found.input_format == far and not found.columns
+    assert "the whole file is checked when you submit" in found.note
+    whole = inspect_upload("big.xlsx", len(data), io.BytesIO(data), input_format=far)
+    assert whole.ok and whole.columns == ["14996", "name 14996", "city 4996", "7498"]  # row 15,000 as the header
+    beyond = InputFormat(kind="xlsx", sheet="Big", header_row=25_000)
+    refused = inspect_upload("big.xlsx", len(data), io.BytesIO(data), input_format=beyond)
+    assert refused.problem == "Sheet 'Big' has nothing in row 25,000 or under it."
