@@ -24,6 +24,7 @@ one line) is in ``ui/task_form.py``; this page lays it out.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -132,6 +133,7 @@ def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
         state[keys.note] = ("error", "The task was not submitted: " + str(e))
         st.rerun()
     state[tf.FORM_NUMBER] = form + 1
+    state.pop(keys.inspected, None)  # the next form starts empty; this one's preview is not needed again
     st.switch_page("pages/task.py", query_params={"id": plan.task_id})
 
 
@@ -145,11 +147,14 @@ def upload_failed(plan: Plan, report: dict[str, Any]) -> None:
     st.rerun()
 
 
-def inspected(name: str, size: int, stream: Any, file_key: str) -> Inspection:
+def inspected(name: str, size: int, stream: Callable[[], Any], file_key: str) -> Inspection:
     """The file checked with the format chosen for it; a workbook is read once per choice, not on every run."""
     read_as = tf.chosen_format(state, keys, file_key, prefilled_format)
     signature = (file_key, name, size, read_as, mode.limit_bytes)
-    check = lambda: inspect_upload(name, size, stream, max_bytes=mode.limit_bytes, input_format=read_as)  # noqa: E731
+
+    def check() -> Inspection:
+        return inspect_upload(name, size, stream(), max_bytes=mode.limit_bytes, input_format=read_as)
+
     return tf.remembered(state, keys.inspected, signature, check)
 
 
@@ -240,7 +245,8 @@ if direct_mode:
     if chosen is not None:
         file_key = chosen.id
         # A workbook's preview reads the ranges the browser sent; a CSV's, its first bytes cut after a whole line.
-        stream = chosen.sparse() if chosen.ranges else io.BytesIO(chosen.preview_bytes())
+        got = chosen
+        stream = got.sparse if got.ranges else lambda: io.BytesIO(got.preview_bytes())
         inspection = inspected(chosen.name, chosen.size, stream, file_key)
 else:
     if tf.FALLBACK in state:
@@ -260,7 +266,8 @@ else:
     )
     if upload is not None:
         file_key = upload.file_id
-        inspection = inspected(upload.name, upload.size, upload, file_key)
+        uploaded = upload
+        inspection = inspected(upload.name, upload.size, lambda: uploaded, file_key)
 
 if keys.note in state:
     kind, text = state.pop(keys.note)
@@ -374,4 +381,5 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
         if direct_mode:
             st.rerun()  # the uploader now gets its plan and starts sending
         state[tf.FORM_NUMBER] = form + 1
+        state.pop(keys.inspected, None)
         st.switch_page("pages/task.py", query_params={"id": task_id})
