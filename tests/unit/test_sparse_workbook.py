@@ -155,12 +155,12 @@ def test_a_small_part_that_was_not_sent_whole_is_not_read_at_all(tmp_path: Path)
     assert found.ok and found.preview is None and "checked when you submit" in found.note
 
 
-@pytest.mark.parametrize("case", ["encrypted", "xls", "not a workbook", "no table"])
+@pytest.mark.parametrize("case", ["encrypted", "xls", "not a workbook", "no table", "bomb"])
 def test_a_workbook_that_cannot_be_read_gets_the_readers_sentence_from_what_was_sent(tmp_path: Path, case: str) -> None:
     data, words = bad_workbooks(tmp_path)[case]
     if data.startswith(b"PK"):
         data = with_pictures(data)
-        ranges = browser_ranges(data)
+        ranges = tuple(browser_ranges(data))
     else:
         data, ranges = _ole2_far(data)
     found = inspect_upload("book.xlsx", len(data), Chosen("f", "book.xlsx", len(data), data[:PROBE], ranges).sparse())
