@@ -213,3 +213,20 @@ def test_what_the_browser_reports_keeps_a_csvs_shape_and_adds_a_workbooks_ranges
     file = book.sparse()
     assert (file.read(), file.seek(90), file.read()) == (b"PK\x03\x04", 90, b"end")
     assert Chosen.from_state({"id": "g", "name": "b.xlsx", "size": 1, "head": "", "ranges": [["x", "y"]]}) is None
+
+
+def test_a_form_filled_in_from_a_workbook_task_starts_on_its_sheet_and_header_row(
+    app, monkeypatch, tmp_path: Path, service: TaskService
+) -> None:
+    monkeypatch.setenv("S3TASK_DIRECT_UPLOAD", "0")
+    data = xlsxwriter_book(tmp_path / "book.xlsx").read_bytes()
+    task_id = service.submit_file(
+        Actor("ann"), "March", "copy", None, data, {"sheet": "Prices", "header_row": 2}
+    ).task_id
+    at = app("ann")
+    at.query_params["from"] = task_id
+    at = goto(at, "pages/new_task.py")
+    at.file_uploader[0].set_value(("April.xlsx", data, "application/octet-stream")).run()
+    assert not at.exception and not at.error
+    assert (sheet_box(at).value, header_box(at).value) == ("Prices", 2)  # as the task read it
+    assert at.dataframe[0].value.values.tolist() == PRICES[2:] and list(at.dataframe[0].value.columns) == PRICES[1]
