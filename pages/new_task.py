@@ -1,16 +1,17 @@
-"""New task: pick the CSV, check its first rows (and how it is read), name it, choose what to do, submit.
+"""New task: pick the CSV or workbook, check its first rows (and how it is read), name it, choose what to do, submit.
 
-The file picker comes first; its preview says how the file is read (its delimiter and
-text encoding, detected from the first bytes) and lets the user change that, re-reading
-the preview. The task carries that format, so the worker reads the file as the preview
-did. The task type defaults to "Copy rows unchanged" (every row kept, nothing changed:
-the safe first run of a new file); each type shows one line, more on request, and only
-its own settings.
+The file picker comes first; its preview says how the file is read (a CSV's delimiter and
+text encoding, detected from the first bytes; a workbook's sheet and header row, found by
+the worker's reader) and lets the user change that, re-reading the preview. The task
+carries that format, so the worker reads the file as the preview did. The task type
+defaults to "Copy rows unchanged" (every row kept, nothing changed: the safe first run of
+a new file); each type shows one line, more on request, and only its own settings.
 
 ``new_task?from=<task-id>`` opens the form filled in from that task (name, type,
 settings, input format): "start again with a corrected file" on a failed task's page.
 
-The browser keeps the file: it sends the first 64 KB for the preview, and on
+The browser keeps the file: it sends the first 64 KB for the preview (of a workbook, the
+byte ranges its preview is read from: ``ui/workbookfile.py``), and on
 Submit it uploads the file straight to the store (``ui/direct.py``) while this
 page only creates the task, hands out the upload URL and, once the browser says
 the upload is done, queues the task. If the browser cannot reach the store, the
@@ -23,12 +24,13 @@ one line) is in ``ui/task_form.py``; this page lays it out.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from s3task import handlers
-from s3task.csvio import DELIMITERS, ENCODINGS, InputFormat
+from s3task.csvio import DELIMITERS, ENCODINGS, EXCEL_ROWS
 from s3task.errors import InvalidInput, S3TaskError
 from s3task.handlers import Param, TaskType
 from ui import context, direct
@@ -36,6 +38,7 @@ from ui import format as fmt
 from ui import task_form as tf
 from ui.csvfile import EXTENSIONS, PREVIEW_ROWS, Inspection, inspect_upload
 from ui.direct import Chosen, Plan
+from ui.workbookfile import DATES, header_line, sheet_label
 
 ctx = context.get()
 state = st.session_state
@@ -44,7 +47,8 @@ keys = tf.FormKeys(form)
 
 st.title("New task")
 st.write(
-    "Pick a CSV file and check its first rows, choose what should happen to them, then press **Submit**: "
+    "Pick a CSV file or an Excel workbook and check its first rows, choose what should happen to them, then press "
+    "**Submit**: "
     "the file is processed in the background, and its page shows the progress and the result."
 )
 
@@ -129,6 +133,7 @@ def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
         state[keys.note] = ("error", "The task was not submitted: " + str(e))
         st.rerun()
     state[tf.FORM_NUMBER] = form + 1
+    state.pop(keys.inspected, None)  # the next form starts empty; this one's preview is not needed again
     st.switch_page("pages/task.py", query_params={"id": plan.task_id})
 
 
@@ -142,12 +147,47 @@ def upload_failed(plan: Plan, report: dict[str, Any]) -> None:
     st.rerun()
 
 
-def chosen_format(file_key: str) -> InputFormat | None:
-    """The format the user chose for this file (or the prefilled one); None: detect it."""
-    delimiter_key, encoding_key = keys.format(file_key)
-    if delimiter_key in state and encoding_key in state:
-        return InputFormat(state[delimiter_key], state[encoding_key])
-    return prefilled_format
+def inspected(name: str, size: int, stream: Callable[[], Any], file_key: str) -> Inspection:
+    """The file checked with the format chosen for it; a workbook is read once per choice, not on every run."""
+    read_as = tf.chosen_format(state, keys, file_key, prefilled_format)
+    signature = (file_key, name, size, read_as, mode.limit_bytes)
+
+    def check() -> Inspection:
+        return inspect_upload(name, size, stream(), max_bytes=mode.limit_bytes, input_format=read_as)
+
+    return tf.remembered(state, keys.inspected, signature, check)
+
+
+def workbook_choice(inspection: Inspection, file_key: str) -> None:
+    """The sheet (names with their rows) and the header row taken, each a choice that reads the preview again."""
+    used = inspection.input_format
+    assert used is not None and used.sheet is not None
+    names = [s.name for s in inspection.sheets]
+    by_name = {s.name: s for s in inspection.sheets}
+    left, right = st.columns(2)
+    # The starting values go to the widgets on every run, not into their keys (see ui/task_form.py).
+    with left:
+        st.selectbox(
+            "Sheet",
+            names,
+            index=names.index(used.sheet),
+            format_func=lambda n: sheet_label(by_name[n]),
+            key=keys.sheet(file_key),
+        )
+    if used.header_row is None:
+        return  # the sheet is empty: there is no header row to change
+    with right:
+        st.number_input(
+            "Header row",
+            min_value=1,
+            max_value=EXCEL_ROWS,
+            value=used.header_row,
+            step=1,
+            help="The row that holds the column names, as Excel numbers rows; the rows above it are skipped.",
+            key=keys.header(file_key, used.sheet),
+        )
+    if inspection.ok and inspection.columns:
+        st.markdown(f"**{fmt.plain(header_line(used.header_row))}**")
 
 
 def format_choice(inspection: Inspection, file_key: str) -> None:
@@ -188,7 +228,8 @@ upload = None
 file_key = ""
 ABOUT_FILES = (
     "A .csv file (or Excel's .txt “Unicode text”) with a header row: values separated by commas, semicolons, "
-    "tabs or pipes; UTF-8, UTF-16 or Windows text"
+    "tabs or pipes; UTF-8, UTF-16 or Windows text. Or an Excel workbook (.xlsx, .xlsm): one sheet, its header "
+    "row found under any title"
 )
 if direct_mode:
     result = direct.uploader(key=keys.upload, plan=plan, owner=keys.upload, on_file_change=name_from_chosen)
@@ -203,10 +244,10 @@ if direct_mode:
     chosen = Chosen.from_state(result.get("file"))
     if chosen is not None:
         file_key = chosen.id
-        head = chosen.preview_bytes()
-        inspection = inspect_upload(
-            chosen.name, chosen.size, io.BytesIO(head), max_bytes=mode.limit_bytes, input_format=chosen_format(file_key)
-        )
+        # A workbook's preview reads the ranges the browser sent; a CSV's, its first bytes cut after a whole line.
+        got = chosen
+        stream = got.sparse if got.ranges else lambda: io.BytesIO(got.preview_bytes())
+        inspection = inspected(chosen.name, chosen.size, stream, file_key)
 else:
     if tf.FALLBACK in state:
         st.warning(
@@ -216,7 +257,7 @@ else:
             icon=":material/cloud_off:",
         )
     upload = st.file_uploader(
-        "CSV file",
+        "CSV or Excel file",
         type=[ext.lstrip(".") for ext in EXTENSIONS],
         max_upload_size=limit_mb,
         help=f"{ABOUT_FILES}, up to {limit_mb} MB.",
@@ -225,9 +266,8 @@ else:
     )
     if upload is not None:
         file_key = upload.file_id
-        inspection = inspect_upload(
-            upload.name, upload.size, upload, max_bytes=mode.limit_bytes, input_format=chosen_format(file_key)
-        )
+        uploaded = upload
+        inspection = inspected(upload.name, upload.size, lambda: uploaded, file_key)
 
 if keys.note in state:
     kind, text = state.pop(keys.note)
@@ -239,7 +279,10 @@ if keys.note in state:
 if inspection is not None:
     if inspection.detected is not None:
         st.subheader("Preview")
-        format_choice(inspection, file_key)
+        if inspection.sheets and inspection.input_format and inspection.input_format.sheet:
+            workbook_choice(inspection, file_key)
+        elif not inspection.is_workbook:
+            format_choice(inspection, file_key)
     if not inspection.ok:
         st.error(fmt.plain(inspection.problem), icon=":material/block:")
     else:
@@ -253,6 +296,8 @@ if inspection is not None:
             st.warning(fmt.plain(inspection.note), icon=":material/warning:")
         if inspection.columns:
             st.dataframe(inspection.preview, hide_index=True, width="stretch")
+            if inspection.is_workbook:
+                st.caption(DATES)
 
 st.subheader("The task")
 name = st.text_input(
@@ -336,4 +381,5 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
         if direct_mode:
             st.rerun()  # the uploader now gets its plan and starts sending
         state[tf.FORM_NUMBER] = form + 1
+        state.pop(keys.inspected, None)
         st.switch_page("pages/task.py", query_params={"id": task_id})

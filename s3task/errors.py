@@ -142,6 +142,10 @@ class UploadInterrupted(S3TaskError):
     """An upload in parts stopped before the store had all of it; what it sent is kept, to be continued."""
 
 
+class NotSent(S3TaskError):
+    """The preview's copy of the file does not hold these bytes: the browser sent only some of the file."""
+
+
 class TooManyConflicts(S3TaskError):
     """The task kept changing under us; try again in a moment."""
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime
 import io
+import re
+import struct
 import zipfile
 from pathlib import Path
 
@@ -134,3 +136,74 @@ def bad_workbooks(tmp: Path) -> dict[str, tuple[bytes, str]]:
         "no table": (_blank(tmp / "blank.xlsx"), "sheet 'Blank' is empty — choose the sheet that holds the table"),
         "bomb": (_bomb(tmp / "bomb.xlsx"), "which no real workbook does (a 'zip bomb')"),
     }
+
+
+# --- what the browser sends of a workbook for the direct upload's preview ---------------------------------
+
+
+def with_pictures(data: bytes) -> bytes:
+    """The same workbook between two 1 MB pictures (stored, not compressed), as a workbook with a logo and a
+    chart picture: its parts are neither in the first 64 KB nor in the zip's end, so only the ranges the browser
+    picks hold them."""
+    picture = bytes(range(256)) * 4096
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as w:
+        w.writestr(zipfile.ZipInfo("xl/media/image1.png"), picture, zipfile.ZIP_STORED)
+        for info in z.infolist():
+            w.writestr(info, z.read(info))
+        w.writestr(zipfile.ZipInfo("xl/media/image2.png"), picture, zipfile.ZIP_STORED)
+    return out.getvalue()
+
+
+def browser_ranges(
+    data: bytes, limits: dict[str, int] | None = None, probe: int = 64 * 1024
+) -> list[tuple[int, bytes]]:
+    """The byte ranges ui/direct_upload.js sends of a workbook (a zip), as it picks them: the zip's end with its
+    directory, then the small parts whole, the start of the shared strings and of the first sheets, within the
+    budget; without the first ``probe`` bytes, which it always sends (``head``). The Chromium tests run the JS."""
+    from ui.direct import WORKBOOK_BYTES
+
+    limits = limits or WORKBOOK_BYTES
+    if len(data) <= probe:
+        return []
+    tail_start = max(0, len(data) - 65536 - 22)
+    end = data.rfind(b"PK\x05\x06", tail_start)
+    ranges = [(max(0, end - 20), data[max(0, end - 20) :])]  # the end record, and where a zip64 locator would be
+    dir_size, dir_start = struct.unpack_from("<II", data, end + 12)
+    if dir_size > limits["budget"]:
+        return ranges
+    ranges.append((dir_start, data[dir_start : dir_start + dir_size]))
+    order = {"part": 0, "strings": 1, "sheet": 2}
+    parts = []
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for info in z.infolist():
+            name = info.filename
+            kind = (
+                "sheet"
+                if re.search(r"(^|/)worksheets/[^/]+\.xml$", name, re.I)
+                else "strings"
+                if re.search(r"(^|/)sharedStrings\.xml$", name, re.I)
+                else "part"
+                if re.search(r"(^|/)_rels/(workbook\.xml)?\.rels$|(^|/)(workbook|styles)\.xml$", name, re.I)
+                else None
+            )
+            if kind:
+                header = 30 + len(info.filename.encode()) + len(info.extra) + 1024
+                parts.append((order[kind], _natural(name), kind, info.header_offset, header, info.compress_size))
+    budget, sheets = limits["budget"] - dir_size, 0
+    for _order, _name, kind, offset, header, size in sorted(parts):
+        if kind == "sheet":
+            sheets += 1
+            if sheets > limits["sheets"]:
+                break
+        length = min(header + min(size, limits[kind]), budget)
+        if length <= header or (kind == "part" and length < header + size):
+            continue
+        ranges.append((offset, data[offset : offset + length]))
+        budget -= length
+    return ranges
+
+
+def _natural(name: str) -> list[object]:
+    """As JavaScript's ``localeCompare(…, {numeric: true})`` orders names: sheet2 before sheet10."""
+    return [int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", name)]

@@ -1,4 +1,4 @@
-"""Look at an uploaded file before it becomes a task: is it a CSV, what are its first rows?
+"""Look at an uploaded file before it becomes a task: is it a CSV (or a workbook), what are its first rows?
 
 Reads only the start of the file (a fixed-size probe), so a big upload costs no
 more to check than a small one. The probe is read by the worker's own reader
@@ -11,72 +11,69 @@ inside its cell). On top of that it recognises a few formats that are never CSV
 The file's delimiter and text encoding are detected from the same bytes
 (:func:`s3task.csvio.detect`), or taken as the user chose them; the task carries
 the format the preview was read with, so the worker reads the file the same way.
+
+An Excel workbook (a zip, whatever its name; or an encrypted workbook or .xls named as a workbook)
+is read by :mod:`ui.workbookfile`, with the worker's workbook reader.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pandas as pd
 
 from s3task.csvio import DELIMITERS, INSPECT_BYTES, SAVE_AS_UTF8, InputFormat, detect, read_start
+from s3task.csvio.sparse import SparseFile
 from s3task.errors import InvalidInput
+
+from .inspection import Inspection
+from .workbookfile import WORKBOOK_EXTENSIONS, inspect_workbook, is_workbook
+
+__all__ = ["EXTENSIONS", "PREVIEW_ROWS", "PROBE_BYTES", "Inspection", "as_stream", "inspect_upload"]
 
 PROBE_BYTES = INSPECT_BYTES  # the browser sends this much of a file for the preview
 #: The names a table in text may have: Excel saves "Unicode text" and "Text (Tab delimited)" as .txt.
-EXTENSIONS = (".csv", ".txt", ".tsv")
+TEXT_EXTENSIONS = (".csv", ".txt", ".tsv")
+EXTENSIONS = TEXT_EXTENSIONS + WORKBOOK_EXTENSIONS
 PREVIEW_ROWS = 10
 
 _SIGNATURES = (
-    (b"PK\x03\x04", "This is an Excel workbook (or another zip file), not a CSV"),
     (b"\xd0\xcf\x11\xe0", "This is an old-style Excel or Word file, not a CSV"),
     (b"%PDF", "This is a PDF, not a CSV"),
 )
-_HOW_TO_SAVE = "In Excel or Numbers, choose File › Save As (or Export) › “CSV UTF-8”, then upload that file."
-
-
-@dataclass
-class Inspection:
-    """What the New task page shows about an upload; ``problem`` set means refused."""
-
-    name: str
-    size: int
-    problem: str | None = None
-    columns: list[str] = field(default_factory=list)
-    preview: pd.DataFrame | None = None
-    note: str | None = None
-    #: What the first bytes show, and what the preview was read with (the detected format unless
-    #: the user chose another); None for a file refused before it is read (not a .csv, too big, not CSV).
-    detected: InputFormat | None = None
-    input_format: InputFormat | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None
+_HOW_TO_SAVE = (
+    "In Excel or Numbers, choose File › Save As (or Export) › “Excel Workbook (.xlsx)” or “CSV UTF-8”, "
+    "then upload that file."
+)
 
 
 def inspect_upload(
     name: str,
     size: int,
-    stream: BinaryIO,
+    stream: BinaryIO | SparseFile,
     *,
     max_bytes: int | None = None,
     input_format: InputFormat | None = None,
 ) -> Inspection:
     """Check an uploaded file and read its first rows; the stream is rewound afterwards.
 
-    ``stream`` holds the file, or only its first bytes (the browser sends the first 64 KB);
-    ``size`` is the size of the whole file. The rows are read with ``input_format``, or with
-    the format the first bytes show when it is None.
+    ``stream`` holds the file, or only its first bytes (the browser sends the first 64 KB), or for a
+    workbook the byte ranges the browser sent (a :class:`~s3task.csvio.sparse.SparseFile`);
+    ``size`` is the size of the whole file. The rows are read with ``input_format`` (where it is of
+    the file's kind), or with the format the first bytes show when it is None.
     """
     result = Inspection(name=name, size=size)
     try:
         result.problem = _refusal(name, size, max_bytes)
         if result.problem is None:
             stream.seek(0)
-            _read_preview(result, stream.read(PROBE_BYTES), input_format)
+            head = stream.read(PROBE_BYTES)
+            stream.seek(0)
+            if is_workbook(name, head):
+                inspect_workbook(result, stream, input_format, PREVIEW_ROWS)
+            else:
+                _read_preview(result, head, input_format if not (input_format and input_format.is_workbook) else None)
     finally:
         stream.seek(0)
     return result
@@ -84,7 +81,10 @@ def inspect_upload(
 
 def _refusal(name: str, size: int, max_bytes: int | None) -> str | None:
     if not name.lower().endswith(EXTENSIONS):
-        return f"“{name}” is not a .csv file (nor a .txt or .tsv text file). {_HOW_TO_SAVE}"
+        return (
+            f"“{name}” is not a .csv file (nor a .txt or .tsv text file) or an Excel workbook (.xlsx, .xlsm). "
+            + _HOW_TO_SAVE
+        )
     if size == 0:
         return "The file is empty. A CSV needs at least a header row with the column names."
     if max_bytes is not None and size > max_bytes:

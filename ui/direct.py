@@ -5,7 +5,14 @@ Two small custom components (``st.components.v2``, no build step; the uploader's
 
 - :func:`uploader` — a file picker that keeps the chosen file in the browser.
   It reads only the first 64 KB (``File.slice``) and reports it, with the name
-  and size, for the preview. Given an upload plan (``data["upload"]``) it PUTs
+  and size, for the preview. For a workbook (a zip: its first bytes say so) it
+  also reports the byte ranges its preview is read from (``ranges``: offset and
+  bytes each): the zip's end with its directory, and of the parts the preview
+  needs the whole of the small ones (relationships, the workbook, the styles)
+  and the start of the shared strings and of each of the first sheets, within
+  the budget :data:`WORKBOOK_BYTES` gives (an encrypted workbook or an .xls, an
+  OLE2 file: its first directory sector). Python reads them as a
+  :class:`~s3task.csvio.sparse.SparseFile` (``ui/workbookfile.py``). Given an upload plan (``data["upload"]``) it PUTs
   the file itself to the URL in the plan — an S3 presigned URL, or the app's
   signed ``/transfer`` route on the local store — always with ``Content-Type:
   text/csv`` (whatever the operating system calls the file), showing a progress
@@ -39,6 +46,7 @@ from typing import Any
 import streamlit as st
 
 from s3task.csvio import INSPECT_BYTES
+from s3task.csvio.sparse import SparseFile
 from s3task.tasks import Actor, TaskService
 
 #: How much of the chosen file the browser sends for the preview.
@@ -53,14 +61,26 @@ MAX_PARTS = 1_000
 SLOWEST_BYTES_PER_SECOND = 1 * 2**20
 MAX_URL_SECONDS = 7 * 24 * 3600
 PARALLEL_PARTS = 4
+#: What the browser sends of a workbook for its preview (bytes, before base64). The state it reports goes
+#: back to the app with every run of the page, so it is kept small: 64 KB of a sheet's compressed XML held
+#: 2,694 rows of a 4-column sheet written by xlsxwriter, and 16 KB of its shared strings the texts of all of
+#: them — far more than the 10 rows shown and the 30 the header is looked for in.
+WORKBOOK_BYTES = {
+    "part": 256 * 1024,  # a small part, whole (the package's and the workbook's relationships, the workbook,
+    # the styles), at most this
+    "strings": 128 * 1024,  # the start of the shared strings
+    "sheet": 64 * 1024,  # the start of each sheet
+    "sheets": 8,  # of the first sheets
+    "budget": 1024 * 1024,  # in all, besides the first 64 KB
+}
 
 
 _HTML = """
 <div class="s3u">
-  <div class="label">CSV file</div>
+  <div class="label">CSV or Excel file</div>
   <label class="drop">
-    <input type="file" accept=".csv,.txt,.tsv,text/csv,text/plain,text/tab-separated-values" />
-    <span class="hint"><b>Choose a CSV file</b> or drop it here</span>
+    <input type="file" accept=".csv,.txt,.tsv,.xlsx,.xlsm,.xls,.xlsb,text/csv,text/plain,text/tab-separated-values" />
+    <span class="hint"><b>Choose a CSV or Excel file</b> or drop it here</span>
     <span class="chosen"></span>
   </label>
   <div class="bar" hidden>
@@ -117,21 +137,29 @@ _save = st.components.v2.component("s3task_save", js=_SAVE_JS)
 
 @dataclass(frozen=True)
 class Chosen:
-    """The file picked in the browser: its name, size and first bytes (the file itself stays there)."""
+    """The file picked in the browser: its name, size and first bytes (the file itself stays there), and for a
+    workbook the byte ranges its preview is read from."""
 
     id: str
     name: str
     size: int
     head: bytes
+    ranges: tuple[tuple[int, bytes], ...] = ()
 
     @classmethod
     def from_state(cls, value: Any) -> Chosen | None:
         if not isinstance(value, dict):
             return None
         try:
-            return cls(str(value["id"]), str(value["name"]), int(value["size"]), base64.b64decode(value["head"]))
+            ranges = tuple((int(at), base64.b64decode(data)) for at, data in value.get("ranges") or ())
+            head = base64.b64decode(value["head"])
+            return cls(str(value["id"]), str(value["name"]), int(value["size"]), head, ranges)
         except (KeyError, TypeError, ValueError):
             return None
+
+    def sparse(self) -> SparseFile:
+        """The file as far as the browser sent it: its first bytes and the ranges (a workbook's preview reads it)."""
+        return SparseFile(self.size, [(0, self.head), *self.ranges])
 
     def preview_bytes(self) -> bytes:
         """The head, cut after its last complete line when the file goes on past it."""
@@ -197,6 +225,7 @@ def uploader(
     chosen = current.get("file") if isinstance(current, dict) else None
     data = {
         "probe": PROBE_BYTES,
+        "workbook": WORKBOOK_BYTES,
         "owner": owner,
         "file": {k: chosen[k] for k in ("id", "name", "size")} if isinstance(chosen, dict) else None,
         "upload": plan.for_browser() if plan else None,

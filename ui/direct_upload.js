@@ -28,6 +28,97 @@ function toBase64(buffer) {
   return btoa(text);
 }
 
+// --- what a workbook's preview is read from -----------------------------------------------------------
+// A workbook is a zip, read from its end (the directory) and from the start of each part, not from the
+// file's first bytes. So for one the browser also sends [offset, bytes] ranges: the zip's end and
+// directory, the small parts whole, the start of the shared strings and of the first sheets (ui/direct.py).
+
+async function bytesOf(file, start, end) {
+  return new Uint8Array(await file.slice(start, end).arrayBuffer());
+}
+
+function startsWith(bytes, magic) {
+  return magic.every((b, i) => bytes[i] === b);
+}
+
+// Which of limits' sizes a part of a workbook is read to: a sheet's start, the shared strings', a small part whole.
+function partKind(name) {
+  if (/(^|\/)worksheets\/[^/]+\.xml$/i.test(name)) return "sheet";
+  if (/(^|\/)sharedStrings\.xml$/i.test(name)) return "strings";
+  if (/(^|\/)_rels\/(workbook\.xml)?\.rels$|(^|\/)(workbook|styles)\.xml$/i.test(name)) return "part";
+  return null;
+}
+
+// The entries of a zip's central directory: name, compressed size, where its local header starts and how long
+// that header is as a rule (a local extra field may be longer than the directory's: some slack is sent too).
+function zipEntries(dir) {
+  const view = new DataView(dir.buffer, dir.byteOffset, dir.byteLength);
+  const entries = [];
+  for (let at = 0; at + 46 <= dir.length && view.getUint32(at, true) === 0x02014b50; ) {
+    const nameLength = view.getUint16(at + 28, true);
+    const extra = view.getUint16(at + 30, true);
+    entries.push({
+      name: new TextDecoder().decode(dir.subarray(at + 46, at + 46 + nameLength)),
+      size: view.getUint32(at + 20, true),
+      offset: view.getUint32(at + 42, true),
+      header: 30 + nameLength + extra + 1024,
+    });
+    at += 46 + nameLength + extra + view.getUint16(at + 32, true);
+  }
+  return entries;
+}
+
+async function zipRanges(file, limits) {
+  const tailStart = Math.max(0, file.size - 65536 - 22); // the end record, after a comment of up to 64 KB
+  const tail = await bytesOf(file, tailStart, file.size);
+  const view = new DataView(tail.buffer);
+  let end = tail.length - 22;
+  while (end >= 0 && view.getUint32(end, true) !== 0x06054b50) end--;
+  if (end < 0) return [[tailStart, tail]]; // no zip: the app says so
+  // The end record and the 20 bytes before it (where a zip64's locator would be): what the zip module reads.
+  const ranges = [[tailStart + Math.max(0, end - 20), tail.subarray(Math.max(0, end - 20))]];
+  const dirSize = view.getUint32(end + 12, true);
+  const dirStart = view.getUint32(end + 16, true);
+  if (dirStart === 0xffffffff || dirSize > limits.budget) return ranges; // a zip64, or a huge directory: no preview
+  const dir = dirStart >= tailStart
+    ? tail.subarray(dirStart - tailStart, dirStart - tailStart + dirSize)
+    : await bytesOf(file, dirStart, dirStart + dirSize);
+  ranges.push([dirStart, dir]);
+  const order = { part: 0, strings: 1, sheet: 2 };
+  const parts = zipEntries(dir)
+    .map((entry) => ({ ...entry, kind: partKind(entry.name) }))
+    .filter((entry) => entry.kind)
+    .sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name, "en", { numeric: true }));
+  let budget = limits.budget - dir.length;
+  let sheets = 0;
+  for (const part of parts) {
+    if (part.kind === "sheet" && ++sheets > limits.sheets) break;
+    const whole = part.header + part.size;
+    const length = Math.min(part.header + Math.min(part.size, limits[part.kind]), budget);
+    if (length <= part.header || (part.kind === "part" && length < whole)) continue; // a small part whole, or not
+    ranges.push([part.offset, await bytesOf(file, part.offset, Math.min(file.size, part.offset + length))]);
+    budget -= length;
+  }
+  return ranges;
+}
+
+// An OLE2 file (an encrypted workbook, an .xls): its first directory sector, which names its streams.
+async function ole2Ranges(file, head) {
+  if (head.length < 512) return [];
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  const at = (view.getUint32(0x30, true) + 1) * 2 ** view.getUint16(0x1e, true);
+  return at < file.size ? [[at, await bytesOf(file, at, Math.min(file.size, at + 8192))]] : [];
+}
+
+async function previewRanges(file, head, limits) {
+  if (!limits || file.size <= head.length) return []; // the first bytes are the whole file
+  if (startsWith(head, [0x50, 0x4b, 0x03, 0x04])) return zipRanges(file, limits);
+  if (startsWith(head, [0xd0, 0xcf, 0x11, 0xe0])) return ole2Ranges(file, head);
+  return [];
+}
+
+// --- the upload -------------------------------------------------------------------------------------------
+
 // One PUT with progress; resolves with the response's ETag, rejects with {kind, status, message}.
 function put(url, body, headers, onProgress, job) {
   return new Promise((resolve, reject) => {
@@ -204,8 +295,11 @@ export default function (component) {
     const id = newId();
     REG.files.set(id, file);
     view.chosen.textContent = `${file.name} (${mb(file.size)})`;
-    const head = await file.slice(0, probe).arrayBuffer();
-    setStateValue("file", { id, name: file.name, size: file.size, type: file.type, head: toBase64(head) });
+    const head = await bytesOf(file, 0, probe);
+    const ranges = await previewRanges(file, head, data?.workbook);
+    const chosen = { id, name: file.name, size: file.size, type: file.type, head: toBase64(head) };
+    if (ranges.length) chosen.ranges = ranges.map(([at, bytes]) => [at, toBase64(bytes)]);
+    setStateValue("file", chosen);
   };
   const busy = !!plan;
   view.drop.classList.toggle("busy", busy);

@@ -2,8 +2,9 @@
 
 The form's session keys are defined once (:class:`FormKeys`, built from the form number, which
 goes up after each submit so the next form starts empty); prefill from another task, which
-fields are still missing, the upload mode and a type's one-line summary are plain functions of
-their inputs, unit-tested in ``tests/unit/test_new_task_form.py``.
+fields are still missing, the format a file is read with (a CSV's delimiter and encoding, a workbook's
+sheet and header row), the upload mode and a type's one-line summary are plain functions of their
+inputs, unit-tested in ``tests/unit/test_new_task_form.py`` and ``tests/unit/test_new_task_workbook.py``.
 
 A widget's starting value is given to the widget itself (``index=`` / ``value=``) on every run,
 never written into its session key: Streamlit sends a value written into a widget's key to the
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from s3task.csvio import InputFormat
+from s3task.csvio import XLSX, InputFormat
 from s3task.errors import InvalidInput
 from s3task.handlers import TaskType
 from s3task.record import TaskRecord
@@ -86,6 +87,19 @@ class FormKeys:
         """The two format choices (delimiter, encoding) for one chosen file: a new file is detected afresh."""
         return f"delimiter_{self.form}_{file_key}", f"encoding_{self.form}_{file_key}"
 
+    def sheet(self, file_key: str) -> str:
+        """A workbook's choice of sheet, for one chosen file."""
+        return f"sheet_{self.form}_{file_key}"
+
+    def header(self, file_key: str, sheet: str) -> str:
+        """A workbook's header row, for one sheet of one chosen file: another sheet has its header found afresh."""
+        return f"header_{self.form}_{file_key}_{sheet}"
+
+    @property
+    def inspected(self) -> str:
+        """The last file inspected and how (a workbook is read once per choice, not on every run of the page)."""
+        return f"inspected_{self.form}"
+
 
 @dataclass(frozen=True)
 class Prefill:
@@ -113,8 +127,6 @@ def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Se
     input_format = None
     with contextlib.suppress(InvalidInput):  # never submitted, so never settled: detect it from the file
         input_format = InputFormat.from_dict(source.input_format)
-    if input_format is not None and input_format.is_workbook:
-        input_format = None  # the page reads CSV files only, so far: the new file's format is detected
     note = f"Filled in from the task “{source.task_name}”: pick the corrected file and submit."
     return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
 
@@ -144,10 +156,39 @@ def missing(name: str, inspection: Inspection | None) -> tuple[str, ...]:
     if not name.strip():
         needed.append("a task name")
     if inspection is None:
-        needed.append("a CSV file")
+        needed.append("a CSV or Excel file")
     elif not inspection.ok:
-        needed.append("a CSV file that can be read")
+        needed.append("a CSV or Excel file that can be read")
     return tuple(needed)
+
+
+def chosen_format(
+    values: Mapping[Any, Any], keys: FormKeys, file_key: str, prefilled: InputFormat | None
+) -> InputFormat | None:
+    """The format the user chose for this file — a CSV's delimiter and encoding, or a workbook's sheet and
+    header row (the header of that sheet: None, found) — else the one the form was filled in with; None:
+    what the file shows. (The inspection takes a format only where it is of the file's kind.)"""
+    delimiter_key, encoding_key = keys.format(file_key)
+    if delimiter_key in values and encoding_key in values:
+        return InputFormat(values[delimiter_key], values[encoding_key])
+    sheet = values.get(keys.sheet(file_key))
+    if isinstance(sheet, str):
+        header = values.get(keys.header(file_key, sheet))
+        return InputFormat(kind=XLSX, sheet=sheet, header_row=int(header) if header is not None else None)
+    return prefilled
+
+
+T = TypeVar("T")
+
+
+def remembered(store: MutableMapping[Any, Any], key: str, signature: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, kept in ``store[key]`` with its ``signature`` and made again only when that changes."""
+    kept = store.get(key)
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == signature:
+        return kept[1]  # type: ignore[no-any-return]
+    value = make()
+    store[key] = (signature, value)
+    return value
 
 
 def to_submit(needed: Sequence[str]) -> str:

@@ -42,7 +42,9 @@ uses for an input whose :class:`InputFormat` (:mod:`.formats`) is a workbook's:
 :mod:`.workbook` opens and checks the container and lists its sheets, :mod:`.sheetreader` reads a
 sheet in blocks (:class:`~s3task.csvio.sheetreader.WorkbookReader`), :mod:`.sheetcells` reads the
 cells of a piece of a sheet as Excel shows them; it needs a seekable file (a zip's directory is at
-its end), which :func:`~s3task.csvio.spool.spooled` makes of a stream. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
+its end), which :func:`~s3task.csvio.spool.spooled` makes of a stream, or a
+:class:`~s3task.csvio.sparse.SparseFile` of the byte ranges a browser sent for a preview.
+:class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
 in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds its rows.
 """
 

@@ -161,8 +161,9 @@ class Cells:
     is_text: np.ndarray
 
 
-def cells_of(piece: bytes, shared: pa.Array, styles: list[Style], date1904: bool) -> Cells:
-    """The non-empty cells of ``piece``, whole ``<row>`` elements of a worksheet's ``sheetData``."""
+def cells_of(piece: bytes, shared: pa.Array, styles: list[Style], date1904: bool, beyond: str | None = None) -> Cells:
+    """The non-empty cells of ``piece``, whole ``<row>`` elements of a worksheet's ``sheetData``. ``beyond``: the
+    text of a cell whose shared string is past those in ``shared`` (None: such a cell is damage)."""
     tag = b"<c "
     if tag not in piece and (prefixed := re.search(rb"<(\w+:)c ", piece)):
         tag = b"<" + prefixed.group(1) + b"c "
@@ -177,7 +178,7 @@ def cells_of(piece: bytes, shared: pa.Array, styles: list[Style], date1904: bool
     columns = _column_numbers(fields["col"])
     kinds = _or(fields["t"], "n")
     raw = pc.fill_null(fields["v"], "")
-    values = _text_values(fields["is"], kinds, raw, shared)
+    values = _text_values(fields["is"], kinds, raw, shared, beyond)
     numbers = pc.equal(kinds, "n")
     if pc.any(numbers).as_py():
         style_ids = _or(fields["s"], "0").cast(pa.int64()).to_numpy()
@@ -197,11 +198,16 @@ def _column_numbers(letters: pa.Array) -> np.ndarray:
     return numbers
 
 
-def _text_values(inline_xml: pa.Array, kinds: pa.Array, raw: pa.Array, shared: pa.Array) -> pa.Array:
+def _text_values(
+    inline_xml: pa.Array, kinds: pa.Array, raw: pa.Array, shared: pa.Array, beyond: str | None
+) -> pa.Array:
     values = pc.if_else(pc.equal(kinds, "n"), raw, decode_text(raw))  # str, e (#N/A), d: the saved text
     strings = pc.equal(kinds, "s")
     if pc.any(strings).as_py():
         index = pc.filter(raw, strings).cast(pa.int64())
+        if beyond is not None and len(index):
+            shared = pa.concat_arrays([shared, pa.array([beyond], shared.type)])
+            index = pc.min_element_wise(index, pa.scalar(len(shared) - 1, pa.int64()))
         if len(index) and (pc.max(index).as_py() >= len(shared) or pc.min(index).as_py() < 0):
             raise InvalidInput("the workbook is damaged (a cell refers to a text that is not there) — " + AGAIN)
         values = pc.replace_with_mask(values, strings, shared.take(index))

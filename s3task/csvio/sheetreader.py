@@ -11,9 +11,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotSent
 from .common import TEXT
 from .sheetcells import AGAIN, MAX_ROWS, Cells, cells_of, string_texts, styles_of, text_array
+from .sparse import NOT_SENT_TEXT
 from .workbook import MAX_SHEET_XML, MAX_STRINGS_XML, Workbook, open_part, open_workbook, read_part
 
 #: XML read per piece: the unit of a block, of progress and of memory. Measured on Excel's largest sheet
@@ -31,10 +32,15 @@ def _pieces(stream: IO[bytes], root: bytes, item: bytes, size: int) -> Iterator[
     ``root`` names the part's root element, which says the namespace prefix its elements carry (none,
     usually; ``x:`` from some writers). A piece ends after the last ``</item>`` in what has been read;
     when one element is bigger than ``size``, reading goes on until it ends, up to eight times ``size``.
+    A preview's copy of the file (:mod:`.sparse`) ends where its bytes do: the whole elements sent are all
+    yielded by then (each piece ends at the last one read), and the one cut short is left out.
     """
     pending, offset, end_tag = b"", 0, b""
     while True:
-        data = stream.read(size)
+        try:
+            data = stream.read(size)
+        except NotSent:
+            return
         buf = pending + data
         if not end_tag:
             found = re.search(rb"<(\w+:)?" + root + rb"\b", buf)
@@ -114,6 +120,8 @@ def _select(cells: Cells, keep: np.ndarray) -> Cells:
 class WorkbookReader:
     """Reads one sheet of a workbook as a header plus a sequence of Arrow tables of string columns.
 
+    ``source`` is the file, or a workbook already opened (:func:`~.workbook.open_workbook`: its sheets listed
+    for a choice first), which the reader then closes with its own.
     ``sheet`` is the sheet's name (default: the first visible one); ``header_row`` the header's row
     as Excel numbers rows (default: found, :func:`find_header`). After construction ``names``,
     ``header_row`` and ``sheet`` say what was taken. ``tables()`` yields each block with the offset
@@ -122,12 +130,12 @@ class WorkbookReader:
 
     def __init__(
         self,
-        source: str | os.PathLike[str] | IO[bytes],
+        source: str | os.PathLike[str] | IO[bytes] | Workbook,
         sheet: str | None = None,
         header_row: int | None = None,
         piece_bytes: int = PIECE_BYTES,
     ) -> None:
-        self._book = open_workbook(source)
+        self._book = source if isinstance(source, Workbook) else open_workbook(source)
         try:
             self._start(source, sheet, header_row, piece_bytes)
         except BaseException:
@@ -135,9 +143,16 @@ class WorkbookReader:
             raise
 
     def _start(
-        self, source: str | os.PathLike[str] | IO[bytes], sheet: str | None, header_row: int | None, piece_bytes: int
+        self,
+        source: str | os.PathLike[str] | IO[bytes] | Workbook,
+        sheet: str | None,
+        header_row: int | None,
+        piece_bytes: int,
     ) -> None:
         book = self._book
+        if isinstance(source, Workbook):
+            assert book.zip.fp is not None  # an open zip
+            source = book.zip.fp
         self.sheet = book.sheet(sheet).name
         part = book.sheet(sheet).part
         self.input_size = os.stat(source).st_size if isinstance(source, (str, os.PathLike)) else _size(source)
@@ -146,7 +161,11 @@ class WorkbookReader:
         shared = shared_strings(book)
         self._stream = open_part(book.zip, part, MAX_SHEET_XML)
         pieces = _pieces(self._stream, b"worksheet", b"row", piece_bytes)
-        self._cells = ((_released(cells_of(_sheet_data(p), shared, styles, book.date1904)), end) for p, end in pieces)
+        # A preview's copy may end before the shared strings do: a text past those sent is shown as a marker.
+        beyond = NOT_SENT_TEXT if book.partial else None
+        self._cells = (
+            (_released(cells_of(_sheet_data(p), shared, styles, book.date1904, beyond)), end) for p, end in pieces
+        )
         self.bytes_consumed = 0
         self.header_row, self.names, self._first_column, self._pending = self._header(header_row)
 

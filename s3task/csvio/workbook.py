@@ -13,6 +13,10 @@ and an old .xls (both OLE2 files, not zips), a zip that holds no workbook, and a
 one sentence that says what to do. Rows and columns beyond Excel's (1,048,576 × 16,384) are
 refused, and a part can never unpack to more than its declared size (the zip module stops there).
 
+A workbook can also be opened from some of its bytes (a :class:`~.sparse.SparseFile`: what the New
+task page's browser sends for a preview): its parts are then read as far as their bytes were sent,
+and a sheet whose row count those bytes do not show has ``rows`` None.
+
 The header row is found (:func:`find_header`): a title, notes or blank rows above the table are
 skipped; or it is given as Excel numbers rows. Rows entirely empty are skipped, as a CSV's blank
 lines are. A value in a column the header leaves without a name is refused, naming its cell.
@@ -26,10 +30,11 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import IO
+from typing import IO, cast
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotSent
 from .sheetcells import AGAIN, MAX_ROWS
+from .sparse import SentPart, SparseFile
 
 #: A sheet's XML may unpack to at most this. Excel's largest sheet of 6 columns is 256 MB of XML
 #: (bench/workbook.py), read at about 30 MB of XML per CPU second: the limit bounds a sheet's time to about a minute.
@@ -49,11 +54,12 @@ _RELS = "http://schemas.openxmlformats.org/"
 
 @dataclass(frozen=True)
 class Sheet:
-    """A worksheet: its name, whether it is visible, and its rows (the last one's number, as Excel numbers rows)."""
+    """A worksheet: its name, whether it is visible, and its rows (the last one's number, as Excel numbers rows;
+    None when the bytes of a preview's :class:`~.sparse.SparseFile` do not show it)."""
 
     name: str
     visible: bool
-    rows: int
+    rows: int | None
     part: str
 
 
@@ -66,6 +72,11 @@ class Workbook:
     date1904: bool
     styles_part: str | None
     strings_part: str | None
+
+    @property
+    def partial(self) -> bool:
+        """Opened from some of the file's bytes (a preview's :class:`~.sparse.SparseFile`), not the whole file."""
+        return isinstance(self.zip.fp, SparseFile)
 
     def sheet(self, name: str | None) -> Sheet:
         """The sheet called ``name``; by default the first visible one."""
@@ -191,14 +202,23 @@ def open_part(archive: zipfile.ZipFile, name: str, limit: int) -> IO[bytes]:
             f"from {info.compress_size / 1e6:,.1f} MB, which no real workbook does (a 'zip bomb'), so it is not read"
         )
     try:
-        return archive.open(info)
+        stream = archive.open(info)
+        return cast(IO[bytes], SentPart(stream)) if isinstance(archive.fp, SparseFile) else stream
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as e:  # RuntimeError: an encrypted zip member
         raise InvalidInput("the workbook is damaged or packed in a way Excel does not write — " + AGAIN) from e
 
 
-def _used_rows(archive: zipfile.ZipFile, part: str) -> int:
+def _used_rows(archive: zipfile.ZipFile, part: str) -> int | None:
     """The number of a sheet's last row: from the ``<dimension>`` at its start (Excel writes one), or else
-    the last row's number, the sheet streamed through (openpyxl's and xlsxwriter's fast modes write none)."""
+    the last row's number, the sheet streamed through (openpyxl's and xlsxwriter's fast modes write none).
+    None: the bytes a preview was sent end before either shows."""
+    try:
+        return _last_row(archive, part)
+    except NotSent:
+        return None
+
+
+def _last_row(archive: zipfile.ZipFile, part: str) -> int:
     with open_part(archive, part, MAX_SHEET_XML) as stream:
         data = stream.read(64 << 10)
         match = re.search(rb'<(?:\w+:)?dimension\b[^>]*\bref="[A-Z]*\d+:[A-Z]*(\d+)"', data)

@@ -122,7 +122,7 @@ def test_a_spooled_copy_has_no_name_and_exactly_the_size_it_was_stored_with(tmp_
         pass
 
 
-def test_the_new_task_page_does_not_prefill_a_workbook_format_it_cannot_read_yet() -> None:
+def test_the_new_task_page_prefills_a_workbook_format_and_a_csv_format() -> None:
     from s3task import handlers
     from s3task.record import TaskRecord
     from ui.task_form import FormKeys, prefill
@@ -130,6 +130,7 @@ def test_the_new_task_page_does_not_prefill_a_workbook_format_it_cannot_read_yet
     fields = {"task_id": "7ABC", "task_name": "March", "created_by": "ann", "task_type": "copy"}
     book = TaskRecord(**fields, input_format={"kind": "xlsx", "sheet": "Customers", "header_row": 3})
     filled = prefill(FormKeys(0), "7ABC", book, handlers.all_types())
-    assert filled.type_name == "copy" and filled.input_format is None  # the page's CSV file is detected afresh
+    assert filled.type_name == "copy"
+    assert filled.input_format == InputFormat(kind="xlsx", sheet="Customers", header_row=3)  # the page reads workbooks
     semicolons = TaskRecord(**fields, input_format={"delimiter": ";", "encoding": "utf-8"})
     assert prefill(FormKeys(0), "7ABC", semicolons, handlers.all_types()).input_format == InputFormat(";")

@@ -88,10 +88,10 @@ def test_an_unnamed_task_takes_the_file_s_name_and_a_named_one_keeps_its_own() -
 
 def test_what_is_missing_says_what_to_add_and_nothing_once_it_is_all_there() -> None:
     good, bad = Inspection("a.csv", 10), Inspection("a.csv", 10, problem="The file is empty")
-    assert missing("", None) == ("a task name", "a CSV file")
-    assert to_submit(missing("", None)) == "To submit, add a task name and a CSV file."
+    assert missing("", None) == ("a task name", "a CSV or Excel file")
+    assert to_submit(missing("", None)) == "To submit, add a task name and a CSV or Excel file."
     assert missing(" ", good) == ("a task name",)
-    assert to_submit(missing("People", bad)) == "To submit, add a CSV file that can be read."
+    assert to_submit(missing("People", bad)) == "To submit, add a CSV or Excel file that can be read."
     assert missing("People", good) == () and to_submit(()) == ""
 
 
