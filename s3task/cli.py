@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import handlers, markers, notify
+from .cli_recipes import add_recipe_parser, cmd_recipe
 from .cli_submit import add_submit_parser, cmd_submit
 from .config import Settings
 from .counts import LABELS, counts_of
@@ -51,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The commands on tasks: submit, list, show, cancel, retry, download."""
+    """The commands on tasks: submit, list, show, cancel, retry, download; and recipes."""
     add_submit_parser(sub, HANDLERS_HELP)
+    add_recipe_parser(sub)
 
     s = sub.add_parser("list", help="newest tasks first")
     s.add_argument("--limit", type=int, default=50)
@@ -327,6 +329,7 @@ def _origins(given: Sequence[str], default: Sequence[str]) -> list[str]:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "submit": cmd_submit,
+    "recipe": cmd_recipe,
     "list": cmd_list,
     "show": cmd_show,
     "cancel": cmd_cancel,

@@ -18,28 +18,38 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import fingerprint
+from . import fingerprint, handlers
 from .csvio import XLSX, InputFormat, detect_kind
 from .errors import InvalidInput
 from .record import TaskRecord
-from .tasks import Actor, TaskService
+from .tasks import Actor, TaskService, recipes
 
 
 def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], handlers_help: str) -> None:
     s = sub.add_parser("submit", help="create a task from a CSV file or an Excel workbook (.xlsx, .xlsm) and queue it")
     s.add_argument("path")
     s.add_argument("--name", required=True)
-    s.add_argument("--type", default="copy", dest="task_type")
+    s.add_argument("--type", dest="task_type", help="the task type (default: the recipe's, else copy)")
     s.add_argument("--handlers", action="append", metavar="MODULE", dest="sub_handlers", help=handlers_help)
     s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="NEED=HEADER",
+        help="the file's column for a column the task type needs (email=Mail); default: found by header or values",
+    )
+    s.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="a saved recipe's type, settings, format and columns (`s3task recipe list`); flags given go on top",
+    )
+    s.add_argument(
         "--delimiter",
-        default="detect",
         help="what separates the values: comma, semicolon, tab, pipe (or , ; |); default: detect from the file",
     )
     s.add_argument(
         "--encoding",
-        default="detect",
         help="the file's text encoding: utf-8, windows-1252, utf-16-le, utf-16-be, "
         "utf-16 (the byte order its byte-order mark says); default: detect from the file",
     )
@@ -67,14 +77,20 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     path = Path(args.path)
     if not path.is_file():
         raise InvalidInput(f"{path} is not a file")
-    params: dict[str, Any] = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidInput(f"--param {item!r} should look like KEY=VALUE")
-        params[key] = value
+    params = dict(_pairs(args.param, "--param", "KEY=VALUE"))
     with path.open("rb") as f:
-        read_as = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
+        given = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
+        given = {key: value for key, value in given.items() if value is not None}
+        if args.recipe:
+            recipe = service.recipes.get(actor, args.recipe)
+            if args.task_type not in (None, recipe.task_type):
+                raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {args.task_type}")
+            args.task_type = recipe.task_type
+            params, read_as = recipes.applied(recipe, params, given)
+        else:
+            args.task_type = args.task_type or "copy"
+            read_as = {"delimiter": "detect", "encoding": "detect", **given}
+        params.update(_columns(args.column, args.task_type))
         # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
         record = _send(args, service, actor, f, params, read_as)
     print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
@@ -107,6 +123,29 @@ def _send(
         if uploads.in_parts(file.size):
             print("stopped: the parts sent are kept; run the same command with --resume to continue", file=sys.stderr)
         raise
+
+
+def _pairs(items: list[str], flag: str, shape: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"{flag} {item!r} should look like {shape}")
+        pairs.append((key.strip(), value))
+    return pairs
+
+
+def _columns(items: list[str], task_type: str) -> dict[str, str]:
+    """--column NEED=HEADER as the parameters that name the columns (a need by its label or parameter)."""
+    needs = handlers.get(task_type).needs
+    chosen = {}
+    for need_name, header in _pairs(items, "--column", "NEED=HEADER"):
+        need = next((n for n in needs if need_name.lower() in (n.label.lower(), n.param)), None)
+        if need is None:
+            known = ", ".join(n.label for n in needs) or "none"
+            raise InvalidInput(f"{task_type} needs no column {need_name!r} (the columns it needs: {known})")
+        chosen[need.param] = header
+    return chosen
 
 
 def _continuing(service: TaskService, record: TaskRecord, size: int) -> str:
