@@ -33,6 +33,8 @@ from s3task import handlers
 from s3task.csvio import DELIMITERS, ENCODINGS, EXCEL_ROWS
 from s3task.errors import InvalidInput, S3TaskError
 from s3task.handlers import Param, TaskType
+from s3task.handlers.columns import Need
+from s3task.tasks.recipes import Recipe
 from ui import context, direct
 from ui import format as fmt
 from ui import task_form as tf
@@ -79,6 +81,9 @@ if source_id is not None:
 prefilled = tf.in_force(state.get(keys.prefilled), source_id)
 if prefilled is None:
     state.pop(keys.prefilled, None)
+prefilled = state.get(keys.recipe) or prefilled  # a recipe chosen on this form goes on top
+if state.get(keys.recipe) is not None:
+    st.info(fmt.plain(state[keys.recipe].note), icon=":material/menu_book:")
 prefilled_format = prefilled.input_format if prefilled else None
 
 
@@ -299,6 +304,42 @@ if inspection is not None:
             if inspection.is_workbook:
                 st.caption(DATES)
 
+
+def use_recipe(recipe: Recipe, file_key: str) -> None:
+    """Fill the form in from ``recipe``: the widgets it sets lose their own values, so the recipe's show."""
+    filled = tf.from_recipe(keys, recipe)
+    sheet = str(recipe.input_format.get("sheet") or "")
+    stale = [keys.type, *filled.params, *keys.format(file_key), keys.sheet(file_key), keys.header(file_key, sheet)]
+    stale += [keys.column(recipe.task_type, name, file_key) for name in recipe.params]
+    for key in stale:
+        state.pop(key, None)
+    state[keys.recipe] = filled
+
+
+def recipe_offer(inspection: Inspection, file_key: str) -> None:
+    """The offer "Looks like *CRM monthly* — use that recipe?" for a file with a recipe's header (looked up once)."""
+
+    def lookup() -> Recipe | None:
+        try:
+            return service.recipes.matching(actor, inspection.columns)
+        except S3TaskError:
+            return None  # recipes are a help: a store that cannot list them now offers none
+
+    offered = tf.remembered(state, keys.recipe_offer, (file_key, tuple(inspection.columns)), lookup)
+    if offered is None:
+        return
+    with st.container(border=True):
+        st.markdown(f"Looks like **{fmt.plain(offered.name)}** — use that recipe?")
+        st.caption(
+            fmt.plain(f"{offered.describe()}: {handlers.get(offered.task_type).title}, read as ")
+            + fmt.plain(tf.describe_format(offered.input_format))
+        )
+        st.button("Use this recipe", icon=":material/menu_book:", on_click=use_recipe, args=(offered, file_key))
+
+
+if inspection is not None and inspection.ok and inspection.columns and state.get(keys.recipe) is None:
+    recipe_offer(inspection, file_key)
+
 st.subheader("The task")
 name = st.text_input(
     "Task name",
@@ -325,6 +366,30 @@ if tf.says_more(task_type.description):
         st.markdown(fmt.plain(task_type.description))
 
 
+needs = {need.param: need for need in task_type.needs}
+unmatched: list[str] = []  # the needed columns no column of the file is chosen for
+
+
+def column_widget(need: Need, label: str, start: str, help_: str | None) -> str:
+    """A box of the file's columns for a column the task type needs, on the one matched (or chosen)."""
+    assert inspection is not None
+    box = keys.column(task_type.name, need.param, file_key)
+    choice = tf.column_choice(need, inspection, start)
+    value: str = st.selectbox(
+        label,
+        choice.options,
+        index=choice.index,
+        format_func=lambda c: c or "— choose a column —",
+        help=help_,
+        key=box,
+    )
+    picked = value != choice.options[choice.index]
+    st.caption(fmt.plain(f"{need.label.capitalize()}: column “{value}” (as chosen)." if picked else choice.line))
+    if value == tf.NO_COLUMN:
+        unmatched.append(need.label)
+    return value
+
+
 def param_widget(param: Param) -> Any:
     label = param.name.replace("_", " ").capitalize() + (" *" if param.required else "")
     key = keys.param(task_type.name, param.name)
@@ -332,6 +397,8 @@ def param_widget(param: Param) -> Any:
     # The widget's own value once it has one, else the one filled in from another task, else the
     # declared default; given to the widget, not written into its key (see ui/task_form.py).
     start = state.get(key, (prefilled.params if prefilled else {}).get(key, param.default))
+    if param.name in needs and inspection is not None and inspection.ok and inspection.columns:
+        return column_widget(needs[param.name], label, str(start or ""), help_)
     if param.type == "bool":
         return st.checkbox(label, value=bool(start), help=help_, key=key)
     if param.type == "choice":
@@ -353,7 +420,7 @@ if task_type.params:
 if plan is not None:
     st.stop()  # uploading: the form stays as it is (its values kept), and Submit is not offered again
 
-missing = tf.missing(name, inspection)
+missing = tf.missing(name, inspection, unmatched)
 if missing:
     st.caption(tf.to_submit(missing))
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from s3task.errors import InvalidTaskId, S3TaskError, TaskNotFound
 from s3task.record import TaskRecord
-from ui import context, detail, notify, profile_view, result
+from ui import context, detail, notify, profile_view, recipe_save, result
 from ui import format as fmt
 
 ctx = context.get()
@@ -67,3 +67,4 @@ def panel() -> None:
 
 
 panel()
+recipe_save.offer(ctx, record)  # under the task, outside its live part: typing is not interrupted

@@ -25,8 +25,10 @@ from typing import Any, TypeVar
 
 from s3task.csvio import XLSX, InputFormat
 from s3task.errors import InvalidInput
-from s3task.handlers import TaskType
+from s3task.handlers import TaskType, columns
+from s3task.handlers.columns import Need
 from s3task.record import TaskRecord
+from s3task.tasks.recipes import Recipe
 
 from .csvfile import Inspection
 
@@ -95,6 +97,20 @@ class FormKeys:
         """A workbook's header row, for one sheet of one chosen file: another sheet has its header found afresh."""
         return f"header_{self.form}_{file_key}_{sheet}"
 
+    def column(self, type_name: str, param_name: str, file_key: str) -> str:
+        """The box that picks a needed column (s3task.handlers.columns) of one file: a new file is matched afresh."""
+        return f"column_{self.form}_{type_name}_{param_name}_{file_key}"
+
+    @property
+    def recipe(self) -> str:
+        """The :class:`Prefill` of the recipe the person chose to use for this form."""
+        return f"recipe_{self.form}"
+
+    @property
+    def recipe_offer(self) -> str:
+        """The recipe offered for the chosen file's header (looked up once per file)."""
+        return f"recipe_offer_{self.form}"
+
     @property
     def inspected(self) -> str:
         """The last file inspected and how (a workbook is read once per choice, not on every run of the page)."""
@@ -131,6 +147,65 @@ def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Se
     return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
 
 
+def from_recipe(keys: FormKeys, recipe: Recipe) -> Prefill:
+    """The form filled in from a recipe: its type, settings (the columns it names among them) and input format."""
+    params = {keys.param(recipe.task_type, name): value for name, value in recipe.params.items() if value is not None}
+    input_format = None
+    with contextlib.suppress(InvalidInput):
+        input_format = InputFormat.from_dict(recipe.input_format)
+    note = f"Filled in with the recipe “{recipe.name}”: check the preview and submit."
+    return Prefill(f"recipe:{recipe.name}", note, "", recipe.task_type, params, input_format)
+
+
+#: The choice of a needed column's box that is no column: "choose one".
+NO_COLUMN = ""
+
+
+@dataclass(frozen=True)
+class ColumnChoice:
+    """A needed column's box: its options (the file's columns), the one it starts on, the line under it."""
+
+    options: list[str]
+    index: int
+    line: str
+
+
+def column_choice(need: Need, inspection: Inspection, chosen: str) -> ColumnChoice:
+    """How a column the task type needs is matched in the chosen file (``chosen``: the box's value, or
+    the one a recipe or another task named): by the same rules as submit, on the preview's rows."""
+    names = list(inspection.columns)
+    sample = preview_sample(inspection)
+    line = ""
+    try:
+        match = columns.match(need, names, sample, chosen)
+    except InvalidInput:  # named by a recipe or an earlier task, but not in this file
+        match = columns.match(need, names, sample)
+        line = f"This file has no column “{chosen}”. "
+    options = names if match.column is not None else [NO_COLUMN, *names]
+    if match.column is None:
+        line += f"No {need.label} column found: choose the column that holds it."
+    else:
+        described = match.describe()
+        line += described[:1].upper() + described[1:] + "."
+    return ColumnChoice(options, options.index(match.column or NO_COLUMN), line)
+
+
+def preview_sample(inspection: Inspection) -> dict[str, list[str]]:
+    """The preview's rows by column, as text (what a match's look at the values sees on the page)."""
+    frame = inspection.preview
+    if frame is None or frame.empty:
+        return {}
+    return {str(c): ["" if v is None else str(v) for v in frame[c].tolist()] for c in frame.columns}
+
+
+def describe_format(stored: Mapping[str, Any]) -> str:
+    """A stored input format in words ("semicolons, UTF-8"), or what a format that does not read says."""
+    try:
+        return InputFormat.from_dict(stored).describe()
+    except InvalidInput as e:
+        return str(e)
+
+
 def in_force(stored: Prefill | None, source_id: str | None) -> Prefill | None:
     """The prefill this run of the page uses: only while it is the page opened from that task (``?from=``)."""
     return stored if stored is not None and stored.source_id == source_id else None
@@ -150,8 +225,9 @@ def name_from_file(current_name: str, file_name: str) -> str | None:
     return None if current_name.strip() else Path(file_name).stem[:NAME_CHARS]
 
 
-def missing(name: str, inspection: Inspection | None) -> tuple[str, ...]:
-    """What the form still needs before it can be submitted (empty: Submit is enabled)."""
+def missing(name: str, inspection: Inspection | None, unmatched: Sequence[str] = ()) -> tuple[str, ...]:
+    """What the form still needs before it can be submitted (empty: Submit is enabled); ``unmatched``:
+    the labels of the columns the task type needs that no column of the file was chosen for."""
     needed = []
     if not name.strip():
         needed.append("a task name")
@@ -159,6 +235,7 @@ def missing(name: str, inspection: Inspection | None) -> tuple[str, ...]:
         needed.append("a CSV or Excel file")
     elif not inspection.ok:
         needed.append("a CSV or Excel file that can be read")
+    needed += [f"the {label} column" for label in unmatched]
     return tuple(needed)
 
 

@@ -356,7 +356,10 @@ def test_only_the_chosen_type_s_settings_are_shown(app, through_app) -> None:
     elements = in_order(at)
     assert position(elements, "file_uploader") < position(elements, "checkbox")  # the file first, settings after
     pick(at, "What should happen to the rows?").set_value(handlers.get("email_enrichment")).run()
-    assert not at.checkbox and [t.label for t in at.text_input] == ["Task name", "Email column"]
+    assert not at.checkbox and [t.label for t in at.text_input] == ["Task name"]
+    # The email column is one of the file's (none of these is one: the person picks it).
+    (column,) = [s for s in at.selectbox if s.label == "Email column"]
+    assert column.options == ["— choose a column —", "name", "age"]
     assert "Checks the email address on every row and adds four columns." in read(at)
 
 
@@ -643,7 +646,8 @@ def test_user_b_cannot_cancel_or_retry_user_a_task(app, service: TaskService) ->
 
 def test_completed_task_preview_errors_only_and_download(app, service: TaskService) -> None:
     # A task type that marks row errors ("copy" has no error column).
-    task_id = service.submit_file(Actor("ann"), "done", "email_enrichment", None, CSV).task_id
+    people = b"name,age,email\nann,007,ann@example.com\nbob,x,bob@example.com\n"  # a type that needs an email column
+    task_id = service.submit_file(Actor("ann"), "done", "email_enrichment", None, people).task_id
     run_as_worker(service, task_id, output=b"name,age,error\nann,007,\nbob,x,age is not a number\n")
     at = task_page(app("ann"), task_id)
     assert not at.exception
