@@ -45,7 +45,9 @@ from ui.workbookfile import DATES, header_line, sheet_label
 ctx = context.get()
 state = st.session_state
 form = state.setdefault(tf.FORM_NUMBER, 0)
-keys = tf.FormKeys(form)
+# A form filled in with a recipe has keys of its own for what the recipe sets (ui/task_form.py, FormKeys).
+recipe_fill: tf.Prefill | None = state.get(tf.FormKeys(form).recipe)
+keys = tf.FormKeys(form, recipe_fill.source_id if recipe_fill else "")
 
 st.title("New task")
 st.write(
@@ -81,9 +83,9 @@ if source_id is not None:
 prefilled = tf.in_force(state.get(keys.prefilled), source_id)
 if prefilled is None:
     state.pop(keys.prefilled, None)
-prefilled = state.get(keys.recipe) or prefilled  # a recipe chosen on this form goes on top
-if state.get(keys.recipe) is not None:
-    st.info(fmt.plain(state[keys.recipe].note), icon=":material/menu_book:")
+prefilled = recipe_fill or prefilled  # a recipe chosen on this form goes on top
+if recipe_fill is not None:
+    st.info(fmt.plain(recipe_fill.note), icon=":material/menu_book:")
 prefilled_format = prefilled.input_format if prefilled else None
 
 
@@ -281,6 +283,7 @@ if keys.note in state:
     else:
         st.info(fmt.plain(text), icon=":material/info:")
 
+offer_slot = st.container()  # a recipe for this file's header is offered here, above its preview
 if inspection is not None:
     if inspection.detected is not None:
         st.subheader("Preview")
@@ -305,15 +308,9 @@ if inspection is not None:
                 st.caption(DATES)
 
 
-def use_recipe(recipe: Recipe, file_key: str) -> None:
-    """Fill the form in from ``recipe``: the widgets it sets lose their own values, so the recipe's show."""
-    filled = tf.from_recipe(keys, recipe)
-    sheet = str(recipe.input_format.get("sheet") or "")
-    stale = [keys.type, *filled.params, *keys.format(file_key), keys.sheet(file_key), keys.header(file_key, sheet)]
-    stale += [keys.column(recipe.task_type, name, file_key) for name in recipe.params]
-    for key in stale:
-        state.pop(key, None)
-    state[keys.recipe] = filled
+def use_recipe(recipe: Recipe) -> None:
+    """Fill the form in from ``recipe``: the widgets it sets get keys of their own, drawn on its values."""
+    state[keys.recipe] = tf.from_recipe(tf.recipe_keys(form, recipe), recipe)
 
 
 def recipe_offer(inspection: Inspection, file_key: str) -> None:
@@ -334,11 +331,12 @@ def recipe_offer(inspection: Inspection, file_key: str) -> None:
             fmt.plain(f"{offered.describe()}: {handlers.get(offered.task_type).title}, read as ")
             + fmt.plain(tf.describe_format(offered.input_format))
         )
-        st.button("Use this recipe", icon=":material/menu_book:", on_click=use_recipe, args=(offered, file_key))
+        st.button("Use this recipe", icon=":material/menu_book:", on_click=use_recipe, args=(offered,))
 
 
-if inspection is not None and inspection.ok and inspection.columns and state.get(keys.recipe) is None:
-    recipe_offer(inspection, file_key)
+if inspection is not None and inspection.ok and inspection.columns and recipe_fill is None:
+    with offer_slot:
+        recipe_offer(inspection, file_key)
 
 st.subheader("The task")
 name = st.text_input(

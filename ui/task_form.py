@@ -28,6 +28,7 @@ from s3task.errors import InvalidInput
 from s3task.handlers import TaskType, columns
 from s3task.handlers.columns import Need
 from s3task.record import TaskRecord
+from s3task.tasks import recipes
 from s3task.tasks.recipes import Recipe
 
 from .csvfile import Inspection
@@ -45,9 +46,20 @@ NAME_CHARS = 200
 
 @dataclass(frozen=True)
 class FormKeys:
-    """The session keys of one form (form number ``form``)."""
+    """The session keys of one form (form number ``form``).
+
+    ``variant`` names a recipe the form was filled in with: the widgets a recipe sets (the type box,
+    the settings, the format and column boxes) then have keys of their own, so the browser draws them
+    afresh on the recipe's values. (Dropping a widget's value from the session does not change what a
+    browser that already shows the widget shows: its old value would stay on screen and come back.)
+    """
 
     form: int
+    variant: str = ""
+
+    def _set(self, key: str) -> str:
+        """The key of a widget a recipe sets."""
+        return f"{key}__{self.variant}" if self.variant else key
 
     @property
     def name(self) -> str:
@@ -55,7 +67,7 @@ class FormKeys:
 
     @property
     def type(self) -> str:
-        return f"type_{self.form}"
+        return self._set(f"type_{self.form}")
 
     @property
     def file(self) -> str:
@@ -83,23 +95,23 @@ class FormKeys:
         return f"prefilled_{self.form}"
 
     def param(self, type_name: str, param_name: str) -> str:
-        return f"param_{self.form}_{type_name}_{param_name}"
+        return self._set(f"param_{self.form}_{type_name}_{param_name}")
 
     def format(self, file_key: str) -> tuple[str, str]:
         """The two format choices (delimiter, encoding) for one chosen file: a new file is detected afresh."""
-        return f"delimiter_{self.form}_{file_key}", f"encoding_{self.form}_{file_key}"
+        return self._set(f"delimiter_{self.form}_{file_key}"), self._set(f"encoding_{self.form}_{file_key}")
 
     def sheet(self, file_key: str) -> str:
         """A workbook's choice of sheet, for one chosen file."""
-        return f"sheet_{self.form}_{file_key}"
+        return self._set(f"sheet_{self.form}_{file_key}")
 
     def header(self, file_key: str, sheet: str) -> str:
         """A workbook's header row, for one sheet of one chosen file: another sheet has its header found afresh."""
-        return f"header_{self.form}_{file_key}_{sheet}"
+        return self._set(f"header_{self.form}_{file_key}_{sheet}")
 
     def column(self, type_name: str, param_name: str, file_key: str) -> str:
         """The box that picks a needed column (s3task.handlers.columns) of one file: a new file is matched afresh."""
-        return f"column_{self.form}_{type_name}_{param_name}_{file_key}"
+        return self._set(f"column_{self.form}_{type_name}_{param_name}_{file_key}")
 
     @property
     def recipe(self) -> str:
@@ -147,14 +159,20 @@ def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Se
     return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
 
 
+def recipe_keys(form: int, recipe: Recipe) -> FormKeys:
+    """The keys of a form filled in with ``recipe`` (see :class:`FormKeys`)."""
+    return FormKeys(form, "recipe_" + recipes.slug(recipe.name))
+
+
 def from_recipe(keys: FormKeys, recipe: Recipe) -> Prefill:
-    """The form filled in from a recipe: its type, settings (the columns it names among them) and input format."""
+    """The form filled in from a recipe (``keys``: :func:`recipe_keys`): its type, settings (the columns it
+    names among them) and input format."""
     params = {keys.param(recipe.task_type, name): value for name, value in recipe.params.items() if value is not None}
     input_format = None
     with contextlib.suppress(InvalidInput):
         input_format = InputFormat.from_dict(recipe.input_format)
     note = f"Filled in with the recipe “{recipe.name}”: check the preview and submit."
-    return Prefill(f"recipe:{recipe.name}", note, "", recipe.task_type, params, input_format)
+    return Prefill(keys.variant, note, "", recipe.task_type, params, input_format)
 
 
 #: The choice of a needed column's box that is no column: "choose one".
