@@ -192,7 +192,20 @@ async function uploadParts(job, file, plan) {
   return etags.map((etag, i) => [i + 1, etag]);
 }
 
+function guardLeaving() {
+  // Leaving or reloading the page while a file is being sent asks first (the browser's own words):
+  // the upload runs in this page, and leaving stops it.
+  if (REG.guarded) return;
+  REG.guarded = true;
+  window.addEventListener("beforeunload", (e) => {
+    if (![...REG.jobs.values()].some((job) => job.state === "running")) return;
+    e.preventDefault();
+    e.returnValue = "";
+  });
+}
+
 function startJob(plan, file) {
+  guardLeaving();
   const job = {
     id: plan.id, plan, file, xhrs: new Set(), state: "running", loaded: 0, started: performance.now(),
     rate: 0, smoothed: 0, lastAt: performance.now(), lastLoaded: 0, peak: 0,
@@ -334,5 +347,10 @@ export default function (component) {
   job.view = view;
   job.report = setTriggerValue;
   render(job);
+  if (!job.seen) {
+    // Submit is at the bottom of the form and the bar at its top: bring the bar into view, once.
+    job.seen = true;
+    view.bar.scrollIntoView({ block: "center" });
+  }
   tell(job);
 }
