@@ -28,6 +28,7 @@ import html
 import os
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import IO, cast
@@ -173,6 +174,7 @@ def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
     by_kind = {kind: targets[rid] for rid, kind in kinds.items()}
     xml = read_part(archive, main)
     sheets = []
+    rows: dict[str, int | None] = {}  # by part: a sheet listed many times is counted once
     for attributes in re.findall(rb"<(?:\w+:)?sheet\b([^>]*)", xml):
         rid = _attribute(attributes, b"r:id") or _attribute(attributes, b"id")
         part = targets.get(rid, "")
@@ -180,7 +182,9 @@ def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
             continue  # a chart sheet or a dialog sheet holds no cells
         name = html.unescape(_attribute(attributes, b"name"))
         hidden = _attribute(attributes, b"state") in ("hidden", "veryHidden")
-        sheets.append(Sheet(name, not hidden, _used_rows(archive, part), part))
+        if part not in rows:
+            rows[part] = _used_rows(archive, part)
+        sheets.append(Sheet(name, not hidden, rows[part], part))
     if not sheets:
         raise InvalidInput("the workbook has no worksheet — " + AGAIN)
     date1904 = bool(re.search(rb'date1904="(?:1|true)"', xml))
@@ -203,9 +207,35 @@ def open_part(archive: zipfile.ZipFile, name: str, limit: int) -> IO[bytes]:
         )
     try:
         stream = archive.open(info)
-        return cast(IO[bytes], SentPart(stream)) if isinstance(archive.fp, SparseFile) else stream
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as e:  # RuntimeError: an encrypted zip member
-        raise InvalidInput("the workbook is damaged or packed in a way Excel does not write — " + AGAIN) from e
+        raise InvalidInput(DAMAGED) from e
+    return cast(IO[bytes], CheckedPart(SentPart(stream) if isinstance(archive.fp, SparseFile) else stream))
+
+
+DAMAGED = "the workbook is damaged or packed in a way Excel does not write — " + AGAIN
+
+
+class CheckedPart:
+    """A part's stream whose damage found while reading it (a CRC that does not match, data that does not
+    unpack) is the workbook's one sentence, a bad input, never a crash retried as if the store had failed."""
+
+    def __init__(self, stream: IO[bytes] | SentPart) -> None:
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._stream.read(n)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+            raise InvalidInput(DAMAGED) from e
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> CheckedPart:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _used_rows(archive: zipfile.ZipFile, part: str) -> int | None:
