@@ -133,6 +133,12 @@ class Resumable:
             return self.transitions.queue(record, etag, meta, judged)
         except InvalidTransition:
             raise  # submitted or cancelled meanwhile, by someone else: left as it is
+        except StoreError as e:
+            # The file is whole in the store; only its check or the queueing write did not get through.
+            raise UploadInterrupted(
+                f"the file of task {record.task_id} is in the store, but the task could not be queued "
+                f"({e.message}); run the same command with --resume to queue it (nothing is sent again)"
+            ) from e
         except S3TaskError:
             # The file is in the store but cannot be queued (refused, or the store failed us):
             # a task this service made goes, any other is cancelled; never one waiting for a file.
@@ -147,6 +153,9 @@ class Resumable:
         sender: _Sender | None = None
         # Whatever the store fails here, the task and the parts it holds stay, for --resume.
         try:
+            if self._joined(record, stream, file):  # an earlier run joined it and stopped before queueing
+                known = self.transitions.recall(record.task_id)
+                return known if known is not None else self.transitions.records.read(record.task_id)
             record, etag, held = self._upload_of(actor, record, file)
             sender = _Sender(store, record, stream, file.size)
             kept = sender.keep(held)
@@ -160,6 +169,26 @@ class Resumable:
                 f"{record.task_id}"
             ) from e
         return record, etag
+
+    def _joined(self, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> bool:
+        """Whether the task's input is already this file, joined from the parts noted on it: its size, and
+        its ETag the one S3 gives an object joined from those parts (the MD5 of the parts' MD5s, then the
+        count), worked out from the file's own bytes."""
+        noted = record.input_upload
+        if not noted.get("part_size"):
+            return False
+        try:
+            meta = self.store.head(record.input_object_path)
+        except NotFound:
+            return False
+        if meta.size != file.size:
+            return False
+        part_size, digests = int(noted["part_size"]), []
+        stream.seek(0)
+        while chunk := stream.read(part_size):
+            digests.append(hashlib.md5(chunk, usedforsecurity=False).digest())
+        joined = hashlib.md5(b"".join(digests), usedforsecurity=False).hexdigest()
+        return meta.etag.strip('"') == f"{joined}-{len(digests)}"
 
     def _upload_of(self, actor: Actor, record: TaskRecord, file: Fingerprint) -> tuple[TaskRecord, str, list[Part]]:
         """The task's upload in parts, started and noted on it if it has none still open, and the parts

@@ -123,3 +123,32 @@ def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) 
     queued = again.resumable.resume(ADA, again.resumable.find(ADA, "late", "copy", file), stream, file)
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
     assert s3.get(queued.input_object_path).body == DATA
+
+
+def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_is_sent_again(s3, monkeypatch) -> None:
+    # Found by the outside review: the queueing write failing once cancelled the task, and --resume sent it all again.
+    flaky = Flaky(s3, allowed=10)
+    service = TaskService(flaky, LAYOUT)
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    real_queue, failures = service.transitions.queue, []
+
+    def queue_once_failing(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append(1)
+            raise StoreUnavailable("the store did not answer for status.json: read timed out")
+        return real_queue(*args, **kwargs)
+
+    monkeypatch.setattr(service.transitions, "queue", queue_once_failing)
+    with pytest.raises(UploadInterrupted, match=r"is in the store, but the task could not be queued .* --resume"):
+        service.resumable.submit(ADA, "joined", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    assert read_record(s3, LAYOUT, task_id)[0].status == "created"  # kept, with its whole file
+    sent = len(flaky.sent)
+    again = TaskService(flaky, LAYOUT)
+    found = again.resumable.find(ADA, "joined", "copy", file)
+    assert found is not None and found.task_id == task_id
+    queued = again.resumable.resume(ADA, found, stream, file)
+    assert (queued.task_id, queued.status) == (task_id, "queued")
+    assert len(flaky.sent) == sent  # the joined file was recognised: no part sent again
+    assert s3.get(queued.input_object_path).body == DATA
