@@ -55,10 +55,10 @@ def submit(url: str, env: dict[str, str], path: Path, *extra: str, name: str = "
     return cli("--store", url, "--handlers", "crashhook", "submit", str(path), "--name", name, *extra, env=env)
 
 
-def killed_after(url: str, env: dict[str, str], path: Path, point: str, tmp: Path) -> None:
+def killed_after(url: str, env: dict[str, str], path: Path, point: str, tmp: Path, *extra: str) -> None:
     """A submit SIGKILLed right after ``point`` (a crash hook point), as a laptop lid or ``kill -9`` would."""
     crash = {"S3TASK_TEST_CRASH_AT": point, "S3TASK_TEST_CRASH_ONCE": str(tmp / "crashed")}
-    done = submit(url, {**env, **crash}, path)
+    done = submit(url, {**env, **crash}, path, *extra)
     assert done.returncode == -signal.SIGKILL, (done.returncode, done.stderr)
 
 
@@ -194,3 +194,22 @@ def test_on_the_local_store_resume_copies_the_whole_file_into_the_waiting_task(t
     (queued,) = tasks_of(store)
     assert queued.task_id == waiting.task_id == done.stdout.strip().splitlines()[-1]
     assert queued.status == "queued" and store.get(queued.input_object_path).body == data
+
+
+def test_settings_given_with_resume_that_differ_from_the_waiting_tasks_are_refused(tmp_path: Path) -> None:
+    """Found by the outside review: --column, --param or a format given with --resume were dropped without
+    a word, and the task then failed on what the person had just fixed."""
+    url, path = str(tmp_path / "store"), tmp_path / "people.csv"
+    path.write_bytes(b"id,contact\n" + b"".join(b"%d,c%d@example.com\n" % (i, i) for i in range(3)))
+    env = child_env(S3TASK_USER="ada")
+    kind = ("--type", "email_enrichment")
+    killed_after(url, env, path, "create:put-create:status#1", tmp_path, *kind)
+    (waiting,) = tasks_of(LocalStore(tmp_path / "store"))
+    for extra in (["--column", "email=contact"], ["--delimiter", "semicolon"], ["--param", "email_column=x"]):
+        refused = submit(url, env, path, *kind, "--resume", *extra)
+        assert refused.returncode == 1, refused.stderr
+        assert f"task {waiting.task_id} waits for this file with other settings than" in refused.stderr
+        assert "cancel it (s3task cancel ID) and submit without --resume" in refused.stderr
+    assert [t.status for t in tasks_of(LocalStore(tmp_path / "store"))] == ["created"]  # left as it was
+    same = submit(url, env, path, *kind, "--resume", "--delimiter", "detect")  # as it was made: continued
+    assert same.returncode == 0, same.stderr
