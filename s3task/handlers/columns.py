@@ -7,7 +7,8 @@ column, the header names it goes by, what its values look like). :func:`match` f
 2. a header that is one of the need's names, ignoring case, spaces and punctuation (``E-Mail
    Address`` is ``emailaddress``), the first name in the need's order winning; then a header with
    one of its ``contains`` words as a word of its own, or at its start or end (``work_email_2``,
-   ``PrimaryEmail``; not ``Kunde;Mail;Betrag``, a line of another delimiter read as one name);
+   ``PrimaryEmail``; not ``Kunde;Mail;Betrag``, a line of another delimiter read as one name), unless
+   enough of its values are there to show they are not the need's (``email_opt_in`` holding yes/no);
 3. the values: the column where most of the first :data:`SAMPLE_ROWS` non-empty values look like
    the need's (at least :data:`LOOKS_LIKE_SHARE` of them, and at least :data:`MIN_VALUES` values).
 
@@ -87,7 +88,9 @@ def chosen_column(columns: Sequence[str], wanted: str) -> str:
     raise InvalidInput(f"there is no column named {wanted!r}; columns are: {_listed(columns)}")
 
 
-def by_header(need: Need, columns: Sequence[str]) -> str | None:
+def by_header(need: Need, columns: Sequence[str], sample: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """A header that is one of the need's names; else one holding one of its words whose values (when
+    there are enough to tell) look like the need's: ``email_opt_in`` holding yes/no is not the email."""
     keys = {column: key(column) for column in columns}
     for alias in need.aliases:
         for column, k in keys.items():
@@ -95,9 +98,21 @@ def by_header(need: Need, columns: Sequence[str]) -> str | None:
                 return column
     for word in need.contains:
         for column, k in keys.items():
-            if word in words(column) or k.startswith(word) or k.endswith(word):
+            named = word in words(column) or k.startswith(word) or k.endswith(word)
+            if named and share_alike(need, (sample or {}).get(column, ())) in (None, True):
                 return column
     return None
+
+
+def share_alike(need: Need, values: Sequence[str]) -> bool | None:
+    """Whether enough of the first non-empty values look like the need's (None: too few to tell, or no look)."""
+    if need.looks_like is None:
+        return None
+    filled = [v.strip().lower() for v in values[:SAMPLE_ROWS] if v and v.strip()]
+    if len(filled) < MIN_VALUES:
+        return None
+    pattern = re.compile(need.looks_like)
+    return sum(1 for v in filled if pattern.search(v)) / len(filled) >= LOOKS_LIKE_SHARE
 
 
 def words(header: str) -> list[str]:
@@ -125,7 +140,7 @@ def match(need: Need, columns: Sequence[str], sample: Mapping[str, Sequence[str]
     """Which column ``need`` is (``chosen``: the person's choice, refused if the file has no such column)."""
     if chosen:
         return Match(need, chosen_column(columns, chosen), "chosen")
-    column = by_header(need, columns)
+    column = by_header(need, columns, sample)
     if column is not None:
         return Match(need, column, "header")
     column = by_values(need, columns, sample)

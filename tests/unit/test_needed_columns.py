@@ -114,3 +114,14 @@ def test_a_workbook_under_a_title_has_its_email_column_found(tmp_path: Path) -> 
     _store, service = store_and_service(tmp_path)
     record = service.submit_file(ALICE, "book", "email_enrichment", None, data.getvalue(), {"kind": "detect"})
     assert (record.payload["email_column"], record.input_format["header_row"]) == ("E-mail", 3)
+
+
+def test_a_header_with_the_word_whose_values_are_no_addresses_is_not_the_email() -> None:
+    # Found by the outside review: email_opt_in (yes/no) was taken over the column of addresses.
+    values = {"id": ["1", "2", "3"], "email_opt_in": ["yes", "no", "yes"], "contact": ADDRESSES[:3]}
+    match = columns.match(EMAIL, ["id", "email_opt_in", "contact"], values)
+    assert (match.column, match.how) == ("contact", "values")
+    few = {"email_sent_at": ["2026-03-01"], "contact": []}  # too few values to tell: the header decides
+    assert columns.match(EMAIL, ["email_sent_at", "contact"], few).column == "email_sent_at"
+    named = {"Email": ["n/a", "none", "-"]}  # a header that is the need's name is taken whatever it holds
+    assert columns.match(EMAIL, ["Email"], named).column == "Email"
