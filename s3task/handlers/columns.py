@@ -104,35 +104,36 @@ def by_header(need: Need, columns: Sequence[str], sample: Mapping[str, Sequence[
     return None
 
 
+def words(header: str) -> list[str]:
+    """A header's words, lower case: split at spaces, punctuation and camel case (``workEmail_2``: work, email, 2)."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", header)]
+
+
 def share_alike(need: Need, values: Sequence[str]) -> bool | None:
     """Whether enough of the first non-empty values look like the need's (None: too few to tell, or no look)."""
+    alike = share(need, values)
+    return None if alike is None else alike >= LOOKS_LIKE_SHARE
+
+
+def share(need: Need, values: Sequence[str]) -> float | None:
+    """The share of the first :data:`SAMPLE_ROWS` non-empty values that look like the need's; None: fewer
+    than :data:`MIN_VALUES` of them, or a need with no look."""
     if need.looks_like is None:
         return None
     filled = [v.strip().lower() for v in values[:SAMPLE_ROWS] if v and v.strip()]
     if len(filled) < MIN_VALUES:
         return None
     pattern = re.compile(need.looks_like)
-    return sum(1 for v in filled if pattern.search(v)) / len(filled) >= LOOKS_LIKE_SHARE
-
-
-def words(header: str) -> list[str]:
-    """A header's words, lower case: split at spaces, punctuation and camel case (``workEmail_2``: work, email, 2)."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", header)]
+    return sum(1 for v in filled if pattern.search(v)) / len(filled)
 
 
 def by_values(need: Need, columns: Sequence[str], sample: Mapping[str, Sequence[str]]) -> str | None:
     """The column whose sampled values look most like the need's, if enough of them do."""
-    if need.looks_like is None:
-        return None
-    pattern = re.compile(need.looks_like)
     best: tuple[float, str] | None = None
     for column in columns:
-        values = [v.strip().lower() for v in sample.get(column, ())[:SAMPLE_ROWS] if v and v.strip()]
-        if len(values) < MIN_VALUES:
-            continue
-        share = sum(1 for v in values if pattern.search(v)) / len(values)
-        if share >= LOOKS_LIKE_SHARE and (best is None or share > best[0]):
-            best = (share, column)
+        alike = share(need, sample.get(column, ()))
+        if alike is not None and alike >= LOOKS_LIKE_SHARE and (best is None or alike > best[0]):
+            best = (alike, column)
     return best[1] if best else None
 
 
