@@ -28,11 +28,13 @@ from ..errors import AccessDenied, AlreadyExists, InvalidInput, NotFound, Precon
 from ..handlers import columns
 from ..layout import MAX_RECORD_BYTES, Layout
 from ..record import TaskRecord, to_iso
-from ..store.base import ObjectStore, PutMode
+from ..store.base import ObjectStore, PutMode, get_start
 from .access import Actor
 
 SCHEMA = 1
 NAME_CHARS = 80
+#: The longest key name a recipe's name may make (s3task.layout.Layout.recipe_key).
+KEY_CHARS = 240
 JSON_TYPE = "application/json"
 
 
@@ -56,7 +58,17 @@ class Recipe:
 
     @classmethod
     def from_json(cls, data: bytes) -> Recipe:
-        raw = json.loads(data)
+        """A stored recipe; anything else (not JSON, fields of the wrong kind) is :class:`InvalidInput`."""
+        try:
+            raw = json.loads(data)
+        except ValueError as e:
+            raise InvalidInput("not a recipe (not JSON)") from e
+        kinds = {"name": str, "owner": str, "task_type": str, "params": dict, "input_format": dict,
+                 "header": list, "shared": bool, "saved_at": str}  # fmt: skip
+        if not isinstance(raw, dict) or any(k in raw and not isinstance(raw[k], t) for k, t in kinds.items()):
+            raise InvalidInput("not a recipe (its fields are not a recipe's)")
+        if not all(isinstance(h, str) for h in raw.get("header", [])):
+            raise InvalidInput("not a recipe (its header is not a list of names)")
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
 
     def describe(self) -> str:
@@ -72,7 +84,10 @@ def slug(name: str) -> str:
     key = re.sub(r"[^\w]+", "-", cleaned.lower()).strip("-_")
     if not key:
         raise InvalidInput(f"recipe name {name!r} needs at least one letter or digit")
-    return quote(key, safe="-_")
+    safe = quote(key, safe="-_")
+    if len(safe) > KEY_CHARS:  # a letter outside A–Z takes up to 12 of a key's places (UTF-8, %-encoded)
+        raise InvalidInput(f"recipe name {cleaned[:40]!r}… is too long for a recipe; choose a shorter one")
+    return safe
 
 
 def same_header(a: Sequence[str], b: Sequence[str]) -> bool:
@@ -90,12 +105,15 @@ class Recipes:
         return self.layout.recipe_key(owner, slug(name))
 
     def _read(self, key: str) -> tuple[Recipe, str]:
-        got = self.store.get(key)
+        got = get_start(self.store, key, MAX_RECORD_BYTES + 1)  # never more than a recipe can be, in memory
         if not got.body:  # a delete half done on a store without conditional deletes (s3task.store.s3)
             raise NotFound(key)
-        if len(got.body) > MAX_RECORD_BYTES:
-            raise InvalidInput(f"recipe {key} is larger than a recipe can be")
-        return Recipe.from_json(got.body), got.meta.etag
+        if got.meta.size > MAX_RECORD_BYTES:
+            raise InvalidInput(f"{key} is larger than a recipe can be")
+        try:
+            return Recipe.from_json(got.body), got.meta.etag
+        except InvalidInput as e:
+            raise InvalidInput(f"{key} is {e.message}") from e
 
     def save(self, actor: Actor, recipe: Recipe, *, replace: bool = False) -> Recipe:
         """Store ``recipe`` as ``actor``'s (or shared: operators only). An existing one of that name is

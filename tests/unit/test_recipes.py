@@ -142,3 +142,18 @@ def test_a_half_done_delete_is_no_recipe_and_its_name_is_free(service: TaskServi
         service.recipes.get(ALICE, "Monthly")
     service.save_recipe(ALICE, "Monthly", first_month(service))
     assert service.recipes.get(ALICE, "Monthly").params["email_column"] == "Mail"
+
+
+def test_names_too_long_for_a_key_and_objects_that_are_no_recipe_are_plain_refusals(service: TaskService) -> None:
+    # Found by the outside review: 30 CJK letters (under the 80) made a key too long, a bare ValueError;
+    # a stored object that was not a recipe's JSON was a traceback.
+    with pytest.raises(InvalidInput, match="is too long for a recipe; choose a shorter one"):
+        service.recipes.save(ALICE, Recipe("中" * 30, "alice", "copy"))
+    from s3task.layout import MAX_RECORD_BYTES
+
+    stored = {"a": b"not json{", "b": b"[1,2]", "c": b'{"params": [1]}', "d": b" " * (MAX_RECORD_BYTES + 1)}
+    for name, body in stored.items():
+        service.store.put(service.layout.recipe_key("alice", name), body, PutMode.CREATE)
+        with pytest.raises(InvalidInput, match=rf"recipes/own/alice/{name}\.json is (not a recipe|larger than)"):
+            service.recipes.get(ALICE, name)
+    assert service.recipes.list(ALICE) == []  # none of them listed as a recipe
