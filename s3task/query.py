@@ -6,9 +6,10 @@ result"): the stored CSV is streamed block by block through the project's reader
 each block is filtered with ``pyarrow.compute``. Nothing is copied or kept between questions, so
 an answer is always the output's, and a question costs one read of the file.
 
-Memory is bounded whatever the output's size: one block of the reader (about 4 MB of CSV) plus
+Memory does not grow with the output's length: one block of the reader (about 4 MB of CSV) plus
 the rows kept for the page, at most :data:`WINDOW` (``offset + limit``) of them, twice over while
-sorting by a column that may still turn out to be all numbers. A page further down than
+sorting by a column that may still turn out to be all numbers; rows as wide as the output's (a
+sorted view download keeps up to :data:`SORTED_DOWNLOAD_MAX`: 1.2 GB for rows of 2 KB). A page further down than
 :data:`WINDOW` rows is refused with the reason; so is a sorted download of more than
 :data:`SORTED_DOWNLOAD_MAX` rows (in file order any size streams).
 
@@ -39,7 +40,10 @@ WINDOW = 10_000
 SORTED_DOWNLOAD_MAX = 100_000
 #: A number as a cell may hold it: optional sign, digits with an optional fraction, optional exponent.
 NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
-_ROW = "__s3task_row"
+#: Columns of s3task's own, added while scanning: a NUL starts them, which no column name of a CSV or a
+#: workbook can hold (both readers refuse it), so no output's own column is ever taken for one.
+_ROW = "\x00row"
+_KEY = "\x00key"
 
 
 @dataclass(frozen=True)
@@ -128,13 +132,13 @@ class _TopRows:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        rows = rows.append_column("__key", _keys(rows.column(sort), self.numeric))
+        rows = rows.append_column(_KEY, _keys(rows.column(sort), self.numeric))
         both = rows if self.kept is None else pa.concat_tables([self.kept, rows])
-        order = [("__key", "descending" if self.descending else "ascending", "at_end"), (_ROW, "ascending")]
+        order = [(_KEY, "descending" if self.descending else "ascending", "at_end"), (_ROW, "ascending")]
         self.kept = both.take(pc.sort_indices(both, sort_keys=order)[: self.k])
 
     def table(self) -> pa.Table | None:
-        return None if self.kept is None else self.kept.drop_columns(["__key"])
+        return None if self.kept is None else self.kept.drop_columns([_KEY])
 
 
 def _scan(tables: Iterator[pa.Table], query: Query, keep: int) -> tuple[pa.Table | None, int, int, str]:
@@ -177,6 +181,11 @@ def _tables(raw: Any) -> tuple[list[str], Iterator[pa.Table]]:
 
     legacy, stream = peek_bom(raw)
     return exact_tables(stream, legacy)
+
+
+def columns_of(raw: Any) -> list[str]:
+    """The output's column names as the task wrote them (its header, read by the exact reader)."""
+    return _tables(raw)[0]
 
 
 def answer(raw: Any, query: Query, *, window: int = WINDOW) -> Answer:

@@ -243,10 +243,10 @@ def preview(ctx: Context, record: TaskRecord) -> None:
             label_visibility="collapsed",
         )
         errors_only = view != FIRST_ROWS
+    path = record.output_object_path or ""
     try:
-        frame = services.output_preview(
-            service, actor, ctx.settings.store, record.task_id, record.output_object_path or "", errors_only
-        )
+        frame = services.output_preview(service, actor, ctx.settings.store, record.task_id, path, errors_only)
+        names = [] if errors_only else services.output_columns(service, actor, ctx.settings.store, record.task_id, path)
     except S3TaskError as e:
         st.error("Could not read the result: " + fmt.plain(e), icon=":material/error:")
         return
@@ -254,7 +254,7 @@ def preview(ctx: Context, record: TaskRecord) -> None:
         st.write("No row has an error.")
         return
     st.html(_PREVIEW_CSS)
-    if not errors_only and explore_view.explore(ctx, record, [str(c) for c in frame.columns]):
+    if not errors_only and explore_view.explore(ctx, record, names):
         return  # a search, filter or sort is set: its answer over every row is shown instead
     with st.container(key="result_preview"):
         st.dataframe(frame, hide_index=True, width="stretch")

@@ -103,3 +103,10 @@ def output_preview(
     if errors_only and ERROR_COLUMN in frame.columns:
         frame = frame[[ERROR_COLUMN, *(c for c in frame.columns if c != ERROR_COLUMN)]]
     return frame
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def output_columns(_service: TaskService, _actor: Actor, store_url: str, task_id: str, output_path: str) -> list[str]:
+    """The output's column names as written (not the preview's pandas names: an empty name, a repeated one, a
+    name a spreadsheet would run); cached per output object, which never changes. The caller checks access."""
+    return _service.output_columns(_actor, task_id)

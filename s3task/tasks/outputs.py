@@ -149,6 +149,11 @@ class Outputs:
 
     # --- the whole output, searched ----------------------------------------------------------------
 
+    def output_columns(self, actor: Actor, task_id: str) -> list[str]:
+        """The whole output's column names as written (what a search, filter or sort names)."""
+        with self.open_output(actor, task_id) as raw:
+            return query.columns_of(raw)
+
     def query_output(self, actor: Actor, task_id: str, question: query.Query) -> query.Answer:
         """One page of the rows of the whole output that match ``question`` (:mod:`s3task.query`)."""
         with self.open_output(actor, task_id) as raw:

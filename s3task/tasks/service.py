@@ -79,6 +79,7 @@ class TaskService:
         self.ensure_output = self.outputs.ensure_output
         self.copy_job = self.outputs.copy_job
         self.read_output = self.outputs.read_output
+        self.output_columns = self.outputs.output_columns
         self.query_output = self.outputs.query_output
         self.view_state = self.outputs.view_state
         self.prepare_view = self.outputs.prepare_view

@@ -256,3 +256,17 @@ def test_a_view_above_excels_rows_is_refused_as_a_workbook_and_given_as_csv(serv
     state = wait_for(lambda: (s := service.view_state(ADA, record.task_id, question, "xlsx")).kind != "preparing" and s)
     assert state.kind == "refused" and "an Excel worksheet holds at most 2" in state.message
     assert [r["n"] for r in csv_rows(view_file(service, record, question))] == ["a1", "a2", "a3"]
+
+
+def test_columns_are_named_as_written_and_no_name_is_taken_for_the_scans_own(service: TaskService) -> None:
+    # Found by the outside review: the page named the columns as pandas reads them ("Unnamed: 1", "'=total"),
+    # which the query then did not know; a column called __key broke the sort and the search.
+    data = csv_bytes([["id", "", "=total", "__key", "__s3task_row"], *[[str(i), f"n{i}", str(10 - i), "k", "r"]
+                                                                      for i in range(1, 6)]])  # fmt: skip
+    record = completed(service, data)
+    names = service.output_columns(ADA, record.task_id)
+    assert names == ["id", "", "=total", "__key", "__s3task_row"]
+    ranked = service.query_output(ADA, record.task_id, query.Query(sort="=total", descending=True, limit=2))
+    assert [r["id"] for r in ranked.rows] == ["1", "2"] and ranked.matching == 5
+    found = service.query_output(ADA, record.task_id, query.Query(search="n4", sort="__key"))
+    assert [r["id"] for r in found.rows] == ["4"] and list(found.rows[0]) == names
