@@ -151,8 +151,12 @@ class Chosen:
         if not isinstance(value, dict):
             return None
         try:
-            ranges = tuple((int(at), base64.b64decode(data)) for at, data in value.get("ranges") or ())
-            head = base64.b64decode(value["head"])
+            sent = value.get("ranges") or ()
+            # The budget is the page's, not only the browser's to keep: more than it is never decoded.
+            if len(sent) > 64 or sum(len(str(data)) for _at, data in sent) > 2 * WORKBOOK_BYTES["budget"]:
+                sent = ()
+            ranges = tuple((int(at), base64.b64decode(data)) for at, data in sent)
+            head = base64.b64decode(value["head"])[:PROBE_BYTES]
             return cls(str(value["id"]), str(value["name"]), int(value["size"]), head, ranges)
         except (KeyError, TypeError, ValueError):
             return None

@@ -10,7 +10,8 @@ block. The types, first that fits:
     every filled cell is a whole number that fits in 64 bits, written without leading zeros
     (``-12``, ``0``, ``42``; a code such as ``007`` keeps the column text);
 ``float64``
-    every filled cell is a number (``3.5``, ``-1e3``; no leading zeros; no ``nan`` or ``inf``);
+    every filled cell is a number (``3.5``, ``-1e3``; no leading zeros; no ``nan`` or ``inf``, and no more
+    than 15 digits before the point nor an exponent of more than two digits, so none is out of range);
 ``date32``
     every filled cell is a date ``YYYY-MM-DD``;
 ``timestamp[us]``
@@ -33,11 +34,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 #: A number without leading zeros (``0``, ``0.5`` and ``-0.5`` are fine, ``007`` is a code).
-_NUMBER = r"^[-+]?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?$|^[-+]?\.\d+([eE][-+]?\d+)?$"
+_NUMBER = r"^[-+]?(0|[1-9]\d{0,14})(\.\d+)?([eE][-+]?\d{1,2})?$|^[-+]?\.\d+([eE][-+]?\d{1,2})?$"
 _INTEGER = r"^[-+]?(0|[1-9]\d{0,17})$"
 _BOOL = r"(?i)^(true|false)$"
-_DATE = r"^\d{4}-\d{2}-\d{2}$"
-_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$"
+#: A year from 0001 (RE2 has no look-ahead): year 0 is no date Python or pandas reads back.
+_YEAR = r"(000[1-9]|00[1-9]\d|0[1-9]\d{2}|[1-9]\d{3})"
+_DATE = rf"^{_YEAR}-\d{{2}}-\d{{2}}$"
+_TIMESTAMP = rf"^{_YEAR}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}(:\d{{2}}(\.\d{{1,6}})?)?$"
 #: Candidate types, in the order they are preferred, with the pattern every filled cell must match.
 _CANDIDATES = ("bool", "int64", "float64", "date32", "timestamp")
 _PATTERNS = {"bool": _BOOL, "int64": _INTEGER, "float64": _NUMBER, "date32": _DATE, "timestamp": _TIMESTAMP}

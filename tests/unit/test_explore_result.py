@@ -217,6 +217,19 @@ def test_the_parquet_copy_types_each_column_as_its_values_allow(service) -> None
     assert table.schema.field("day").type == pa.date32()
 
 
+def test_values_out_of_a_types_range_keep_the_column_text(service) -> None:
+    # Found by the outside review: 1e999 became inf, and 0000-01-01 a date nothing reads back.
+    import pyarrow.parquet as pq
+
+    rows = [["big", "year0", "fine"], ["1e999", "0000-01-01", "0001-01-01"], ["2", "2024-01-01", "2024-01-02"]]
+    record = completed(service, csv_bytes(rows))
+    service.ensure_output(ADA, record.task_id, "parquet")
+    with service.open_output(ADA, record.task_id, "parquet") as f:
+        table = pq.read_table(io.BytesIO(f.read()))
+    assert [str(t) for t in table.schema.types] == ["string", "string", "date32[day]"]
+    assert table.to_pylist()[0]["big"] == "1e999"
+
+
 def test_the_api_and_the_cli_give_the_parquet_copy(service, tmp_path: Path, monkeypatch) -> None:
     import pyarrow.parquet as pq
     import requests
