@@ -396,7 +396,9 @@ def param_widget(param: Param) -> Any:
     # declared default; given to the widget, not written into its key (see ui/task_form.py).
     start = state.get(key, (prefilled.params if prefilled else {}).get(key, param.default))
     if param.name in needs and inspection is not None and inspection.ok and inspection.columns:
-        return column_widget(needs[param.name], label, str(start or ""), help_)
+        need = needs[param.name]
+        column_help = f"The column of this file that holds the {need.label}: found by its header or its values."
+        return column_widget(need, label, str(start or ""), column_help)
     if param.type == "bool":
         return st.checkbox(label, value=bool(start), help=help_, key=key)
     if param.type == "choice":
