@@ -152,3 +152,25 @@ def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_i
     assert (queued.task_id, queued.status) == (task_id, "queued")
     assert len(flaky.sent) == sent  # the joined file was recognised: no part sent again
     assert s3.get(queued.input_object_path).body == DATA
+
+
+def test_cancelling_a_task_that_waits_for_its_upload_drops_its_parts(s3) -> None:
+    # Found by the outside review: a cancelled task's upload stayed open, and a --resume still sending
+    # joined the whole file into the cancelled task's input.
+    from s3task.errors import NotFound
+
+    flaky = Flaky(s3, allowed=1)
+    service = TaskService(flaky, LAYOUT)
+    stream = io.BytesIO(DATA)
+    file = of_stream(stream, "data.csv", len(DATA))
+    with pytest.raises(UploadInterrupted):
+        service.resumable.submit(ADA, "dropped", "copy", None, stream, file)
+    (task_id,) = task_ids(s3)
+    waiting = read_record(s3, LAYOUT, task_id)[0]
+    upload_id = waiting.input_upload["upload_id"]
+    assert [p.number for p in s3.list_parts(waiting.input_object_path, upload_id)] == flaky.sent
+    assert service.cancel(ADA, task_id).status == "abandoned"
+    with pytest.raises(NotFound):
+        s3.list_parts(waiting.input_object_path, upload_id)  # its parts are gone
+    # (A part still being sent is then refused by S3, NoSuchUpload; moto fails it with a KeyError: not asserted.)
+    assert service.resumable.find(ADA, "dropped", "copy", file) is None  # nothing waits: --resume starts anew
