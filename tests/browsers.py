@@ -3,6 +3,7 @@ the app as a process (``streamlit run app.py``, through tests/procs.py) and Play
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +44,31 @@ def settle(page) -> None:
     """Connected and no script running: the page shows what the server last sent."""
     page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']", timeout=20_000)
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=20_000)
+
+
+def choose(page, box_name: str, option: str, timeout: float = 60.0) -> None:
+    """Pick ``option`` in the select box ``box_name`` by typing it, as a person does.
+
+    A rerun of the page (a file's preview arriving, a refresh) may close an open list under the
+    typing; a person then opens it again, and so does this, until the option is there to click
+    (within ``timeout`` seconds in all).
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.get_by_role("combobox", name=box_name)
+    wanted = page.get_by_role("option", name=option, exact=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        settle(page)
+        box.click()
+        box.press("ControlOrMeta+a")
+        box.press_sequentially(option)  # the list narrows to what matches
+        try:
+            wanted.click(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the option {option!r} of {box_name!r} never came to be clicked") from None
 
 
 def shot(page, name: str) -> None:

@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from browsers import app_on, base_env, settle, shot
+from browsers import app_on, base_env, choose, settle, shot
 from conftest import CHROMIUM, free_port
 from support import csv_bytes
 
@@ -208,11 +208,7 @@ def test_a_type_the_user_picks_is_the_type_stored(browser, apps: Apps, people: P
     for n, title in enumerate(["Clean up the table", "Profile the columns"]):
         page = fresh_page_with_a_file(browser, apps.direct, people, slow=n % 2 == 0)
         try:
-            box = page.get_by_role("combobox", name=BOX)
-            box.click()
-            box.press("ControlOrMeta+a")
-            box.press_sequentially(title)  # as a person types: the list narrows to the types that match
-            page.get_by_role("option", name=title).click()
+            choose(page, BOX, title)
             description = next(t.description for t in handlers.all_types() if t.title == title)
             expect(page.locator(CAPTION_UNDER_BOX)).to_have_text(summary(description))  # the page's answer
             settle(page)
