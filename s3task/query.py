@@ -91,15 +91,24 @@ def _mask(table: pa.Table, query: Query) -> Any:
     # Lower case then a plain substring test: measured faster than ``ignore_case=True`` (a regex), same matches.
     mask = None
     if query.search:
-        word = query.search.lower()
+        word = _lower(query.search)
         for col in table.columns:
             hit = pc.match_substring(pc.utf8_lower(col), word)
             mask = hit if mask is None else pc.or_(mask, hit)
     for name, value in query.filters:
         if value:
-            hit = pc.match_substring(pc.utf8_lower(table.column(name)), value.lower())
+            hit = pc.match_substring(pc.utf8_lower(table.column(name)), _lower(value))
             mask = hit if mask is None else pc.and_(mask, hit)
     return mask
+
+
+def _lower(text: str) -> str:
+    """``text`` in lower case as Arrow lowers the cells (Python's ``str.lower`` makes "İ" two code
+    points, "i" and a combining dot, which Arrow's lower-cased "İstanbul" does not contain)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return str(pc.utf8_lower(pa.array([text], pa.string()))[0].as_py())
 
 
 def _all_numbers(col: Any) -> bool:
