@@ -24,7 +24,7 @@ from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
 from ..errors import InvalidInput, InvalidTaskId, InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..ids import new_task_id, validate_task_id
 from ..progress import Progress
-from ..record import SCHEMA_VERSION, Records, TaskRecord, new_write_id, parse_iso, to_iso
+from ..record import CAS_TRIES, SCHEMA_VERSION, Records, TaskRecord, new_write_id, parse_iso, to_iso
 from ..states import State, Status
 from ..store.base import MultipartStore, ObjectMeta, PutMode
 from . import access
@@ -41,6 +41,11 @@ MAX_NAME = 200
 MAX_PAYLOAD_BYTES = 64 * 1024
 #: Created records a service keeps for their submit (older ones are read again when submitted), at most
 #: this many and this many bytes of them (parameters can make one 64 KiB).
+#: A cancel is what a person waits for, against the one writer that keeps writing a running task's
+#: record (its worker, a heartbeat at a time): it tries longer than other writes before it gives up
+#: (TooManyConflicts). On a store that queues contending writes (SeaweedFS, Azurite) a cancel lost
+#: ten races in a row to back-to-back heartbeats (tests/contract/test_tasks.py).
+CANCEL_TRIES = 4 * CAS_TRIES
 REMEMBERED_CREATES = 500
 REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
 #: Finished records a service keeps (they never change; older ones are read again).
@@ -313,7 +318,9 @@ class Transitions:
         seen = Progress(**{name: getattr(looked, name) or 0 for name in Progress.__dataclass_fields__})
         # The counts the worker saved live, which the signal below overwrites, are kept in the record.
         written = self.records.write(
-            task_id, lambda r, now: lifecycle.cancel(r, now, by=actor.name, seen=seen, attempt=looked.attempt_id)
+            task_id,
+            lambda r, now: lifecycle.cancel(r, now, by=actor.name, seen=seen, attempt=looked.attempt_id),
+            tries=CANCEL_TRIES,
         )
         metrics.cancelled(written.record.task_type)
         # The worker of a task that was running (as the cancel found it) notices within seconds
