@@ -102,6 +102,10 @@ def test_a_block_url_writes_only_its_own_blob(store: AzureStore) -> None:
     for key in ("t/status.json", "u/input.csv"):
         with pytest.raises(NotFound):
             store.list_parts(key, upload_id)  # no blob, no blocks
+    # What a part's URL can do besides (docs/STORES.md): its write permission also takes a whole Put Blob
+    # of its own key, which is why the submit's pinned ETag, not the URL, guards what is processed.
+    whole = url.split("&comp=block", 1)[0]
+    assert requests.put(whole, data=b"x\n", headers=store.put_headers(), timeout=10).status_code == 201
 
 
 def test_abort_drops_the_blocks_and_keeps_a_committed_blob(store: AzureStore) -> None:
