@@ -180,3 +180,14 @@ def test_the_clis_upload_in_parts_stops_and_a_resume_sends_every_part_again(stor
     assert (queued.task_id, queued.status) == (found.task_id, "queued")
     assert sorted(dropping.sent[before:]) == [1, 2, 3]
     assert store.get(queued.input_object_path).body == data
+
+
+def test_a_client_sending_the_headers_it_was_given_gets_its_task_queued(store: AzureStore) -> None:
+    """What an API client does with ``upload.url`` and ``upload.headers`` (web/api.py hands them out as they are)."""
+    service = TaskService(store, Layout("batch-tasks"))
+    created = service.create(ADA, "whole", "copy")
+    assert created.upload_url
+    sent = requests.put(created.upload_url, data=b"a,b\n1,2\n", headers=dict(created.upload_headers), timeout=10)
+    assert sent.status_code == 201, sent.text
+    queued = service.submit(ADA, created.record.task_id)
+    assert queued.status == "queued" and store.get(queued.input_object_path).body == b"a,b\n1,2\n"
