@@ -10,7 +10,8 @@ service properties, so nothing else lets the browser in). From the New task page
 - each time no byte goes through the app, the task completes, and the input the worker read is
   byte-identical to the file (and every row of the output is the file's);
 - the SAS URL the browser used, aimed from the page at another blob (the task's record, another task's
-  input), is refused by Azurite's signature check (403) and writes nothing.
+  input), is refused by Azurite's signature check (403) and writes nothing;
+- with no CORS rule on the account, the page falls back to uploading through the app.
 """
 
 from __future__ import annotations
@@ -141,5 +142,39 @@ def test_small_and_multi_block_files_go_from_the_browser_to_the_container(browse
                 store.head(others[2])
             assert page.evaluate(_PUT_FROM_PAGE, single_url) == 403  # nor can it replace its own file
             assert store.get(LAYOUT.input_key(small_id)).body == small.read_bytes()
+    finally:
+        page.close()
+
+
+def test_an_account_without_the_cors_rule_makes_the_page_upload_through_the_app(browser, azurite, tmp_path) -> None:
+    """No CORS rule for the app's origin (the account's rules are empty): Azurite refuses the preflight, the
+    page says it could not reach the store and takes the file through Streamlit's uploader instead."""
+    from playwright.sync_api import expect
+
+    azurite.client().set_service_properties(cors=[])
+    container = azurite.new_bucket()
+    env = base_env(S3TASK_STORE=f"az://{container}/batch-tasks", S3TASK_EMBEDDED_WORKER="0", **azurite.env)
+    data = tmp_path / "people.csv"
+    data.write_bytes(b"name,age\nann,007\n")
+    store = azurite.store(container)
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    try:
+        with app_on(free_port(), env, tmp_path / "streamlit.log") as (url, _pid):
+            page.goto(url + "/new_task")
+            settle(page)
+            page.locator("input[type='file']").set_input_files(str(data))
+            expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
+            settle(page)
+            page.get_by_role("button", name="Submit").click()
+            expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=20_000)
+            settle(page)
+            page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(data))
+            expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
+            settle(page)
+            page.get_by_role("button", name="Submit").click()
+            page.wait_for_url(re.compile(r".*/task\?id=[0-9A-Z]{26}$"), timeout=20_000)
+            task_id = page.url.rsplit("=", 1)[1]
+        record = read_record(store, LAYOUT, task_id)[0]
+        assert record.status == "queued" and store.get(record.input_object_path).body == data.read_bytes()
     finally:
         page.close()
