@@ -435,7 +435,8 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
             task_id = created.record.task_id
             if created.upload_url is None:
                 raise InvalidInput("this task store gives no upload links; reload the page to upload through the app")
-            state[keys.plan] = direct.plan_upload(service, actor, task_id, created.upload_url, chosen)
+            url, headers = created.upload_url, created.upload_headers
+            state[keys.plan] = direct.plan_upload(service, actor, task_id, url, chosen, headers)
         else:
             with st.spinner("Uploading and queueing…"):
                 assert upload is not None  # Submit is enabled only with a file

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 from . import handlers, markers, notify
 from .cli_recipes import add_recipe_parser, cmd_recipe
@@ -25,6 +26,9 @@ from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
 from .safetext import visible
 from .store import open_store
 from .store.probe import cas_probe
+
+if TYPE_CHECKING:
+    from .store.azure import AzureStore
 from .tasks import Actor, CreateLimits, TaskService
 
 EXIT_ERROR = 1
@@ -270,20 +274,31 @@ def cmd_doctor(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     return _doctor_cors(args, service)
 
 
+def _on_azure(store: object) -> TypeGuard[AzureStore]:
+    """An Azure Blob store? (Its module, and the SDK, are loaded only if the store was made by it.)"""
+    azure = sys.modules.get("s3task.store.azure")
+    return azure is not None and isinstance(store, azure.AzureStore)
+
+
 def _doctor_cors(args: argparse.Namespace, service: TaskService) -> int:
-    """Browsers upload and download directly: the bucket's CORS rule must let the app's origin."""
+    """Browsers upload and download directly: the bucket's (Azure: the account's) CORS rule must let them."""
     from .store.s3 import S3Store
 
-    if not isinstance(service.store, S3Store):
+    origins = _origins(args.origin, default=())
+    if _on_azure(service.store):
+        from .store import azure_account
+
+        problems, whose = azure_account.browser_problems(service.store, origins), "storage account's"
+    elif isinstance(service.store, S3Store):
+        from .store import bucket
+
+        problems, whose = bucket.cors_problems(bucket.get_cors(service.store), origins), "bucket's"
+    else:
         print("ok: no CORS rule needed: browsers upload through the app's signed /transfer routes")
         return 0
-    from .store import bucket
-
-    origins = _origins(args.origin, default=())
-    problems = bucket.cors_problems(bucket.get_cors(service.store), origins)
     if not problems:
         where = ", ".join(origins) if origins else "any origin"
-        print(f"ok: the bucket's CORS rule lets browsers at {where} upload (PUT) and download (GET, HEAD)")
+        print(f"ok: the {whose} CORS rule lets browsers at {where} upload (PUT) and download (GET, HEAD)")
         return 0
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
@@ -299,6 +314,8 @@ def cmd_init(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
     from .store.s3 import S3Store
 
     store = service.store
+    if _on_azure(store):
+        return _init_azure(args, store)
     if not isinstance(store, S3Store):
         store.list_keys(service.layout.active_root, limit=1)
         print(f"{store.description}: nothing to set up (no CORS rule needed: browsers upload through the app)")
@@ -311,6 +328,18 @@ def cmd_init(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
     changes = [bucket.ensure_bucket(store), bucket.apply_cors(store, origins)]
     changes += bucket.apply_lifecycle(store, service.layout.prefix, args.retain_days)
     for change in changes:
+        print(change)
+    return 0
+
+
+def _init_azure(args: argparse.Namespace, store: AzureStore) -> int:
+    """The container, and the account's CORS rule for the app's origin (no lifecycle rule: see docs/STORES.md)."""
+    from .store import azure_account
+
+    if args.retain_days is not None:
+        raise InvalidInput("--retain-days sets an S3 lifecycle rule; on Azure, set a lifecycle management policy")
+    origins = _origins(args.origin, default=DEV_ORIGINS)
+    for change in (azure_account.ensure_container(store), azure_account.apply_cors(store, origins)):
         print(change)
     return 0
 

@@ -13,11 +13,12 @@ Two small custom components (``st.components.v2``, no build step; the uploader's
   the budget :data:`WORKBOOK_BYTES` gives (an encrypted workbook or an .xls, an
   OLE2 file: its first directory sector). Python reads them as a
   :class:`~s3task.csvio.sparse.SparseFile` (``ui/workbookfile.py``). Given an upload plan (``data["upload"]``) it PUTs
-  the file itself to the URL in the plan — an S3 presigned URL, or the app's
-  signed ``/transfer`` route on the local store — always with ``Content-Type:
-  text/csv`` (whatever the operating system calls the file), showing a progress
-  bar, the speed and the time left. Large files on S3 go as a presigned
-  multipart upload: parts in parallel, each retried on its own. It reports
+  the file itself to the URL in the plan — an S3 presigned URL, an Azure SAS URL, or the
+  app's signed ``/transfer`` route on the local store — always with ``Content-Type:
+  text/csv`` (whatever the operating system calls the file) and any other header the
+  plan names (Azure's ``x-ms-blob-type``), showing a progress bar, the speed and the
+  time left. Large files on S3 go as a presigned multipart upload, on Azure as blocks
+  (Put Block, then the app commits them): parts in parallel, each retried on its own. It reports
   ``uploaded`` (with the parts' ETags) or ``failed`` (``kind`` ``network`` when
   the browser could not reach the store at all — a CORS rule missing, a
   private endpoint — which makes the page fall back to Streamlit's uploader;
@@ -38,7 +39,7 @@ from __future__ import annotations
 import base64
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,15 +183,21 @@ class Plan:
     size: int
     url: str | None = None
     content_type: str = "text/csv"
-    upload_id: str | None = None  # a multipart upload on S3
+    upload_id: str | None = None  # a multipart upload (S3), or blocks (Azure)
     part_size: int = 0
     parts: list[str] | None = None
+    #: The single PUT's headers, as the store needs them (Azure's x-ms-blob-type besides the type).
+    headers: dict[str, str] | None = None
+    #: Whether the browser must report each part's ETag (S3; Azure's blocks answer with none).
+    part_etags: bool = True
 
     def for_browser(self) -> dict[str, Any]:
         base: dict[str, Any] = {"id": self.task_id, "file": self.file_id, "size": self.size}
         if self.parts is not None:
-            return {**base, "parts": self.parts, "part_size": self.part_size, "parallel": PARALLEL_PARTS}
-        return {**base, "url": self.url, "content_type": self.content_type}
+            parts = {"parts": self.parts, "part_size": self.part_size, "parallel": PARALLEL_PARTS}
+            return {**base, **parts, "part_etags": self.part_etags}
+        headers = self.headers or {"Content-Type": self.content_type}
+        return {**base, "url": self.url, "content_type": self.content_type, "headers": headers}
 
 
 def part_size_for(size: int) -> int:
@@ -202,16 +209,20 @@ def part_url_seconds(size: int, usual: int) -> int:
     return min(MAX_URL_SECONDS, usual + math.ceil(size / SLOWEST_BYTES_PER_SECOND))
 
 
-def plan_upload(service: TaskService, actor: Actor, task_id: str, url: str, chosen: Chosen) -> Plan:
-    """A single PUT to ``url``, or, for a large file on a store with multipart URLs, presigned parts."""
+def plan_upload(
+    service: TaskService, actor: Actor, task_id: str, url: str, chosen: Chosen, headers: Mapping[str, str] | None = None
+) -> Plan:
+    """A single PUT to ``url`` (with ``headers``, the task's ``upload_headers``), or, for a large file on a
+    store with multipart URLs, presigned parts."""
     if not (service.supports_multipart and chosen.size > MULTIPART_THRESHOLD):
-        return Plan(task_id, chosen.id, chosen.size, url=url)
+        return Plan(task_id, chosen.id, chosen.size, url=url, headers=dict(headers) if headers else None)
     part_size = part_size_for(chosen.size)
     count = math.ceil(chosen.size / part_size)
     upload_id = service.create_multipart(actor, task_id)
     expires = part_url_seconds(chosen.size, service.url_seconds)
     parts = service.presign_parts(actor, task_id, upload_id, range(1, count + 1), expires=expires)
-    return Plan(task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=parts)
+    tags = service.parts_need_etags
+    return Plan(task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=parts, part_etags=tags)
 
 
 # --- mounting ---------------------------------------------------------------------------

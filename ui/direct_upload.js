@@ -154,6 +154,19 @@ function put(url, body, headers, onProgress, job) {
 
 function wait(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
 
+// What the plan says a single PUT sends: the signed Content-Type and any header the store needs
+// (Azure: x-ms-blob-type), as the server lists them.
+function putHeaders(plan) {
+  return plan.headers || { "Content-Type": plan.content_type };
+}
+
+// A part's tag to report: its ETag where joining the parts needs it (S3), else none (Azure's blocks go by id).
+function partTag(plan, etag) {
+  if (etag || plan.part_etags === false) return etag || "";
+  throw { kind: "http", status: 0, fatal: true,
+          message: "the store hides each part's ETag from the browser (its CORS rule must expose ETag)" };
+}
+
 async function uploadParts(job, file, plan) {
   const loaded = new Array(plan.parts.length).fill(0);
   const etags = new Array(plan.parts.length);
@@ -168,11 +181,7 @@ async function uploadParts(job, file, plan) {
           loaded[index] = n;
           job.progress(loaded.reduce((a, b) => a + b, 0));
         }, job);
-        if (!etag) {
-          throw { kind: "http", status: 0, fatal: true,
-                  message: "the store hides each part's ETag from the browser (its CORS rule must expose ETag)" };
-        }
-        etags[index] = etag;
+        etags[index] = partTag(plan, etag);
         sent += 1;
         return;
       } catch (err) {
@@ -234,7 +243,7 @@ function startJob(plan, file) {
   REG.jobs.set(plan.id, job);
   const run = plan.parts
     ? uploadParts(job, file, plan).then((parts) => ({ parts }))
-    : put(plan.url, file, { "Content-Type": plan.content_type }, job.progress, job).then((etag) => ({ etag }));
+    : put(plan.url, file, putHeaders(plan), job.progress, job).then((etag) => ({ etag }));
   run.then(
     (result) => finish(job, { event: "uploaded", value: { id: job.id, file: plan.file, size: file.size, ...result } }),
     (err) => {

@@ -25,9 +25,9 @@ core sees what it sees on S3:
 - a Put Blob create answers 409 on Azurite while the blob has only uncommitted blocks (an abandoned
   streamed write's), though no read sees a blob: :meth:`AzureStore.put` then creates by Put Block List.
 
-Downloads are read-only SAS URLs signed with the account key (a connection string's); signed in with
-a token there is no key, and downloads go through the app. Uploads always go through the app: a PUT
-to a SAS URL needs the ``x-ms-blob-type: BlockBlob`` header, which the browser's uploader does not send.
+Downloads are read-only SAS URLs signed with the account key (a connection string's); uploads are
+SAS URLs too, a whole file in one Put Blob or a large one in blocks the app then commits
+(:mod:`.azure_uploads`). Signed in with a token there is no key to sign with: no URLs are made.
 
 Metadata names are escaped (:func:`.azure_writer.encode_metadata`): Azure refuses s3task's hyphens.
 
@@ -47,7 +47,7 @@ import email.utils
 import os
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, BinaryIO, cast
 
 import requests
@@ -58,7 +58,6 @@ from azure.storage.blob import (
     ContainerClient,
     ContentSettings,
     LinearRetry,
-    generate_blob_sas,
 )
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
@@ -67,6 +66,7 @@ from ..clock import MACHINE, Clock
 from ..errors import AlreadyExists, NotFound, StoreError
 from ..layout import DEFAULT_PREFIX, Layout
 from .azure_errors import Reader, _translated, error_code
+from .azure_uploads import Blocks, sas_url
 from .azure_writer import (
     BlockWriter,
     _if_match,
@@ -117,7 +117,7 @@ def _data_options() -> dict[str, Any]:
     }
 
 
-class AzureStore:
+class AzureStore(Blocks):
     def __init__(
         self,
         container: str,
@@ -278,33 +278,12 @@ class AzureStore:
 
     def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str | None:
         """A read-only SAS URL of the blob, signed with the account key; None when signed in with a token
-        (no key to sign with: downloads then go through the app's signed /transfer links).
-
-        Its expiry is by the store's clock, which is the one Azure checks it with.
-        """
-        account_key = getattr(self.client.credential, "account_key", None)
-        if not account_key:
-            return None
+        (no key to sign with)."""
         disposition = None
         if filename:
             safe = "".join(ch for ch in filename if ch.isalnum() or ch in " ._-") or "download"
             disposition = f'attachment; filename="{safe}"'
-        blob = self.client.get_blob_client(check_key(key))
-        sas = generate_blob_sas(
-            account_name=str(self.client.account_name),
-            container_name=self.container,
-            blob_name=key,
-            account_key=account_key,
-            permission=BlobSasPermissions(read=True),
-            expiry=self.now() + timedelta(seconds=expires),
-            content_disposition=disposition,
-        )
-        return f"{blob.url}?{sas}"
-
-    def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
-        # Browsers upload through the app's signed /transfer routes: a PUT to a SAS URL must carry
-        # x-ms-blob-type: BlockBlob, which ui/direct_upload.js does not send (a 400 without it).
-        return None
+        return sas_url(self, key, BlobSasPermissions(read=True), expires, content_disposition=disposition)
 
 
 def _after(names: Iterator[str], start_after: str | None, limit: int | None) -> list[str]:

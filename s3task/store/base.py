@@ -178,8 +178,13 @@ class MultipartStore(Protocol):
 
     A capability, not a requirement: ``isinstance(store, MultipartStore)`` says
     whether a store has it (the local directory does not: browsers send it the
-    file in one piece, through the app).
+    file in one piece, through the app). Azure Blob has it too, as staged blocks
+    and a block list (:mod:`.azure_uploads`).
     """
+
+    #: Whether completing needs each part's ETag as the store answered its PUT (S3: yes; Azure names
+    #: its blocks by id and answers a Put Block with no ETag, so a browser has none to report).
+    part_etags: bool
 
     def create_multipart(self, key: str, *, content_type: str) -> str:
         """Start an upload of ``key``; returns its upload id."""
@@ -205,6 +210,14 @@ class MultipartStore(Protocol):
     def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop the upload and its parts; an upload already gone is not an error."""
         ...
+
+
+@runtime_checkable
+class PutHeaders(Protocol):
+    """A store whose presigned PUT (:meth:`ObjectStore.presign_put`) must carry headers besides its
+    Content-Type (Azure: ``x-ms-blob-type: BlockBlob``). A capability: S3's needs none."""
+
+    def put_headers(self) -> dict[str, str]: ...
 
 
 @runtime_checkable

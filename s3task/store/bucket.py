@@ -173,17 +173,26 @@ def get_lifecycle(store: S3Store) -> list[dict[str, Any]]:
         return []
 
 
-def cors_problems(rules: Sequence[dict[str, Any]], origins: Sequence[str]) -> list[str]:
-    """What keeps a browser at each origin from uploading and downloading directly; empty if nothing."""
+def cors_problems(
+    rules: Sequence[dict[str, Any]],
+    origins: Sequence[str],
+    *,
+    headers: Sequence[str] = ("Content-Type",),
+    holder: str = "the bucket",
+) -> list[str]:
+    """What keeps a browser at each origin from uploading and downloading directly; empty if nothing.
+
+    ``rules`` in S3's shape; ``headers``: what a browser's upload sends (Azure adds ``x-ms-blob-type``);
+    ``holder``: whose rules they are, in the words (Azure's are the storage account's)."""
     if not rules:
-        return ["the bucket has no CORS rule, so browsers cannot upload to it or download from it directly"]
+        return [f"{holder} has no CORS rule, so browsers cannot upload to it or download from it directly"]
     if not origins:  # none configured: check the origins our own rule (else the first rule) names
         ours = next((r for r in rules if r.get("ID") == CORS_ID), rules[0])
         origins = list(ours.get("AllowedOrigins", [])) or ["*"]
     problems = []
     for origin in origins:
         # Like S3, any one rule that allows everything the browser does is enough.
-        found: list[list[str]] = [_rule_problems(r, origin) for r in rules if _allows_origin(r, origin)]
+        found: list[list[str]] = [_rule_problems(r, origin, headers) for r in rules if _allows_origin(r, origin)]
         if not found:
             problems.append(f"no CORS rule allows the origin {origin}")
         elif all(found):
@@ -191,14 +200,15 @@ def cors_problems(rules: Sequence[dict[str, Any]], origins: Sequence[str]) -> li
     return problems
 
 
-def _rule_problems(rule: dict[str, Any], origin: str) -> list[str]:
+def _rule_problems(rule: dict[str, Any], origin: str, needed: Sequence[str]) -> list[str]:
     problems = []
     methods = {m.upper() for m in rule.get("AllowedMethods", [])}
     if missing := [m for m in CORS_METHODS if m not in methods]:
         problems.append(f"the CORS rule for {origin} does not allow {', '.join(missing)}")
-    headers = [h.lower() for h in rule.get("AllowedHeaders", [])]
-    if "*" not in headers and "content-type" not in headers:
-        problems.append(f"the CORS rule for {origin} does not allow the Content-Type header")
+    allowed = [h.lower() for h in rule.get("AllowedHeaders", [])]
+    for header in needed:  # an allowed header may end in * (x-amz-*, x-ms-*): a prefix
+        if not any(a == header.lower() or (a.endswith("*") and header.lower().startswith(a[:-1])) for a in allowed):
+            problems.append(f"the CORS rule for {origin} does not allow the {header} header")
     if "etag" not in [h.lower() for h in rule.get("ExposeHeaders", [])]:
         problems.append(f"the CORS rule for {origin} does not expose ETag (multipart uploads need it)")
     return problems

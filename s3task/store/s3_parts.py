@@ -23,6 +23,8 @@ class Parts:
     bucket: str
     client: Any
     data_client: Any
+    #: CompleteMultipartUpload names each part's ETag, as its PUT answered it.
+    part_etags = True
 
     def _signer(self) -> Any: ...  # S3Store's: the client that signs URLs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .. import lifecycle
@@ -33,6 +33,8 @@ class Created:
     #: Where the browser may PUT the input directly, or None if the store has no presigned URLs.
     upload_url: str | None
     upload_content_type: str = CSV_TYPE
+    #: The headers that PUT must send: the signed Content-Type, and any the store needs (Azure's blob type).
+    upload_headers: Mapping[str, str] = field(default_factory=lambda: {"Content-Type": CSV_TYPE})
 
 
 class Inputs:
@@ -42,7 +44,8 @@ class Inputs:
 
     def created(self, record: TaskRecord) -> Created:
         """A task just created, with the URL its browser may send the file to."""
-        return Created(record, self.urls.put(record.input_object_path, CSV_TYPE))
+        url, headers = self.urls.put_request(record.input_object_path, CSV_TYPE)
+        return Created(record, url, CSV_TYPE, headers)
 
     # --- the whole operation, as the page, the CLI and the API call it -----------------------
 
@@ -140,6 +143,11 @@ class Inputs:
     @property
     def supports_multipart(self) -> bool:
         return isinstance(self.store, MultipartStore)
+
+    @property
+    def parts_need_etags(self) -> bool:
+        """Whether joining parts needs the ETag each part's PUT answered (S3), which a browser must report."""
+        return self._multipart_store().part_etags
 
     def _multipart_store(self) -> MultipartStore:
         if not isinstance(self.store, MultipartStore):

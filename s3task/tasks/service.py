@@ -122,6 +122,10 @@ class TaskService:
         return self.inputs.supports_multipart
 
     @property
+    def parts_need_etags(self) -> bool:
+        return self.inputs.parts_need_etags
+
+    @property
     def url_seconds(self) -> int:
         return self.urls.seconds
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..store.base import ObjectStore
+from ..store.base import ObjectStore, PutHeaders
 
 
 class UrlSigner(Protocol):
@@ -30,7 +30,17 @@ class Urls:
         return url
 
     def put(self, key: str, content_type: str) -> str | None:
+        return self.put_request(key, content_type)[0]
+
+    def put_request(self, key: str, content_type: str) -> tuple[str | None, dict[str, str]]:
+        """An upload URL and the headers a PUT to it must send: the signed Content-Type, and whatever
+        else the store's own URLs need (:class:`~s3task.store.base.PutHeaders`: Azure's blob type)."""
+        headers = {"Content-Type": content_type}
         url = self.store.presign_put(key, expires=self.seconds, content_type=content_type)
-        if url is None and self.signer is not None:
+        if url is not None:
+            if isinstance(self.store, PutHeaders):
+                headers.update(self.store.put_headers())
+            return url, headers
+        if self.signer is not None:
             url = self.signer.presign_put(key, expires=self.seconds, content_type=content_type)
-        return url
+        return url, headers

@@ -133,7 +133,7 @@ class Api:
             upload = Upload(
                 url=absolute_url(request, created.upload_url),
                 method="PUT",
-                headers={"Content-Type": created.upload_content_type},
+                headers=dict(created.upload_headers),
                 expires_in=self.service.url_seconds,
             )
         location = f"{request.url.path.rstrip('/')}/{created.record.task_id}"

@@ -1,18 +1,16 @@
 """SAS URLs of the Azure backend on Azurite 3.37.0: what a browser does with them.
 
-Downloads are read-only SAS URLs straight to the container. Uploads go through the app (the store's
-``presign_put`` is None): the last test shows why, on the raw SDK — a browser's PUT to a SAS URL must
-carry ``x-ms-blob-type: BlockBlob``, which ui/direct_upload.js does not send.
+Downloads are read-only SAS URLs straight to the container. Uploads are SAS URLs too; the last test
+shows that a PUT to one must carry the headers the store names (``x-ms-blob-type: BlockBlob``).
+tests/contract/test_azure_uploads.py has the rest of the uploads (blocks, what a URL cannot write).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 import requests
-from azure.storage.blob import BlobSasPermissions, generate_blob_sas
 
 from s3task.store.azure import AzureStore
 from s3task.store.base import PutMode
@@ -58,19 +56,12 @@ def test_a_tampered_expired_or_misused_download_url_is_refused(store: AzureStore
     assert store.get("t/out.csv").body == b"a,b\n"
 
 
-def test_uploads_go_through_the_app_and_a_direct_put_needs_the_blob_type_header(store: AzureStore, azurite) -> None:
-    assert store.presign_put("t/in.csv", expires=600, content_type="text/csv") is None
-    sas = generate_blob_sas(
-        azurite.access_key,
-        store.container,
-        "t/in.csv",
-        account_key=azurite.secret_key,
-        permission=BlobSasPermissions(create=True, write=True),
-        expiry=datetime.now(UTC) + timedelta(minutes=10),
-    )
-    url = f"{store.client.get_blob_client('t/in.csv').url}?{sas}"
+def test_an_upload_url_needs_the_blob_type_header_the_store_names(store: AzureStore) -> None:
+    url = store.presign_put("t/in.csv", expires=600, content_type="text/csv")
+    assert url and url.startswith(store.client.get_blob_client("t/in.csv").url + "?")  # the store, not the app
     bare = requests.put(url, data=b"a,b\n", headers={"Content-Type": "text/csv"}, timeout=10)
-    assert bare.status_code == 400  # what ui/direct_upload.js sends today: refused
-    typed = {"Content-Type": "text/csv", "x-ms-blob-type": "BlockBlob"}
+    assert bare.status_code == 400  # the Content-Type alone: refused
+    typed = {"Content-Type": "text/csv", **store.put_headers()}
+    assert typed["x-ms-blob-type"] == "BlockBlob"
     assert requests.put(url, data=b"a,b\n", headers=typed, timeout=10).status_code == 201
     assert (store.get("t/in.csv").body, store.head("t/in.csv").content_type) == (b"a,b\n", "text/csv")

@@ -1,6 +1,7 @@
 """End to end on Azurite 3.37.0 (tests/realstores.py): the Azure backend under real worker processes.
 
-``doctor`` through the CLI (its probe passes: the account enforces conditions); tasks submitted through
+``init`` and ``doctor`` through the CLI (the probe passes: the account enforces conditions; the CORS rule
+init set lets the app's origin in); tasks submitted through
 the CLI and two worker processes racing for them (each task processed once, outputs exact); a worker
 SIGKILLed mid-task and its task recovered on attempt 2, the killed attempt leaving no output; an output
 downloaded through its SAS URL, straight from the container.
@@ -68,17 +69,18 @@ def az(azurite: Any, procs: Procs, startup: float) -> OnAzurite:
 
 
 def test_doctor_and_init_pass_on_azurite(az: OnAzurite) -> None:
-    doctor = cli("--store", az.url, "doctor", env=az.procs.env)
+    origin = "http://127.0.0.1:8501"
+    init = cli("--store", az.url, "init", "--origin", origin, env=az.procs.env)
+    assert init.returncode == 0, init.stderr
+    assert f"unchanged: container {az.store.container} exists" in init.stdout
+    doctor = cli("--store", az.url, "doctor", "--origin", origin, env=az.procs.env)
     assert doctor.returncode == 0, doctor.stderr
     assert "ok: conditional writes are enforced" in doctor.stdout
     assert f"store: az://{az.store.container} (" in doctor.stdout
-    # Downloads are SAS links (navigations), uploads go through the app: no cross-origin request to Azure.
-    assert "ok: no CORS rule needed: browsers upload through the app's signed /transfer routes" in doctor.stdout
-    init = cli("--store", az.url, "init", env=az.procs.env)
-    assert init.returncode == 0, init.stderr
+    # Uploads and downloads are SAS URLs straight to the container: the account's CORS rule must let the app in.
+    assert f"ok: the storage account's CORS rule lets browsers at {origin} upload (PUT)" in doctor.stdout
     assert az.store.list_keys("batch-tasks/") == []  # the probe removed what it wrote
-    missing = cli("--store", "az://no-such-container/p", "init", env=az.procs.env)  # init creates no container
-    assert missing.returncode != 0 and "the container does not exist" in missing.stderr
+    # tests/system/test_azurite_setup.py: init creating a container, and doctor refusing an origin.
 
 
 def test_cli_submits_and_two_racing_workers_process_each_task_once(az: OnAzurite) -> None:

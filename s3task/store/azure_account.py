@@ -1,0 +1,115 @@
+"""Azure set-up for browser transfers (``s3task init`` and ``doctor`` on ``az://``): the container, and
+the CORS rule that lets the app's origin upload and download with SAS URLs.
+
+Azure's CORS rules belong to the storage account's Blob service (Set Blob Service Properties), not to a
+container: one rule serves every container of the account, and an account holds at most five. They carry
+no id, so s3task's rule is the one that allows exactly its methods and headers and exposes exactly
+ETag; :func:`apply_cors` sets that rule's origins, adds it if there is none, and keeps every other rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from azure.storage.blob import BlobServiceClient, CorsRule
+
+from ..errors import BucketMissing, InvalidInput, NotFound, StoreError
+from .azure import AzureStore
+from .azure_errors import _translated, error_code
+from .bucket import CORS_EXPOSE, CORS_MAX_AGE, CORS_METHODS, Change, cors_problems
+
+#: What a browser sends with a SAS upload: the file's type, and the blob type Put Blob needs.
+CORS_HEADERS = ("Content-Type", "x-ms-blob-type")
+#: Azure's most CORS rules per service.
+MAX_RULES = 5
+HOLDER = "the storage account's Blob service"
+
+
+def _service(store: AzureStore) -> Any:
+    """The account's service client, with the store's endpoint and credential."""
+    return BlobServiceClient(store.client.url.rsplit("/", 1)[0], credential=store.client.credential)
+
+
+def ensure_container(store: AzureStore) -> Change:
+    try:
+        with _translated(store.container, "head"):
+            store.client.get_container_properties()
+        return Change("unchanged", f"container {store.container} exists")
+    except (NotFound, BucketMissing):
+        pass
+    try:
+        with _translated(store.container, "write"):
+            store.client.create_container()
+    except StoreError as e:
+        if error_code(e.__cause__) != "ContainerAlreadyExists":  # made meanwhile: there it is
+            raise
+        return Change("unchanged", f"container {store.container} exists")
+    return Change("created", f"container {store.container}")
+
+
+def _split(value: Any) -> list[str]:
+    """A rule's field as a list: the SDK reads them back as comma-separated text."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _as_s3(rule: Any) -> dict[str, Any]:
+    return {
+        "AllowedOrigins": _split(rule.allowed_origins),
+        "AllowedMethods": _split(rule.allowed_methods),
+        "AllowedHeaders": _split(rule.allowed_headers),
+        "ExposeHeaders": _split(rule.exposed_headers),
+        "MaxAgeSeconds": rule.max_age_in_seconds,
+    }
+
+
+def get_cors(store: AzureStore) -> list[dict[str, Any]]:
+    """The account's CORS rules, in S3's shape (:func:`.bucket.cors_problems` reads them)."""
+    with _translated(store.container, "get"):
+        rules = _service(store).get_service_properties().get("cors") or []
+    return [_as_s3(rule) for rule in rules]
+
+
+def _ours(rule: dict[str, Any]) -> bool:
+    def same(have: list[str], want: Sequence[str]) -> bool:
+        return sorted(h.lower() for h in have) == sorted(w.lower() for w in want)
+
+    return (
+        same(rule["AllowedMethods"], CORS_METHODS)
+        and same(rule["AllowedHeaders"], CORS_HEADERS)
+        and same(rule["ExposeHeaders"], CORS_EXPOSE)
+    )
+
+
+def apply_cors(store: AzureStore, origins: Sequence[str]) -> Change:
+    rules = get_cors(store)
+    ours = [r for r in rules if _ours(r)]
+    others = [r for r in rules if not _ours(r)]
+    what = f"CORS rule of {HOLDER} (every container of the account)"
+    if len(ours) == 1 and sorted(ours[0]["AllowedOrigins"]) == sorted(origins):
+        return Change("unchanged", f"{what} ({', '.join(origins)})")
+    if len(others) >= MAX_RULES:
+        raise InvalidInput(f"{HOLDER} has {len(others)} CORS rules of its own, Azure's most: remove one for s3task's")
+    wanted: dict[str, Any] = {"AllowedOrigins": list(origins), "AllowedMethods": list(CORS_METHODS)}
+    wanted |= {"AllowedHeaders": list(CORS_HEADERS), "ExposeHeaders": list(CORS_EXPOSE), "MaxAgeSeconds": CORS_MAX_AGE}
+    cors = [_rule(r) for r in [*others, wanted]]
+    with _translated(store.container, "write"):
+        _service(store).set_service_properties(cors=cors)
+    verb = "updated" if ours else "added"
+    return Change(verb, f"{what}: {', '.join(CORS_METHODS)} from {', '.join(origins)}, exposes ETag")
+
+
+def _rule(rule: dict[str, Any]) -> CorsRule:
+    return CorsRule(
+        rule["AllowedOrigins"],
+        rule["AllowedMethods"],
+        allowed_headers=rule["AllowedHeaders"],
+        exposed_headers=rule["ExposeHeaders"],
+        max_age_in_seconds=int(rule.get("MaxAgeSeconds") or 0),
+    )
+
+
+def browser_problems(store: AzureStore, origins: Sequence[str]) -> list[str]:
+    """What keeps a browser at each origin from uploading and downloading with SAS URLs; empty if nothing."""
+    return cors_problems(get_cors(store), origins, headers=CORS_HEADERS, holder=HOLDER)

@@ -1,0 +1,158 @@
+"""The Azure backend's SAS URLs and its uploads in blocks, driven from outside the store: a browser
+through SAS URLs, or the CLI block by block. :class:`Blocks` is a part of
+:class:`~s3task.store.azure.AzureStore` (:class:`~s3task.store.base.MultipartStore`).
+
+Azure has no multipart upload to start or abort: a block blob is made of blocks staged under ids
+(Put Block), and a Put Block List names the ones that make the blob. So an "upload" here is a nonce
+chosen by :meth:`Blocks.create_multipart`; part ``n`` of it is the block named ``<nonce>-<n, six
+digits>`` (every id of one blob must have the same length), base64 on the wire as Azure wants. The
+upload id carries the content type too (``<nonce>:<type>``), which the commit sets: Azure keeps
+nothing about an upload until it is committed.
+
+- A browser's whole-file PUT gets a SAS with the *create* permission only: it can make the blob but
+  not replace one (403 once the blob exists), and it must send ``x-ms-blob-type: BlockBlob``
+  (:meth:`Blocks.put_headers`).
+- A part's URL is a SAS with the *write* permission (Azurite refuses Put Block under create alone),
+  with ``comp=block&blockid=…`` added; the signature covers the blob, not the query's extra fields.
+- Put Block answers with no ETag: the commit names blocks by their ids, so the parts' tags are not
+  needed (``part_etags`` is False) and :meth:`Blocks.complete_multipart` ignores them.
+- The commit is unconditional, as S3's CompleteMultipartUpload is: the caller (``tasks.inputs``)
+  joins parts only into a task that still waits for its file, and the submit pins the ETag.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from azure.core import MatchConditions
+from azure.storage.blob import BlobBlock, BlobSasPermissions, ContentSettings, generate_blob_sas
+
+from ..errors import AlreadyExists, InvalidInput, NotFound, StoreError
+from .azure_errors import _translated
+from .base import Part, check_key
+
+#: Azure's limit on the blocks of one blob; part numbers run from 1 to this.
+MAX_BLOCKS = 50_000
+_NONCE = re.compile(r"[0-9a-f]{16}")
+
+
+def sas_url(store: Any, key: str, permission: BlobSasPermissions, expires: int, **extra: Any) -> str | None:
+    """The blob's URL with a SAS for ``permission``, signed with the account key, expiring ``expires``
+    seconds from now by the store's clock (the one Azure checks it with); None without an account key
+    (signed in with a token)."""
+    account_key = getattr(store.client.credential, "account_key", None)
+    if not account_key:
+        return None
+    sas = generate_blob_sas(
+        account_name=str(store.client.account_name),
+        container_name=store.container,
+        blob_name=check_key(key),
+        account_key=account_key,
+        permission=permission,
+        expiry=store.now() + timedelta(seconds=expires),
+        **extra,
+    )
+    return f"{store.client.get_blob_client(key).url}?{sas}"
+
+
+def block_name(nonce: str, number: int) -> str:
+    """Part ``number``'s block id before base64 (the SDK encodes it; a URL carries it encoded)."""
+    if not 1 <= number <= MAX_BLOCKS:
+        raise ValueError(f"part numbers run from 1 to {MAX_BLOCKS}")
+    return f"{nonce}-{number:06d}"
+
+
+def _parse(upload_id: str) -> tuple[str, str]:
+    nonce, _, content_type = upload_id.partition(":")
+    if not _NONCE.fullmatch(nonce):
+        raise InvalidInput(f"{upload_id!r} is not an upload id of this store")
+    return nonce, content_type
+
+
+class Blocks:
+    """Uploads in blocks of ``self.container`` through ``self.client`` (record-sized calls) and
+    ``self.data_client`` (the patient one, for the blocks' bytes)."""
+
+    container: str
+    client: Any
+    data_client: Any
+    #: Completing an upload needs no part's ETag (Put Block answers with none): blocks go by id.
+    part_etags = False
+
+    def now(self) -> Any: ...  # AzureStore's: the store's clock
+
+    def put_headers(self) -> dict[str, str]:
+        """What a PUT to :meth:`presign_put`'s URL must send besides its Content-Type."""
+        return {"x-ms-blob-type": "BlockBlob"}
+
+    def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
+        """A SAS URL that creates the blob in one Put Blob and cannot replace it (the create permission);
+        None when signed in with a token (no account key to sign with)."""
+        return sas_url(self, key, BlobSasPermissions(create=True), expires)
+
+    def create_multipart(self, key: str, *, content_type: str) -> str:
+        """A new upload's id: nothing is sent (Azure keeps no upload until its blocks are committed)."""
+        check_key(key)
+        return f"{secrets.token_hex(8)}:{content_type}"
+
+    def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int) -> str:
+        name = block_name(_parse(upload_id)[0], part_number)
+        url = sas_url(self, key, BlobSasPermissions(write=True), expires)
+        if url is None:
+            raise StoreError("signed in with a token, this store has no account key to sign upload URLs with")
+        return f"{url}&comp=block&blockid={quote(base64.b64encode(name.encode()).decode(), safe='')}"
+
+    def upload_part(self, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+        """Stage one block; its "ETag" is its block id (Azure gives a block none)."""
+        name = block_name(_parse(upload_id)[0], part_number)
+        with _translated(key, "write"):
+            self.data_client.get_blob_client(check_key(key)).stage_block(name, body, length=len(body))
+        return name
+
+    def list_parts(self, key: str, upload_id: str) -> list[Part]:
+        """The upload's uncommitted blocks, by number (their tag is the block id: Azure keeps no checksum
+        of a block); ``NotFound`` if the blob is missing with none, or was committed from this upload."""
+        nonce = _parse(upload_id)[0]
+        with _translated(key, "get"):
+            committed, uncommitted = self.client.get_blob_client(check_key(key)).get_block_list("all")
+        if any(str(b.id).startswith(nonce + "-") for b in committed):
+            raise NotFound(f"{key}: upload {nonce} was completed")
+        parts = {}
+        for block in uncommitted:
+            name = str(block.id)
+            if name.startswith(nonce + "-") and name[len(nonce) + 1 :].isdigit():
+                parts[int(name[len(nonce) + 1 :])] = Part(int(name[len(nonce) + 1 :]), int(block.size), name)
+        return [parts[n] for n in sorted(parts)]
+
+    def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> str:
+        """Commit the blocks of the parts' numbers (their tags are not needed); returns the blob's ETag.
+        Unconditional, as on S3: an overwrite."""
+        nonce, content_type = _parse(upload_id)
+        blocks = [BlobBlock(block_name(nonce, n)) for n in sorted({n for n, _ in parts})]
+        settings = ContentSettings(content_type=content_type) if content_type else None
+        with _translated(key, "write"):
+            resp = self.data_client.get_blob_client(check_key(key)).commit_block_list(blocks, content_settings=settings)
+        return str(resp["etag"])
+
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """Drop the uncommitted blocks where no blob is committed yet: commit an empty block list (which
+        drops every uncommitted block of the blob) as a create, and delete that empty blob on its ETag.
+        Where a blob is committed its blocks stay (dropping them means a commit, which would change the
+        blob's ETag) until its next commit, or Azure drops them after a week."""
+        _parse(upload_id)
+        blob = self.client.get_blob_client(check_key(key))
+        try:
+            with _translated(key, "create"):
+                resp = blob.commit_block_list([], match_condition=MatchConditions.IfMissing)
+        except AlreadyExists:
+            return
+        try:
+            with _translated(key, "update"):
+                blob.delete_blob(etag=resp["etag"], match_condition=MatchConditions.IfNotModified)
+        except StoreError:
+            pass  # replaced meanwhile (someone else's blob now): not ours to delete
