@@ -86,6 +86,7 @@ DOWNLOAD_FLAGS = (
     ("--excel", "xlsx", "an Excel workbook (.xlsx) of text cells"),
     ("--exact", "exact", "the CSV with the values exactly as produced (no ' before values a spreadsheet would run)"),
     ("--errors", "errors", "only the rows with an error (CSV)"),
+    ("--errors-excel", "errors-xlsx", "only the rows with an error, with their rows in the file (Excel, to correct)"),
     ("--parquet", "parquet", "a Parquet file, each column typed as its values allow (docs/API.md)"),
 )
 

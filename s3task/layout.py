@@ -5,7 +5,8 @@
 <prefix>/<task-id>/status.json            the task record (source of truth)
 <prefix>/<task-id>/output-attempt-N.csv   one per attempt, never overwritten
 <prefix>/<task-id>/output-attempt-N.xlsx  derived copies of the completed output, made on first
-             ….exact.csv, ….errors.csv    request (s3task.exports); create-only, never changed
+             ….exact.csv, ….errors.csv,   request (s3task.exports); create-only, never changed
+             ….errors.xlsx, ….parquet
 <prefix>/<task-id>/progress-attempt-N.json  an attempt's latest counts, rewritten every 1.5 s while
                                           they move (s3task.live); kept afterwards (a few hundred bytes)
 <prefix>/active/<task-id>                 zero-byte marker: "may need attention"
@@ -56,6 +57,7 @@ PARQUET_TYPE = "application/vnd.apache.parquet"
 EXPORTS = {
     "exact": "output-attempt-{attempt}.exact.csv",
     "errors": "output-attempt-{attempt}.errors.csv",
+    "errors-xlsx": "output-attempt-{attempt}.errors.xlsx",
     "xlsx": "output-attempt-{attempt}.xlsx",
     "parquet": "output-attempt-{attempt}.parquet",
 }

@@ -74,7 +74,7 @@ QUERY_MESSAGES = {
 }
 #: How long a request for a copy of an output (Excel, exact values, rows with errors) waits for it to be made.
 PREPARE_WAIT_SECONDS = 20.0
-OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx, parquet"}
+OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx, parquet, errors-xlsx"}
 
 
 class Api:
@@ -182,7 +182,7 @@ class Api:
         actor = self.actor(request)
         task_id = request.path_params["task_id"]
         variant = checked(OutputQuery, dict(request.query_params), OUTPUT_MESSAGES).variant
-        # A copy (exact, errors, xlsx) is made on the first request for it, in the background. A request waits
+        # A copy (exact, errors, xlsx, ...) is made on the first request for it, in the background. A request waits
         # for it a while, on the event loop, holding no thread (copywait); a large one (an Excel file takes
         # about 12 s per 100,000 rows) gets 503 output_preparing with Retry-After instead of a connection a
         # proxy would cut, and asks again, as does a request when too many wait already.
