@@ -7,6 +7,8 @@
 <prefix>/<task-id>/output-attempt-N.xlsx  derived copies of the completed output, made on first
              ….exact.csv, ….errors.csv,   request (s3task.exports); create-only, never changed
              ….errors.xlsx, ….parquet
+<prefix>/<task-id>/corrected-rows.csv     a task of corrected rows (s3task.tasks.corrections): the row in
+                                          its original's file that each of its input rows stands for
 <prefix>/<task-id>/progress-attempt-N.json  an attempt's latest counts, rewritten every 1.5 s while
                                           they move (s3task.live); kept afterwards (a few hundred bytes)
 <prefix>/active/<task-id>                 zero-byte marker: "may need attention"
@@ -42,6 +44,7 @@ STATUS = "status.json"
 INPUT = "input.csv"
 OUTPUT = "output-attempt-{attempt}.csv"
 PROGRESS = "progress-attempt-{attempt}.json"
+CORRECTED_ROWS = "corrected-rows.csv"
 ACTIVE = "active"
 BELL = "active-bell"
 BY_USER = "by-user"
@@ -89,6 +92,10 @@ class Layout:
 
     def input_key(self, task_id: str) -> str:
         return self.task_prefix(task_id) + INPUT
+
+    def corrected_rows_key(self, task_id: str) -> str:
+        """A task of corrected rows: which row of its original's file each of its input rows stands for."""
+        return self.task_prefix(task_id) + CORRECTED_ROWS
 
     def output_key(self, task_id: str, attempt: int) -> str:
         return self.task_prefix(task_id) + OUTPUT.format(attempt=int(attempt))

@@ -85,12 +85,17 @@ class Transitions:
         payload: dict[str, Any] | None = None,
         input_format: Mapping[str, Any] | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        *,
+        corrects: str | None = None,
+        task_id: str | None = None,
     ) -> TaskRecord:
         """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
         (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
         what the file's first bytes show when it is submitted; for a workbook (told from its first bytes
         when it is submitted) its ``sheet`` and ``header_row`` (left out: the first visible sheet, the
-        header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known."""
+        header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known.
+        ``corrects``, ``task_id``: a task of corrected rows, made with the id its original lists already
+        (s3task.tasks.corrections); the create is create-only, so an id taken is refused."""
         name = (name or "").strip()
         if not name:
             raise InvalidInput("give the task a name")
@@ -111,8 +116,9 @@ class Transitions:
                 + (" (S3TASK_MAX_PARAMETERS_KB)" if allowed < MAX_PAYLOAD_BYTES else "")
             )
         self._rate.take(actor.name)  # last: a create refused for its input does not count
-        record = self._new_record(actor, name, task_type, params, read_as)
+        record = self._new_record(actor, name, task_type, params, read_as, task_id)
         record.input_fingerprint = dict(fingerprint or {})  # in the create itself: no write more
+        record.corrects = corrects
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, record.task_id), b"", PutMode.OVERWRITE)
@@ -122,9 +128,15 @@ class Transitions:
         return record
 
     def _new_record(
-        self, actor: Actor, name: str, task_type: str, params: dict[str, Any], read_as: dict[str, Any]
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        params: dict[str, Any],
+        read_as: dict[str, Any],
+        task_id: str | None = None,
     ) -> TaskRecord:
-        task_id = new_task_id()
+        task_id = validate_task_id(task_id) if task_id else new_task_id()
         now = to_iso(self.store.now())
         return TaskRecord(
             task_id=task_id,
@@ -237,6 +249,10 @@ class Transitions:
         elif record.status == Status.RUNNING:
             record = live.merged(self.store, self.layout, record)  # the counts of the last few seconds
         return record
+
+    def forget(self, task_id: str) -> None:
+        """Drop a finished record kept by :meth:`get`: it changed (a completed task's corrections listed)."""
+        self._finished.pop(task_id)
 
     def _check_marker(self, record: TaskRecord) -> None:
         """A pending task nobody has touched for a while gets its ``active/`` marker back if it lost it.

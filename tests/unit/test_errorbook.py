@@ -14,13 +14,12 @@ import openpyxl
 import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 from support import csv_bytes
+from worked import work
 
-from s3task import exports, lifecycle, processing
-from s3task.csvio import InputFormat
+from s3task import exports
 from s3task.exports.errorbook import ROW_COLUMN, _aligned
 from s3task.layout import Layout
-from s3task.record import TaskRecord, update_record
-from s3task.store.base import PutMode
+from s3task.record import TaskRecord
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 
@@ -36,33 +35,8 @@ def completed(service: TaskService, data: bytes, task_type: str = "email_enrichm
     """A task over ``data``, run by the worker's engine and completed as a worker completes it."""
     task_id = service.create(ADA, "March list", task_type, input_format=form or None).record.task_id
     service.upload_input(ADA, task_id, data)
-    record = service.submit(ADA, task_id)
-    sink = io.BytesIO()
-    counts = processing.run(
-        task_type,
-        dict(record.payload),
-        io.BytesIO(data),
-        sink,
-        lambda _p: None,
-        input_format=InputFormat.from_dict(record.input_format),
-    )
-    holder = {}
-
-    def claim(r: TaskRecord, now: object) -> TaskRecord:
-        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w1", lease_seconds=60)
-        return new
-
-    update_record(service.store, service.layout, task_id, claim)
-    key = service.layout.output_key(task_id, 1)
-    service.store.put(key, sink.getvalue(), PutMode.CREATE, content_type="text/csv")
-    return update_record(
-        service.store,
-        service.layout,
-        task_id,
-        lambda r, now: lifecycle.complete(
-            r, now, lease=holder["lease"], output_path=key, progress=counts, row_count=counts.row_count
-        ),
-    )
+    service.submit(ADA, task_id)
+    return work(service, task_id)
 
 
 def sheet_rows(service: TaskService, record: TaskRecord) -> list[list[str]]:

@@ -1,0 +1,115 @@
+"""A task's rows with errors, corrected and sent back: a new task, linked to the original, that processes
+only those rows with the original's type and settings.
+
+The link is kept in both records: the new one's ``corrects`` (set in its create) and the original's
+``corrections`` (a compare-and-set through :func:`s3task.lifecycle.note_correction`, re-decided on a
+lost race, so two corrections sent at once are both listed). The original lists the new task's id
+*before* the new task is created, with an id chosen here: a process that dies in between leaves the
+original listing an id that is no task (:meth:`Corrections.of` shows none for it), and never a
+correction its original does not know of. Then the new task is made as the New task page makes one
+(create, its input stored, submit, from :class:`~s3task.tasks.inputs.Inputs`), its input the corrected
+rows under the original's columns (:mod:`.corrected_file`), and next to it which original row each
+stands for (:meth:`s3task.layout.Layout.corrected_rows_key`). Should any of that fail, the new task is
+cancelled (the original lists a cancelled correction: what happened).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import exports, handlers, lifecycle
+from ..errors import InvalidInput, InvalidTransition, S3TaskError, TaskNotFound
+from ..exports.errorbook import ROW_COLUMN, added_names
+from ..ids import new_task_id
+from ..record import TaskRecord
+from ..states import Status
+from ..store.base import PutMode
+from . import access
+from .access import Actor
+from .corrected_file import read_corrected
+from .input_check import header_of
+from .transitions import MAX_NAME
+
+if TYPE_CHECKING:
+    from .inputs import Inputs
+    from .outputs import Outputs
+
+#: What a task of corrected rows is called: the original's name, then this.
+SUFFIX = " (corrected)"
+
+
+class Corrections:
+    def __init__(self, inputs: Inputs, outputs: Outputs) -> None:
+        self.inputs, self.outputs = inputs, outputs
+        self.transitions = inputs.transitions
+        self.store, self.layout, self.records = (
+            self.transitions.store,
+            self.transitions.layout,
+            self.transitions.records,
+        )
+
+    def submit(self, actor: Actor, task_id: str, data: bytes) -> TaskRecord:
+        """Queue a new task of the corrected rows in ``data`` (the errors workbook fixed, as .xlsx or .csv)."""
+        original = self.transitions.get(actor, task_id)
+        access.require(actor, original, "send corrected rows for")
+        if original.status != Status.COMPLETED or not original.error_count:
+            raise InvalidTransition(
+                f"only a completed task with rows with errors can be corrected: {lifecycle.describe(original)}"
+            )
+        # The errors workbook says which rows had errors (made now if it was not, as its download would).
+        self.outputs.ensure_output(actor, task_id, "errors-xlsx")
+        names = header_of(self.store, original)
+        added = added_names(self._error_column(original), names)
+        corrected = read_corrected(data, names, added, self.error_rows(actor, task_id))
+        new_id = new_task_id()
+        self.records.update(task_id, lambda r, now: lifecycle.note_correction(r, now, correction_id=new_id))
+        self.transitions.forget(task_id)  # a completed record is kept by get(): this one changed
+        name = original.task_name[: MAX_NAME - len(SUFFIX)] + SUFFIX
+        made = self.transitions.create(
+            actor, name, original.task_type, dict(original.payload), {"delimiter": ",", "encoding": "utf-8"},
+            corrects=task_id, task_id=new_id,
+        )  # fmt: skip
+        try:
+            key = self.layout.corrected_rows_key(new_id)
+            self.store.put(key, corrected.rows_csv(ROW_COLUMN), PutMode.CREATE, content_type="text/csv")
+            self.inputs.upload_input(actor, new_id, corrected.input_csv(names))
+            return self.transitions.submit(actor, new_id)
+        except S3TaskError:
+            self.inputs.abandon_upload(actor, made.task_id)
+            raise
+
+    @staticmethod
+    def _error_column(record: TaskRecord) -> str:
+        column = handlers.get(record.task_type).error_column
+        if column is None:
+            raise InvalidInput("this task type marks no row errors, so it has no rows to correct")
+        return column
+
+    def error_rows(self, actor: Actor, task_id: str) -> set[int]:
+        """The original's rows with errors, by their row in its file (from the errors workbook)."""
+        from ..csvio import spooled
+        from ..csvio.sheetreader import WorkbookReader
+
+        record = self.transitions.get(actor, task_id)
+        access.require(actor, record, "read the rows with errors of")
+        key = exports.variant_keys(self.layout, record)["errors-xlsx"]
+        size = self.store.head(key).size
+        rows: set[int] = set()
+        with self.store.open_read(key) as raw, spooled(raw, size) as copy, WorkbookReader(copy, None, 1) as book:
+            for table, _end in book.tables():
+                if table.num_rows:
+                    rows.update(int(v) for v in table.column(1).to_pylist())
+        return rows
+
+    def of(self, actor: Actor, task_id: str) -> list[TaskRecord]:
+        """The tasks made of ``task_id``'s corrected rows, oldest first; an id listed whose task was never
+        made (its maker died between the two writes) is left out. The original's record is read fresh: a
+        completed record kept by another process's :meth:`Transitions.get` may predate a correction."""
+        original, _ = self.records.read(task_id)
+        found = []
+        for task_id in original.corrections:
+            try:
+                found.append(self.transitions.get(actor, task_id))
+            except TaskNotFound:
+                continue
+        return found
