@@ -1,0 +1,93 @@
+"""On a task's page: its rows with errors, corrected and sent back (s3task.tasks.corrections), and the tasks
+linked to it that way.
+
+``lineage`` says, under the task's title, which task this one corrects (with the rows with errors
+there and here) and which tasks correct this one. ``offer`` is the upload of the corrected rows on a
+completed task with rows with errors: the errors workbook (``Rows with errors (.xlsx, to correct)``)
+fixed and saved as .xlsx or .csv makes a new task, with this task's type and settings, of only
+those rows.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from s3task.errors import S3TaskError
+from s3task.record import TaskRecord
+
+from . import format as fmt
+from .context import Context
+from .nav import TASK
+from .result import has_errors
+
+UPLOAD_LABEL = "Upload the corrected rows"
+
+
+def _errors(record: TaskRecord) -> str:
+    if record.status != "completed":
+        return fmt.plain(record.status)
+    n = record.error_count
+    return "no rows with errors" if not n else f"{n:,} row{'s' if n != 1 else ''} with errors"
+
+
+def lineage(ctx: Context, record: TaskRecord) -> None:
+    """Where this task stands among its corrections: what it corrects, what corrects it, with the counts."""
+    service = ctx.service
+    if record.corrects:
+        try:
+            original = service.get(ctx.actor, record.corrects)
+        except S3TaskError:
+            st.caption(f"Corrected rows of task {record.corrects} (it cannot be read now).")
+        else:
+            with st.container(horizontal=True, key=f"corrects_{record.task_id}"):
+                st.page_link(
+                    TASK,
+                    label=f"Corrected from “{fmt.plain(original.task_name)}”",
+                    query_params={"id": original.task_id},
+                    icon=":material/undo:",
+                )
+                st.caption(f"There: {_errors(original)}. Here: {_errors(record)}.")
+    if record.status != "completed":
+        return
+    try:
+        found = service.corrections_of(ctx.actor, record.task_id)
+    except S3TaskError as e:
+        st.caption("The corrections of this task cannot be read now: " + fmt.plain(e))
+        return
+    if not found:
+        return
+    st.markdown(f"**Corrections** of its {record.error_count:,} rows with errors:")
+    for correction in found:
+        with st.container(horizontal=True, key=f"correction_{correction.task_id}"):
+            st.page_link(
+                TASK,
+                label=fmt.plain(correction.task_name),
+                query_params={"id": correction.task_id},
+                icon=":material/redo:",
+            )
+            read = correction.row_count if correction.row_count is not None else correction.processed_count
+            st.caption(f"{read:,} rows run again · {_errors(correction)}")
+
+
+def offer(ctx: Context, record: TaskRecord) -> None:
+    """The upload of the corrected rows, on a completed task with rows with errors the person may act on."""
+    service, actor = ctx.service, ctx.actor
+    if record.status != "completed" or not has_errors(record) or not service.may_act(actor, record):
+        return
+    if service.export_state(actor, record.task_id, "errors-xlsx").kind == "refused":
+        return  # no errors workbook (its rows are not the input's one for one): nothing to correct from
+    with st.expander(UPLOAD_LABEL, icon=":material/upload_file:"):
+        st.caption(
+            "Download “Rows with errors (.xlsx, to correct)”, fix the rows in Excel (keep the “row in file” "
+            "column as it is; the error column may stay or go) and upload it here, as .xlsx or .csv. A new "
+            "task with this task's type and settings runs only those rows, linked to this one."
+        )
+        uploaded = st.file_uploader("Corrected rows", type=["xlsx", "csv"], key=f"corrected_{record.task_id}")
+        if st.button("Run the corrected rows", icon=":material/play_arrow:", disabled=uploaded is None):
+            assert uploaded is not None
+            try:
+                made = service.submit_correction(actor, record.task_id, uploaded.getvalue())
+            except S3TaskError as e:
+                st.error("The corrected rows were not run: " + fmt.plain(e), icon=":material/error:")
+                return
+            st.switch_page(TASK, query_params={"id": made.task_id})
