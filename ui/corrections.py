@@ -15,10 +15,11 @@ import streamlit as st
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
 
+from . import direct
 from . import format as fmt
 from .context import Context
 from .nav import TASK
-from .result import has_errors
+from .result import POLL_SECONDS, has_errors
 
 UPLOAD_LABEL = "Upload the corrected rows"
 
@@ -50,7 +51,7 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
     if record.status != "completed":
         return
     try:
-        found = service.corrections_of(ctx.actor, record.task_id)
+        found = service.corrections.of(ctx.actor, record.task_id)
     except S3TaskError as e:
         st.caption("The corrections of this task cannot be read now: " + fmt.plain(e))
         return
@@ -67,6 +68,59 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
             )
             read = correction.row_count if correction.row_count is not None else correction.processed_count
             st.caption(f"{read:,} rows run again · {_errors(correction)}")
+    if any(c.status == "completed" for c in found) and service.may_act(ctx.actor, record):
+        combined(ctx, record)
+
+
+COMBINED_LABEL = "Download the combined result (CSV)"
+
+
+def combined(ctx: Context, record: TaskRecord) -> None:
+    """The combined result's button: made in the background when first asked for (the page polls meanwhile),
+    then downloaded by the browser from a fresh URL, like the output's other copies."""
+    service, actor, task_id = ctx.service, ctx.actor, record.task_id
+    state = st.session_state
+    want, url_key = f"want_combined_{task_id}", f"combined_url_{task_id}"
+    polling = service.corrections.combined_state(actor, task_id).kind == "preparing"
+
+    def fetch() -> None:
+        try:
+            state[url_key] = service.corrections.combined_url(actor, task_id)
+        except S3TaskError as e:
+            state[f"combined_error_{task_id}"] = str(e)
+
+    def start() -> None:
+        state[want] = True
+        try:
+            service.corrections.prepare_combined(actor, task_id)
+        except S3TaskError as e:
+            state[f"combined_error_{task_id}"] = str(e)
+
+    @st.fragment(run_every=POLL_SECONDS if polling else None)
+    def row() -> None:
+        now = service.corrections.combined_state(actor, task_id)
+        if (now.kind == "preparing") != polling:
+            st.rerun()
+        key = f"dl_combined_{task_id}"
+        if now.kind == "preparing":
+            st.button("Preparing the combined result…", icon=":material/hourglass_top:", disabled=True, key=key)
+        elif now.kind == "ready":
+            if state.pop(want, False):
+                fetch()  # asked for before it was made: fetch it now
+            st.button(COMBINED_LABEL, icon=":material/download:", on_click=fetch, key=key)
+        else:
+            st.button(COMBINED_LABEL, icon=":material/download:", on_click=start, key=key)
+        direct.save(key=f"save_combined_{task_id}", url=state.pop(url_key, None))
+        if now.kind == "failed":
+            st.error("The combined result could not be made: " + fmt.plain(now.message), icon=":material/error:")
+        if message := state.pop(f"combined_error_{task_id}", None):
+            st.error("The combined result cannot be downloaded: " + fmt.plain(message), icon=":material/error:")
+
+    st.caption(
+        "The combined result is this task's result with the rows its corrections ran again in their places, "
+        "in the file's order (a later correction's rows win)."
+    )
+    row()
 
 
 def offer(ctx: Context, record: TaskRecord) -> None:

@@ -52,6 +52,7 @@ workbook) and :mod:`.runner` (making copies in the background).
 from __future__ import annotations
 
 from ..errors import CannotExport, NotReady
+from .combined import combined_key, make_combined
 from .runner import MAX_AT_ONCE, Exports, State
 from .source import exact_frame, peek_bom
 from .variants import (
@@ -88,8 +89,10 @@ __all__ = [
     "State",
     "Variant",
     "check_possible",
+    "combined_key",
     "exact_frame",
     "make",
+    "make_combined",
     "peek_bom",
     "source_key",
     "too_long",

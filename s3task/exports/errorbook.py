@@ -117,7 +117,7 @@ def _error_rows(outputs: Iterator[pa.Table], inputs: Iterator[Any], error_column
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for out, cells, rows in _aligned(outputs, inputs):
+    for out, cells, rows in aligned(outputs, inputs):
         if error_column not in out.column_names:
             raise CannotExport("the output has no error column")
         errors = out.column(error_column)
@@ -126,7 +126,7 @@ def _error_rows(outputs: Iterator[pa.Table], inputs: Iterator[Any], error_column
         yield pa.Table.from_arrays([errors, numbers, *cells.columns], names=["e", "r", *cells.column_names]).filter(bad)
 
 
-def _aligned(outputs: Iterator[pa.Table], inputs: Iterator[Any]) -> Iterator[tuple[pa.Table, pa.Table, Any]]:
+def aligned(outputs: Iterator[pa.Table], inputs: Iterator[Any]) -> Iterator[tuple[pa.Table, pa.Table, Any]]:
     """The output's blocks, each with the input rows it was made from and their numbers."""
     import numpy as np
     import pyarrow as pa

@@ -15,7 +15,9 @@ cancelled (the original lists a cancelled correction: what happened).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, BinaryIO
 
 from .. import exports, handlers, lifecycle
 from ..errors import InvalidInput, InvalidTransition, S3TaskError, TaskNotFound
@@ -113,3 +115,46 @@ class Corrections:
             except TaskNotFound:
                 continue
         return found
+
+    # --- the combined result -----------------------------------------------------------------------
+
+    def _combined(self, actor: Actor, task_id: str) -> tuple[TaskRecord, list[TaskRecord], str]:
+        """The original (if ``actor`` may read its result), its completed corrections, the combined copy's key."""
+        original = self.transitions.get(actor, task_id)
+        access.require(actor, original, "download the output of")
+        done = [c for c in self.of(actor, task_id) if c.status == Status.COMPLETED]
+        return original, done, exports.combined_key(self.layout, original, done)
+
+    def combined_state(self, actor: Actor, task_id: str) -> exports.State:
+        """Whether the combined result of the corrections completed so far is made, being made, or not yet."""
+        _original, done, key = self._combined(actor, task_id)
+        if not done:
+            return exports.State("refused", message="no correction of this task has completed yet")
+        return self.outputs.exports.state(key)
+
+    def prepare_combined(self, actor: Actor, task_id: str) -> exports.State:
+        """Start making the combined result in the background (once), like the output's other copies."""
+        original, done, key = self._combined(actor, task_id)
+        state = self.combined_state(actor, task_id)
+        if state.kind in ("absent", "failed"):
+            column = handlers.get(original.task_type).error_column
+            self.outputs.exports.start(
+                key, lambda: exports.make_combined(self.store, self.layout, original, done, key, error_column=column)
+            )
+            return exports.State("preparing")
+        return state
+
+    @contextlib.contextmanager
+    def open_combined(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:
+        """The combined result, once made, as a stream."""
+        _original, _done, key = self._combined(actor, task_id)
+        with self.store.open_read(key) as f:
+            yield f
+
+    def combined_url(self, actor: Actor, task_id: str) -> str | None:
+        """A short-lived URL of the combined result once it is made (:meth:`prepare_combined`)."""
+        original, _done, key = self._combined(actor, task_id)
+        if self.outputs.exports.state(key).kind != "ready":
+            raise exports.NotReady("the combined result is not made yet; ask for it to be prepared first")
+        name = self.outputs.output_filename(original).rsplit(".", 1)[0]
+        return self.outputs.urls.get(key, f"{name}-combined.csv")

@@ -86,10 +86,9 @@ class TaskService:
         self.prepare_view = self.outputs.prepare_view
         self.view_url = self.outputs.view_url
         self.exports = self.outputs.exports
-        # a task's rows with errors, corrected and sent back as a new task linked to it
+        # a task's rows with errors sent back corrected, as a new task linked to it; their combined result
         self.corrections = Corrections(self.inputs, self.outputs)
         self.submit_correction = self.corrections.submit
-        self.corrections_of = self.corrections.of
 
     def create(
         self,

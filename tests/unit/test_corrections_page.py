@@ -73,3 +73,38 @@ def test_each_page_names_the_other_with_the_counts_before_and_after(app, service
     at = task_page(app, original)
     assert links(at)["March list (corrected)"] == f"task?id={made.task_id}"
     assert "2 rows run again · no rows with errors" in texts(at)
+
+
+def test_the_combined_result_is_made_when_asked_for_once_a_correction_completed(
+    app,  # noqa: F811
+    service: TaskService,  # noqa: F811
+) -> None:
+    from conftest import wait_for
+
+    from ui.corrections import COMBINED_LABEL
+
+    original = finished(service, ROWS)
+    made = service.submit_correction(ANN, original, corrected_book(service, original))
+    assert COMBINED_LABEL not in [b.label for b in task_page(app, original).button]  # not before it completed
+    work(service, made.task_id)
+    at = task_page(app, original)
+    (button,) = [b for b in at.button if b.label == COMBINED_LABEL]
+    at = button.click().run()
+    assert not at.exception, at.exception
+
+    def made_by_the_app() -> bool:
+        with service.corrections.open_combined(ANN, original) as f:
+            return bool(f.read())
+
+    wait_for(lambda: _quietly(made_by_the_app), 60, what="the combined result in the store")
+    at = at.run()
+    assert COMBINED_LABEL in [b.label for b in at.button]  # made: the button downloads it now
+
+
+def _quietly(check) -> bool:
+    from s3task.errors import NotFound
+
+    try:
+        return bool(check())
+    except NotFound:
+        return False

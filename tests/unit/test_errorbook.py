@@ -17,7 +17,7 @@ from support import csv_bytes
 from worked import work
 
 from s3task import exports
-from s3task.exports.errorbook import ROW_COLUMN, _aligned
+from s3task.exports.errorbook import ROW_COLUMN, aligned
 from s3task.layout import Layout
 from s3task.record import TaskRecord
 from s3task.store.local import LocalStore
@@ -110,13 +110,11 @@ def test_counts_that_do_not_match_are_refused_not_guessed() -> None:
 
     inputs = [(table(3), np.arange(2, 5))]
     with pytest.raises(exports.CannotExport, match="more rows than the input"):
-        list(_aligned(iter([table(2), table(2)]), iter(inputs)))
+        list(aligned(iter([table(2), table(2)]), iter(inputs)))
     with pytest.raises(exports.CannotExport, match="more rows than the output"):
-        list(_aligned(iter([table(2)]), iter(inputs)))
-    aligned = list(
-        _aligned(iter([table(1), table(2)]), iter([(table(2), np.arange(2, 4)), (table(1), np.arange(5, 6))]))
-    )
-    assert [list(rows) for _out, _cells, rows in aligned] == [[2], [3, 5]]
+        list(aligned(iter([table(2)]), iter(inputs)))
+    pieces = list(aligned(iter([table(1), table(2)]), iter([(table(2), np.arange(2, 4)), (table(1), np.arange(5, 6))])))
+    assert [list(rows) for _out, _cells, rows in pieces] == [[2], [3, 5]]
 
 
 def test_the_api_and_the_cli_give_the_workbook(service: TaskService, tmp_path: Path, monkeypatch) -> None:
