@@ -65,7 +65,6 @@ class Corrections:
         corrected = read_corrected(data, names, added, self.error_rows(actor, task_id))
         new_id = new_task_id()
         self.records.update(task_id, lambda r, now: lifecycle.note_correction(r, now, correction_id=new_id))
-        self.transitions.forget(task_id)  # a completed record is kept by get(): this one changed
         name = original.task_name[: MAX_NAME - len(SUFFIX)] + SUFFIX
         made = self.transitions.create(
             actor, name, original.task_type, dict(original.payload), {"delimiter": ",", "encoding": "utf-8"},
@@ -105,8 +104,7 @@ class Corrections:
 
     def of(self, actor: Actor, task_id: str) -> list[TaskRecord]:
         """The tasks made of ``task_id``'s corrected rows, oldest first; an id listed whose task was never
-        made (its maker died between the two writes) is left out. The original's record is read fresh: a
-        completed record kept by another process's :meth:`Transitions.get` may predate a correction."""
+        made (its maker died between the two writes) is left out. The original's record is read as stored."""
         original, _ = self.records.read(task_id)
         found = []
         for task_id in original.corrections:

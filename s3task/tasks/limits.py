@@ -1,8 +1,9 @@
 """What one user may make a service hold: tasks created per minute, parameter bytes per task; and the
 caches of records that a service keeps, bounded in bytes as well as in count.
 
-A service keeps the records it created (for their submit) and the finished records it read (they never
-change). Bounded by count alone, 500 records of 60 KB parameters each are 30 MB a service never gives
+A service keeps the records it created (for their submit) and the finished records it read that never
+change (cancelled, or completed without rows with errors: one with them may still have corrections
+listed). Bounded by count alone, 500 records of 60 KB parameters each are 30 MB a service never gives
 back, and one user creating thousands of tasks a minute floods everyone's list. So:
 
 - :class:`CreateLimits` (``S3TASK_MAX_CREATES_PER_MINUTE``, ``S3TASK_MAX_PARAMETERS_KB``) and

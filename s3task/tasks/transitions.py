@@ -43,7 +43,7 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 #: this many and this many bytes of them (parameters can make one 64 KiB).
 REMEMBERED_CREATES = 500
 REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
-#: Finished records a service keeps (they never change; older ones are read again).
+#: Finished records a service keeps (those that never change; older ones are read again).
 REMEMBERED_FINISHED = 5000
 REMEMBERED_FINISHED_BYTES = 16 * 1024 * 1024
 _READERS = 16
@@ -242,17 +242,15 @@ class Transitions:
         if cached is not None:
             return cached
         record, _ = self.records.read(task_id)
-        if record.status in (Status.COMPLETED, Status.ABANDONED):
+        if record.status == Status.ABANDONED or (record.status == Status.COMPLETED and not record.error_count):
+            # It never changes again. A completed task with rows with errors may still have its corrections
+            # listed on it (s3task.tasks.corrections), so it is read each time.
             self._finished.put(task_id, record, record_bytes(record))
         elif record.state in (State.QUEUED, State.FAILED):
             self._check_marker(record)
         elif record.status == Status.RUNNING:
             record = live.merged(self.store, self.layout, record)  # the counts of the last few seconds
         return record
-
-    def forget(self, task_id: str) -> None:
-        """Drop a finished record kept by :meth:`get`: it changed (a completed task's corrections listed)."""
-        self._finished.pop(task_id)
 
     def _check_marker(self, record: TaskRecord) -> None:
         """A pending task nobody has touched for a while gets its ``active/`` marker back if it lost it.

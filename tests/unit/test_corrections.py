@@ -210,3 +210,22 @@ def original_now(record: TaskRecord) -> datetime:
     from s3task.record import parse_iso
 
     return parse_iso(record.updated_at)
+
+
+def test_the_apis_task_carries_the_links(service: TaskService, original: TaskRecord) -> None:
+    import requests
+    from apps.http_server import serve
+
+    from s3task.config import Settings
+    from s3task.web.api import create_app
+    from s3task.web.tokens import TokenTable, hash_token
+
+    made = service.submit_correction(ADA, original.task_id, corrected(service, original.task_id, {}))
+    root = str(service.store.root)  # type: ignore[attr-defined]
+    app = create_app(Settings.load({"store": root}, {}), tokens=TokenTable({hash_token("t"): ADA}))
+    with serve(app) as base:
+        auth = {"Authorization": "Bearer t"}
+        got = requests.get(f"{base}/api/tasks/{original.task_id}", headers=auth, timeout=30).json()["task"]
+        assert (got["corrects"], got["corrections"]) == (None, [made.task_id])
+        got = requests.get(f"{base}/api/tasks/{made.task_id}", headers=auth, timeout=30).json()["task"]
+        assert (got["corrects"], got["corrections"]) == (original.task_id, [])

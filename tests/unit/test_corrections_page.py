@@ -108,3 +108,17 @@ def _quietly(check) -> bool:
         return bool(check())
     except NotFound:
         return False
+
+
+def test_the_task_list_shows_a_correction_right_under_its_original(app, service: TaskService) -> None:  # noqa: F811
+    from app_pages import listed
+
+    original = finished(service, ROWS)
+    made = service.submit_correction(ANN, original, corrected_book(service, original))
+    service.submit_file(ANN, "April list", "copy", None, csv_bytes(ROWS))  # the newest
+    at = app("ann")
+    at.run()
+    at = at.switch_page("pages/tasks.py").run()
+    assert not at.exception, at.exception
+    assert listed(at) == ["April list", "March list", "↳ March list (corrected)"]
+    assert made.corrects == original
