@@ -148,3 +148,19 @@ def test_the_api_and_the_cli_give_the_workbook(service: TaskService, tmp_path: P
     target = tmp_path / "to-correct.xlsx"
     assert cli.main(["--store", root, "download", record.task_id, "--errors-excel", "-o", str(target)]) == 0
     assert [c.value for c in openpyxl.load_workbook(target).active[1]] == ["error", ROW_COLUMN, "name", "email"]
+
+
+def test_a_line_break_in_a_cell_written_inline_is_kept() -> None:
+    """openpyxl writes a cell's text inline (``<is>``); a value over two lines was read as empty."""
+    from openpyxl import Workbook
+
+    from s3task.csvio.sheetreader import WorkbookReader
+
+    book = Workbook()
+    book.active.append(["id", "notes"])
+    book.active.append(["C002", "called twice,\nno answer"])
+    data = io.BytesIO()
+    book.save(data)
+    with WorkbookReader(io.BytesIO(data.getvalue()), None, 1) as reader:
+        rows = [row for table, _end in reader.tables() for row in table.to_pylist()]
+    assert rows == [{"id": "C002", "notes": "called twice,\nno answer"}]
