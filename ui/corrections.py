@@ -10,10 +10,15 @@ those rows.
 
 from __future__ import annotations
 
+import csv
+import io
+
+import pandas as pd
 import streamlit as st
 
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
+from s3task.tasks.corrections import EDITABLE_ROWS
 
 from . import direct
 from . import format as fmt
@@ -22,6 +27,8 @@ from .nav import TASK
 from .result import POLL_SECONDS, has_errors
 
 UPLOAD_LABEL = "Upload the corrected rows"
+FIX_LABEL = "Fix the rows with errors here"
+RUN_LABEL = "Run these rows again"
 
 
 def _errors(record: TaskRecord) -> str:
@@ -130,6 +137,8 @@ def offer(ctx: Context, record: TaskRecord) -> None:
         return
     if service.export_state(actor, record.task_id, "errors-xlsx").kind == "refused":
         return  # no errors workbook (its rows are not the input's one for one): nothing to correct from
+    if record.error_count <= EDITABLE_ROWS:
+        fix_here(ctx, record)
     with st.expander(UPLOAD_LABEL, icon=":material/upload_file:"):
         st.caption(
             "Download “Rows with errors (.xlsx, to correct)”, fix the rows in Excel (keep the “row in file” "
@@ -145,3 +154,46 @@ def offer(ctx: Context, record: TaskRecord) -> None:
                 st.error("The corrected rows were not run: " + fmt.plain(e), icon=":material/error:")
                 return
             st.switch_page(TASK, query_params={"id": made.task_id})
+
+
+def fix_here(ctx: Context, record: TaskRecord) -> None:
+    """The rows with errors (up to EDITABLE_ROWS) in an editable grid; "Run these rows again" sends them as
+    they are in the grid, through the same path as an uploaded file (a CSV of the errors workbook's columns)."""
+    service, actor, task_id = ctx.service, ctx.actor, record.task_id
+    with st.expander(FIX_LABEL, icon=":material/edit:"):
+        try:
+            names, rows = service.corrections.rows_to_correct(actor, task_id)
+        except S3TaskError as e:
+            st.error("The rows with errors cannot be shown: " + fmt.plain(e), icon=":material/error:")
+            return
+        st.caption(
+            "Change the cells that are wrong, then run the rows again: a new task with this task's type and "
+            "settings runs them, linked to this one. Delete a row to leave it out; the error and the row in "
+            "the file stay as they are."
+        )
+        frame = pd.DataFrame(rows, columns=pd.Index(names), dtype=object)
+        edited = st.data_editor(
+            frame,
+            disabled=names[:2],  # the error and the row in the file: what the task said, where it is
+            hide_index=True,
+            num_rows="delete",  # rows may be left out, none added (each stands for a row of the file)
+            key=f"fix_{task_id}",
+            width="stretch",
+        )
+        if st.button(RUN_LABEL, icon=":material/play_arrow:", key=f"run_fixed_{task_id}"):
+            try:
+                made = service.submit_correction(actor, task_id, grid_csv(names, edited))
+            except S3TaskError as e:
+                st.error("The rows were not run: " + fmt.plain(e), icon=":material/error:")
+                return
+            st.switch_page(TASK, query_params={"id": made.task_id})
+
+
+def grid_csv(names: list[str], frame: pd.DataFrame) -> bytes:
+    """The grid's rows as a CSV of the errors workbook's columns (every value quoted, so its format is plain)."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(names)
+    for values in frame.itertuples(index=False):
+        writer.writerow(["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values])
+    return out.getvalue().encode("utf-8")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import exports, handlers, lifecycle
 from ..errors import InvalidInput, InvalidTransition, S3TaskError, TaskNotFound
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from .inputs import Inputs
     from .outputs import Outputs
 
+#: Rows with errors a task's page shows to be fixed in place (more: the errors workbook, fixed in Excel).
+EDITABLE_ROWS = 1000
 #: What a task of corrected rows is called: the original's name, then this.
 SUFFIX = " (corrected)"
 
@@ -88,19 +90,41 @@ class Corrections:
 
     def error_rows(self, actor: Actor, task_id: str) -> set[int]:
         """The original's rows with errors, by their row in its file (from the errors workbook)."""
+        record = self.transitions.get(actor, task_id)
+        access.require(actor, record, "read the rows with errors of")
+        rows: set[int] = set()
+        with self._book(exports.variant_keys(self.layout, record)["errors-xlsx"]) as book:
+            for table, _end in book.tables():  # only the row column is kept: the file may be long
+                rows.update(int(v) for v in table.column(1).to_pylist())
+        return rows
+
+    def rows_to_correct(
+        self, actor: Actor, task_id: str, limit: int = EDITABLE_ROWS
+    ) -> tuple[list[str], list[list[str]]]:
+        """The errors workbook's header and rows (at most ``limit``; a task with more has none here), to be
+        fixed in place and sent back as a CSV of the same columns (:meth:`submit`)."""
+        record = self.transitions.get(actor, task_id)
+        access.require(actor, record, "read the rows with errors of")
+        if record.error_count > limit:
+            raise InvalidInput(
+                f"the task has {record.error_count:,} rows with errors; at most {limit:,} are fixed here"
+            )
+        self.outputs.ensure_output(actor, task_id, "errors-xlsx")
+        return self._book_rows(exports.variant_keys(self.layout, record)["errors-xlsx"])
+
+    def _book_rows(self, key: str) -> tuple[list[str], list[list[str]]]:
+        with self._book(key) as book:
+            return list(book.names), [list(row.values()) for table, _end in book.tables() for row in table.to_pylist()]
+
+    @contextlib.contextmanager
+    def _book(self, key: str) -> Iterator[Any]:
+        """The errors workbook at ``key``, opened with the workbook reader (its header in row 1)."""
         from ..csvio import spooled
         from ..csvio.sheetreader import WorkbookReader
 
-        record = self.transitions.get(actor, task_id)
-        access.require(actor, record, "read the rows with errors of")
-        key = exports.variant_keys(self.layout, record)["errors-xlsx"]
         size = self.store.head(key).size
-        rows: set[int] = set()
         with self.store.open_read(key) as raw, spooled(raw, size) as copy, WorkbookReader(copy, None, 1) as book:
-            for table, _end in book.tables():
-                if table.num_rows:
-                    rows.update(int(v) for v in table.column(1).to_pylist())
-        return rows
+            yield book
 
     def of(self, actor: Actor, task_id: str) -> list[TaskRecord]:
         """The tasks made of ``task_id``'s corrected rows, oldest first; an id listed whose task was never

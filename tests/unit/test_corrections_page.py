@@ -122,3 +122,28 @@ def test_the_task_list_shows_a_correction_right_under_its_original(app, service:
     assert not at.exception, at.exception
     assert listed(at) == ["April list", "March list", "↳ March list (corrected)"]
     assert made.corrects == original
+
+
+def test_a_few_rows_fixed_in_the_grid_run_again_as_the_same_linked_task(app, service: TaskService) -> None:  # noqa: F811
+    import pandas as pd
+
+    from ui.corrections import FIX_LABEL, RUN_LABEL, grid_csv
+
+    original = finished(service, ROWS)
+    at = task_page(app, original)
+    assert FIX_LABEL in [e.label for e in at.expander]
+    grid = at.dataframe[-1].value  # the editable grid (AppTest shows it as a dataframe)
+    assert grid.columns.tolist() == ["error", "row in file", "name", "mail"]
+    assert grid["row in file"].tolist() == ["3", "4"] and grid["mail"].tolist() == ["bob at home", "cy@"]
+    (run,) = [b for b in at.button if b.label == RUN_LABEL]
+    at = run.click().run()  # as they are: the same linked task as an upload makes
+    assert not at.exception, at.exception
+    made = service.get(ANN, at.query_params["id"])  # its page opened
+    assert made.corrects == original
+    # What the grid sends once a person has edited it: a CSV of its columns, read as an uploaded file is.
+    names, rows = service.corrections.rows_to_correct(ANN, original)
+    edited = pd.DataFrame(rows, columns=pd.Index(names), dtype=object).iloc[[1]]  # Bob's row deleted
+    edited.loc[edited.index[0], "mail"] = "cy@example.com; cy@example.org"  # a ; in a value: still one value
+    again = service.submit_correction(ANN, original, grid_csv(names, edited))
+    text = service.store.get(again.input_object_path).body.decode()
+    assert text.splitlines() == ["name,mail", "Cy,cy@example.com; cy@example.org"]
