@@ -16,7 +16,7 @@ cancelled (the original lists a cancelled correction: what happened).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import exports, handlers, lifecycle
@@ -25,7 +25,7 @@ from ..exports.errorbook import ROW_COLUMN, added_names
 from ..ids import new_task_id
 from ..record import TaskRecord
 from ..states import Status
-from ..store.base import PutMode
+from ..store.base import ObjectMeta, PutMode
 from . import access
 from .access import Actor
 from .corrected_file import read_corrected
@@ -159,12 +159,20 @@ class Corrections:
         original, done, key = self._combined(actor, task_id)
         state = self.combined_state(actor, task_id)
         if state.kind in ("absent", "failed"):
-            column = handlers.get(original.task_type).error_column
-            self.outputs.exports.start(
-                key, lambda: exports.make_combined(self.store, self.layout, original, done, key, error_column=column)
-            )
+            self.outputs.exports.start(key, self._maker(original, done, key))
             return exports.State("preparing")
         return state
+
+    def ensure_combined(self, actor: Actor, task_id: str) -> None:
+        """Make the combined result now if it is not made yet, waiting for it (the CLI); raises why it cannot be."""
+        original, done, key = self._combined(actor, task_id)
+        if not done:
+            raise exports.CannotExport("no correction of this task has completed yet")
+        self.outputs.exports.wait(key, self._maker(original, done, key))
+
+    def _maker(self, original: TaskRecord, done: list[TaskRecord], key: str) -> Callable[[], ObjectMeta]:
+        column = handlers.get(original.task_type).error_column
+        return lambda: exports.make_combined(self.store, self.layout, original, done, key, error_column=column)
 
     @contextlib.contextmanager
     def open_combined(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:

@@ -92,3 +92,18 @@ def test_the_combined_result_is_the_task_over_the_input_with_the_corrections_app
     error = got[0].index("error")
     still_wrong = [r[0] for r in got[1:] if r[error]]  # the rows not sent back keep their error
     assert "C00750" in still_wrong and "C00250" not in still_wrong and "C02500" not in still_wrong
+
+
+def test_the_cli_downloads_the_combined_result(service: TaskService, tmp_path: Path, monkeypatch) -> None:
+    from s3task import cli
+
+    original = run(service, csv_bytes([["customer_id", "email"], ["C1", "c1@example.com"], ["C2", "c2 at home"]]))
+    root = str(service.store.root)  # type: ignore[attr-defined]
+    monkeypatch.setenv("S3TASK_USER", "ada")
+    target = tmp_path / "combined.csv"
+    assert cli.main(["--store", root, "download", original, "--combined", "-o", str(target)]) != 0  # none yet
+    correct(service, original, {"C2": "c2@example.com"})
+    assert cli.main(["--store", root, "download", original, "--combined", "-o", str(target)]) == 0
+    got = table(target.read_bytes())
+    assert [r[:2] for r in got] == [["customer_id", "email"], ["C1", "c1@example.com"], ["C2", "c2@example.com"]]
+    assert not got[2][got[0].index("error")]
