@@ -168,7 +168,7 @@ def test_a_line_break_in_a_cell_written_inline_is_kept() -> None:
 
 def test_rows_are_numbered_as_excel_does_in_a_windows_file(service: TaskService) -> None:
     # Excel's rows: 1 and 2 blank, 3 the header, 4 ok, 5 bad, 6 blank, 7 bad over two lines, no line end.
-    data = "\r\n\r\nnom;mail\r\nZoë;zoe@example.com\r\nJosé;jose at home\r\n\r\n\"Ana\r\nMaría\";ana@\r\n"
+    data = '\r\n\r\nnom;mail\r\nZoë;zoe@example.com\r\nJosé;jose at home\r\n\r\n"Ana\r\nMaría";ana@\r\n'
     record = completed(service, data.encode("windows-1252")[:-2], delimiter=";", encoding="windows-1252")
     rows = sheet_rows(service, record)
     # A CR in a cell is kept as Excel writes it, _x000D_ (Excel shows a line break; openpyxl the escape).
