@@ -246,8 +246,8 @@ def cmd_retry(args: argparse.Namespace, service: TaskService, actor: Actor) -> i
 def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
     combined = args.variant == "combined"
-    name = service.output_filename(record).removesuffix(".csv") + "-combined.csv" if combined else None
-    target = Path(args.output or name or service.output_filename(record, args.variant))
+    name = service.corrections.combined_filename(record) if combined else service.output_filename(record, args.variant)
+    target = Path(args.output or name)
     tmp = target.with_name(target.name + ".part")
     # A copy (or the combined result) is made in the store if it is not yet.
     if combined:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import exports, handlers, lifecycle
@@ -163,6 +164,19 @@ class Corrections:
             return exports.State("preparing")
         return state
 
+    def combined_job(self, actor: Actor, task_id: str) -> Future[ObjectMeta] | None:
+        """None if the combined result is made; else its making, started now if it was not (returns at once,
+        as :meth:`s3task.tasks.outputs.Outputs.copy_job` does for the API). Raises why it cannot be made."""
+        original, done, key = self._combined(actor, task_id)
+        if not done:
+            raise exports.CannotExport("no correction of this task has completed yet")
+        if self.outputs.exports.state(key).kind == "ready":
+            return None
+        return self.outputs.exports.start(key, self._maker(original, done, key))
+
+    def combined_filename(self, record: TaskRecord) -> str:
+        return self.outputs.output_filename(record).removesuffix(".csv") + "-combined.csv"
+
     def ensure_combined(self, actor: Actor, task_id: str) -> None:
         """Make the combined result now if it is not made yet, waiting for it (the CLI); raises why it cannot be."""
         original, done, key = self._combined(actor, task_id)
@@ -186,5 +200,4 @@ class Corrections:
         original, _done, key = self._combined(actor, task_id)
         if self.outputs.exports.state(key).kind != "ready":
             raise exports.NotReady("the combined result is not made yet; ask for it to be prepared first")
-        name = self.outputs.output_filename(original).rsplit(".", 1)[0]
-        return self.outputs.urls.get(key, f"{name}-combined.csv")
+        return self.outputs.urls.get(key, self.combined_filename(original))

@@ -107,3 +107,29 @@ def test_the_cli_downloads_the_combined_result(service: TaskService, tmp_path: P
     got = table(target.read_bytes())
     assert [r[:2] for r in got] == [["customer_id", "email"], ["C1", "c1@example.com"], ["C2", "c2@example.com"]]
     assert not got[2][got[0].index("error")]
+
+
+def test_the_api_gives_the_combined_result(service: TaskService) -> None:
+    import requests
+    from apps.http_server import serve
+
+    from s3task.config import Settings
+    from s3task.web.api import create_app
+    from s3task.web.tokens import TokenTable, hash_token
+    from s3task.web.transfer import signer_for
+
+    original = run(service, csv_bytes([["customer_id", "email"], ["C1", "c1 at home"], ["C2", "c2@example.com"]]))
+    root = str(service.store.root)  # type: ignore[attr-defined]
+    api_service = TaskService(service.store, service.layout, url_signer=signer_for(service.store))
+    app = create_app(Settings.load({"store": root}, {}), service=api_service, tokens=TokenTable({hash_token("t"): ADA}))
+    auth = {"Authorization": "Bearer t"}
+    with serve(app) as base:
+        link = f"{base}/api/tasks/{original}/output"
+        none = requests.get(link, params={"variant": "combined"}, headers=auth, timeout=30)
+        assert none.status_code == 409 and "no correction of this task has completed" in none.json()["message"]
+        correct(service, original, {"C1": "c1@example.com"})
+        got = requests.get(link, params={"variant": "combined"}, headers=auth, timeout=60)
+        assert got.status_code == 200, got.text
+        assert got.json()["filename"].endswith("-combined.csv")
+        rows = table(requests.get(got.json()["url"], timeout=30).content)
+    assert [r[:2] for r in rows] == [["customer_id", "email"], ["C1", "c1@example.com"], ["C2", "c2@example.com"]]
