@@ -130,7 +130,7 @@ class Corrections:
     def of(self, actor: Actor, task_id: str) -> list[TaskRecord]:
         """The tasks made of ``task_id``'s corrected rows, oldest first; an id listed whose task was never
         made (its maker died between the two writes) is left out. The original's record is read as stored."""
-        original, _ = self.records.read(task_id)
+        original = self.transitions.get(actor, task_id, fresh=True)  # another process may have listed one
         found = []
         for task_id in original.corrections:
             try:

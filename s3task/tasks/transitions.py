@@ -43,7 +43,8 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 #: this many and this many bytes of them (parameters can make one 64 KiB).
 REMEMBERED_CREATES = 500
 REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
-#: Finished records a service keeps (those that never change; older ones are read again).
+#: Finished records a service keeps (they never change but for a completed task's corrections listed on it:
+#: whoever shows those reads it fresh, ``get(fresh=True)``; older ones are read again).
 REMEMBERED_FINISHED = 5000
 REMEMBERED_FINISHED_BYTES = 16 * 1024 * 1024
 _READERS = 16
@@ -235,16 +236,15 @@ class Transitions:
 
     # --- looking ---------------------------------------------------------------------------------
 
-    def get(self, actor: Actor, task_id: str) -> TaskRecord:
-        """Anyone may look at a task; acting on it is checked per action."""
+    def get(self, actor: Actor, task_id: str, *, fresh: bool = False) -> TaskRecord:
+        """Anyone may look at a task; acting on it is checked per action. ``fresh``: read it from the store even
+        if it is finished and kept here (a completed task may have had corrections listed on it since)."""
         validate_task_id(task_id)
-        cached = self._finished.get(task_id)
+        cached = None if fresh else self._finished.get(task_id)
         if cached is not None:
             return cached
         record, _ = self.records.read(task_id)
-        if record.status == Status.ABANDONED or (record.status == Status.COMPLETED and not record.error_count):
-            # It never changes again. A completed task with rows with errors may still have its corrections
-            # listed on it (s3task.tasks.corrections), so it is read each time.
+        if record.status in (Status.COMPLETED, Status.ABANDONED):
             self._finished.put(task_id, record, record_bytes(record))
         elif record.state in (State.QUEUED, State.FAILED):
             self._check_marker(record)

@@ -164,7 +164,9 @@ class Api:
 
     async def get_task(self, request: Request) -> Response:
         actor = self.actor(request)
-        return self._one(actor, await run_in_threadpool(self.service.get, actor, request.path_params["task_id"]))
+        # Fresh: a completed task kept by this process may have had a correction listed on it since.
+        got = await run_in_threadpool(lambda: self.service.get(actor, request.path_params["task_id"], fresh=True))
+        return self._one(actor, got)
 
     async def submit_task(self, request: Request) -> Response:
         actor = self.actor(request)

@@ -220,11 +220,13 @@ def test_the_apis_task_carries_the_links(service: TaskService, original: TaskRec
     from s3task.web.api import create_app
     from s3task.web.tokens import TokenTable, hash_token
 
-    made = service.submit_correction(ADA, original.task_id, corrected(service, original.task_id, {}))
     root = str(service.store.root)  # type: ignore[attr-defined]
     app = create_app(Settings.load({"store": root}, {}), tokens=TokenTable({hash_token("t"): ADA}))
     with serve(app) as base:
         auth = {"Authorization": "Bearer t"}
+        seen = requests.get(f"{base}/api/tasks/{original.task_id}", headers=auth, timeout=30).json()["task"]
+        assert seen["corrections"] == []  # read (and kept) by the API's process before the correction
+        made = service.submit_correction(ADA, original.task_id, corrected(service, original.task_id, {}))
         got = requests.get(f"{base}/api/tasks/{original.task_id}", headers=auth, timeout=30).json()["task"]
         assert (got["corrects"], got["corrections"]) == (None, [made.task_id])
         got = requests.get(f"{base}/api/tasks/{made.task_id}", headers=auth, timeout=30).json()["task"]
