@@ -9,7 +9,7 @@ import streamlit as st
 
 from s3task.errors import InvalidTaskId, S3TaskError, TaskNotFound
 from s3task.record import TaskRecord
-from ui import context, detail, notify, profile_view, recipe_save, result
+from ui import context, corrections, detail, notify, profile_view, recipe_save, result
 from ui import format as fmt
 
 ctx = context.get()
@@ -37,6 +37,7 @@ record = load()
 if record is None:
     st.stop()
 detail.header(ctx, record)
+corrections.lineage(ctx, record)  # what it corrects, what corrects it
 if record.status == "completed":
     result.downloads(ctx, record)  # the result comes first
 
@@ -67,4 +68,5 @@ def panel() -> None:
 
 
 panel()
+corrections.offer(ctx, record)  # the rows with errors sent back corrected: outside the live part too
 recipe_save.offer(ctx, record)  # under the task, outside its live part: typing is not interrupted

@@ -81,6 +81,10 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     which = s.add_mutually_exclusive_group()
     for flag, variant, what in DOWNLOAD_FLAGS:
         which.add_argument(flag, dest="variant", action="store_const", const=variant, help=what)
+    which.add_argument(
+        "--combined", dest="variant", action="store_const", const="combined",
+        help="the result with the rows its completed corrections ran again in their places (docs/APP.md)",
+    )  # fmt: skip
     s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
@@ -90,6 +94,7 @@ DOWNLOAD_FLAGS = (
     ("--excel", "xlsx", "an Excel workbook (.xlsx) of text cells"),
     ("--exact", "exact", "the CSV with the values exactly as produced (no ' before values a spreadsheet would run)"),
     ("--errors", "errors", "only the rows with an error (CSV)"),
+    ("--errors-excel", "errors-xlsx", "only the rows with an error, with their rows in the file (Excel, to correct)"),
     ("--parquet", "parquet", "a Parquet file, each column typed as its values allow (docs/API.md)"),
 )
 
@@ -244,10 +249,18 @@ def cmd_retry(args: argparse.Namespace, service: TaskService, actor: Actor) -> i
 
 def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
-    target = Path(args.output or service.output_filename(record, args.variant))
+    combined = args.variant == "combined"
+    name = service.corrections.combined_filename(record) if combined else service.output_filename(record, args.variant)
+    target = Path(args.output or name)
     tmp = target.with_name(target.name + ".part")
-    service.ensure_output(actor, args.task_id, args.variant)  # a copy is made in the store if it is not yet
-    with service.open_output(actor, args.task_id, args.variant) as src, tmp.open("wb") as dst:
+    # A copy (or the combined result) is made in the store if it is not yet.
+    if combined:
+        service.corrections.ensure_combined(actor, args.task_id)
+        source = service.corrections.open_combined(actor, args.task_id)
+    else:
+        service.ensure_output(actor, args.task_id, args.variant)
+        source = service.open_output(actor, args.task_id, args.variant)
+    with source as src, tmp.open("wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     tmp.replace(target)
     print(target)

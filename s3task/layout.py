@@ -5,7 +5,11 @@
 <prefix>/<task-id>/status.json            the task record (source of truth)
 <prefix>/<task-id>/output-attempt-N.csv   one per attempt, never overwritten
 <prefix>/<task-id>/output-attempt-N.xlsx  derived copies of the completed output, made on first
-             ….exact.csv, ….errors.csv    request (s3task.exports); create-only, never changed
+             ….exact.csv, ….errors.csv,   request (s3task.exports); create-only, never changed
+             ….errors.xlsx, ….parquet
+<prefix>/<task-id>/output-attempt-N.combined-D.csv  the output with its corrections' rows in their places
+<prefix>/<task-id>/corrected-rows.csv     a task of corrected rows (s3task.tasks.corrections): the row in
+                                          its original's file that each of its input rows stands for
 <prefix>/<task-id>/progress-attempt-N.json  an attempt's latest counts, rewritten every 1.5 s while
                                           they move (s3task.live); kept afterwards (a few hundred bytes)
 <prefix>/active/<task-id>                 zero-byte marker: "may need attention"
@@ -41,6 +45,7 @@ STATUS = "status.json"
 INPUT = "input.csv"
 OUTPUT = "output-attempt-{attempt}.csv"
 PROGRESS = "progress-attempt-{attempt}.json"
+CORRECTED_ROWS = "corrected-rows.csv"
 ACTIVE = "active"
 BELL = "active-bell"
 BY_USER = "by-user"
@@ -56,11 +61,14 @@ PARQUET_TYPE = "application/vnd.apache.parquet"
 EXPORTS = {
     "exact": "output-attempt-{attempt}.exact.csv",
     "errors": "output-attempt-{attempt}.errors.csv",
+    "errors-xlsx": "output-attempt-{attempt}.errors.xlsx",
     "xlsx": "output-attempt-{attempt}.xlsx",
     "parquet": "output-attempt-{attempt}.parquet",
 }
 #: A "download this view" copy (s3task.query): the rows of an output matching one question, by its digest.
 VIEW = "output-attempt-{attempt}.view-{digest}.{suffix}"
+#: The output combined with its corrections' (s3task.exports.combined), by a digest of the corrections combined.
+COMBINED = "output-attempt-{attempt}.combined-{digest}.csv"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -88,6 +96,10 @@ class Layout:
     def input_key(self, task_id: str) -> str:
         return self.task_prefix(task_id) + INPUT
 
+    def corrected_rows_key(self, task_id: str) -> str:
+        """A task of corrected rows: which row of its original's file each of its input rows stands for."""
+        return self.task_prefix(task_id) + CORRECTED_ROWS
+
     def output_key(self, task_id: str, attempt: int) -> str:
         return self.task_prefix(task_id) + OUTPUT.format(attempt=int(attempt))
 
@@ -98,6 +110,10 @@ class Layout:
     def view_key(self, task_id: str, attempt: int, digest: str, suffix: str) -> str:
         """Where the rows of an attempt's output matching one question (``digest``) are kept, as ``suffix``."""
         return self.task_prefix(task_id) + VIEW.format(attempt=int(attempt), digest=digest, suffix=suffix)
+
+    def combined_key(self, task_id: str, attempt: int, digest: str) -> str:
+        """Where an attempt's output combined with the corrections named by ``digest`` is kept."""
+        return self.task_prefix(task_id) + COMBINED.format(attempt=int(attempt), digest=digest)
 
     def progress_key(self, task_id: str, attempt: int) -> str:
         """The running attempt's live counts, written by its worker every few seconds (s3task.live)."""

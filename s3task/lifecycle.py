@@ -12,6 +12,7 @@ failed   --retry-->  queued                         (automatic after retry_at wh
 running  --fail-->  failed for good               (attempts used up, or bad input)
 failed for good  --retry by a person-->  queued     (one more attempt)
 created|queued|running|failed  --cancel-->  abandoned
+completed  --correct-->  completed                 (a task made of its corrected rows is listed on it)
 ```
 
 ``completed``, ``abandoned`` and failed for good (``failed`` with ``final``)
@@ -55,6 +56,7 @@ TRANSITIONS: dict[tuple[State, State], str] = {
     (State.QUEUED, State.ABANDONED): "cancel",
     (State.RUNNING, State.ABANDONED): "cancel",
     (State.FAILED, State.ABANDONED): "cancel",
+    (State.COMPLETED, State.COMPLETED): "correct",
 }
 
 MAX_RELEASES = 10
@@ -153,6 +155,16 @@ def submit(record: TaskRecord, now: datetime, *, input_etag: str, input_size: in
         input_size_bytes=input_size,
         queued_at=to_iso(now),
     )
+
+
+def note_correction(record: TaskRecord, now: datetime, *, correction_id: str) -> TaskRecord | None:
+    """List on a completed task the task that will process its corrected rows (None: listed already).
+
+    Written before that task is created (s3task.tasks.corrections), so no correction exists that its
+    original does not list; one listed whose creation never happened is no task at all, and shown as none."""
+    if correction_id in record.corrections:
+        return None
+    return _move(record, State.COMPLETED, now, "correct", corrections=[*record.corrections, correction_id])
 
 
 def claim(

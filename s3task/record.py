@@ -52,15 +52,11 @@ def to_iso(dt: datetime) -> str: ...
 @overload
 def to_iso(dt: None) -> None: ...
 def to_iso(dt: datetime | None) -> str | None:
-    if dt is None:
-        return None
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return None if dt is None else dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def parse_iso(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC) if value else None
 
 
 @dataclass
@@ -77,6 +73,9 @@ class TaskRecord:
     input_fingerprint: dict[str, Any] = field(default_factory=dict)
     #: Its upload in parts, to be continued: {"upload_id", "part_size"} (s3task.tasks.resumable); {}: none
     input_upload: dict[str, Any] = field(default_factory=dict)
+    #: Corrected rows (s3task.tasks.corrections): the task this one runs again; the tasks run again from this one
+    corrects: str | None = None
+    corrections: list[str] = field(default_factory=list)  # oldest first, each listed before it is created
     # lifecycle
     schema_version: int = SCHEMA_VERSION
     status: Status = Status.CREATED
@@ -152,7 +151,7 @@ class TaskRecord:
 _FIELDS = {f.name: f for f in dataclasses.fields(TaskRecord) if f.name != "extra"}
 _REQUIRED = ("task_id", "task_name", "created_by", "task_type", "status")
 _TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,), "Status": (str,), "int": (int,), "bool": (bool,), "dict[str, Any]": (dict,),
+    "str": (str,), "Status": (str,), "int": (int,), "bool": (bool,), "dict[str, Any]": (dict,), "list[str]": (list,),
     "list[dict[str, Any]]": (list,), "str | None": (str, type(None)), "int | None": (int, type(None)),
 }  # fmt: skip
 

@@ -93,6 +93,7 @@ def downloads(ctx: Context, record: TaskRecord) -> None:
     copies: list[Copy] = [Copy("xlsx", "Excel file (.xlsx)", "Preparing the Excel file…")]
     if has_errors(record):
         copies.append(Copy("errors", f"Only the rows with errors ({record.error_count:,})", "Preparing the rows…"))
+        copies.append(Copy("errors-xlsx", "Rows with errors (.xlsx, to correct)", "Preparing the rows…"))
     _buttons(ctx, record, copies, csv=True)
     st.caption(fmt.plain(service.output_filename(record)) + (f" · {fmt.size(size)}" if size is not None else ""))
     refused = service.export_state(actor, task_id, "xlsx")

@@ -1,7 +1,8 @@
 """Process-wide objects for the app: one TaskService per store, the embedded worker, worker presence.
 
 Each of these is a singleton across reruns, tabs and sessions. The TaskService
-keeps finished records in memory (they never change), so an open Tasks page
+keeps finished records in memory (they never change, but for the corrections listed on a completed
+task, which its page reads fresh), so an open Tasks page
 re-reads only live tasks; it lives in ``ui/server.py`` because the web server's
 ``/api`` and ``/transfer`` routes share it and are built before any page runs.
 """

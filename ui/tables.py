@@ -57,13 +57,44 @@ class Filter:
         return all(word in name for word in words)
 
 
+#: Before the name of a task of corrected rows (s3task.tasks.corrections), listed under its original.
+CORRECTION_MARK = "↳ "
+
+
+def corrections_under(records: list[TaskRecord]) -> list[TaskRecord]:
+    """The tasks in their order, except that a task of corrected rows whose original is among them comes
+    right under it (after the original's earlier corrections), so that the list shows what corrects what."""
+    listed = {r.task_id for r in records}
+    under: dict[str, list[TaskRecord]] = {}
+    for r in records:
+        if r.corrects in listed and r.corrects != r.task_id:
+            under.setdefault(r.corrects or "", []).append(r)
+    placed: list[TaskRecord] = []
+    seen: set[str] = set()
+
+    def place(record: TaskRecord) -> None:
+        if record.task_id in seen:
+            return
+        seen.add(record.task_id)
+        placed.append(record)
+        for child in sorted(under.get(record.task_id, []), key=lambda c: c.created_at):
+            place(child)
+
+    for r in records:
+        if not (r.corrects in listed and r.corrects != r.task_id):
+            place(r)
+    for r in records:  # a loop of corrections (none is made so) still lists every task once
+        place(r)
+    return placed
+
+
 def task_frame(records: list[TaskRecord], now: datetime) -> pd.DataFrame:
     counts = [counts_of(r) for r in records]
     return pd.DataFrame(
         {
             "id": [r.task_id for r in records],
             "open": [":material/arrow_forward: Open"] * len(records),
-            "name": [r.task_name for r in records],
+            "name": [(CORRECTION_MARK if r.corrects else "") + r.task_name for r in records],
             "type": [type_title(r.task_type) for r in records],
             "status": [[fmt.status_label(r)] for r in records],
             "progress": [round(r.progress * 100) for r in records],
@@ -108,7 +139,7 @@ def count_width(label: str) -> int:
 
 def task_table(records: list[TaskRecord], now: datetime, *, key: str, show_owner: bool = True) -> str | None:
     """Show the tasks; return the id of the task whose Open button was clicked, if any."""
-    frame = task_frame(records, now)
+    frame = task_frame(corrections_under(records), now)
     config: dict[str, Any] = {
         **COLUMNS,
         "open": st.column_config.ButtonColumn("", type="tertiary", key=key, width="small"),

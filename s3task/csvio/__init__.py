@@ -54,7 +54,7 @@ import importlib
 import io
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import InvalidInput
 from .common import (
@@ -83,6 +83,7 @@ from .formats import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
     from .boundary import count_byte, find_boundary, open_quote_at_end, scan_exact
@@ -177,6 +178,10 @@ class CsvReader:
     (default: comma, UTF-8) says how the file is written; text in another encoding is
     transcoded to UTF-8 as it is read, and counted in the input's own bytes.
     """
+
+    #: Set ``number_rows`` before ``tables()`` to have ``last_rows`` hold each yielded table's rows' numbers as
+    #: Excel numbers them (:func:`.rows.block_rows`), for the errors workbook (s3task.exports.errorbook).
+    number_rows, last_rows = False, cast("np.ndarray | None", None)
 
     def __init__(
         self, source: Readable, block_size: int = DEFAULT_BLOCK_SIZE, input_format: InputFormat | None = None
@@ -318,7 +323,7 @@ class CsvReader:
         the rows before it first (so they count as read), then raises.
         """
         from .parsing import BlockParser
-        from .rows import BadRow, blank_rows
+        from .rows import BadRow, blank_rows, block_rows
 
         parse = BlockParser(self.names, self._delimiter)
         for block in self.blocks():
@@ -329,6 +334,8 @@ class CsvReader:
                     good = block.data[: bad.good_bytes]
                     yield parse(replace(block, data=good)), block.end - self._units(block.data[bad.good_bytes :])
                 raise
+            if self.number_rows:
+                self.last_rows = block_rows(block, table.num_rows)
             # Rows as Excel counts them: Arrow's, and the blank lines it skipped (looked for only when rows and
             # line ends differ: blank lines, line breaks in values, or a last row without its line end).
             self._next_row += table.num_rows

@@ -16,13 +16,16 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InvalidInput
 from .boundary import _regular, scan_exact
 from .common import QUOTE
+
+if TYPE_CHECKING:
+    from .parsing import Block
 
 _ONE = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a pipe (|)"}
 #: The longest first cell shown in a message.
@@ -181,6 +184,16 @@ def blank_rows(buf: bytes | memoryview, eol: bytes, delimiter: bytes) -> int:
     if _regular(raw, quotes, delimiter):  # quote parity says what is inside a value
         return int(np.count_nonzero(np.searchsorted(quotes, starts) % 2 == 0))
     return sum(1 for fields in _records(raw.decode("utf-8", "replace"), delimiter.decode()) if not fields)
+
+
+def block_rows(block: Block, rows: int) -> np.ndarray:
+    """The row number, as Excel numbers rows, of each of the ``rows`` records Arrow read from ``block``: a
+    blank line is a row to Excel that Arrow skips, and a value's line breaks inside quotes are one row.
+    A block with a line per row is counted; only one whose lines and rows differ is read again (csv)."""
+    if rows == block.lines:
+        return np.arange(block.first_row, block.first_row + rows, dtype=np.int64)
+    records = _records(bytes(block.data).decode("utf-8", "replace"), block.delimiter.decode())
+    return np.array([block.first_row + k for k, fields in enumerate(records) if fields], dtype=np.int64)
 
 
 def _good_bytes(text: str, start: int) -> int:

@@ -110,9 +110,10 @@ def _join_runs(item: str) -> str:
 
 #: The cell as Excel, xlsxwriter, openpyxl and LibreOffice write it (attributes r, s, t in that order, no
 #: prefix): one pass of one pattern reads it. Any other cell does not match, and is read by _SLOW's patterns.
+#: An inline string may hold line breaks (openpyxl writes a cell's text inline): ``(?s:…)`` lets ``.`` take them.
 _FAST = (
     r'^r="(?P<col>[A-Z]{1,3})(?P<row>[0-9]{1,7})"(?: s="(?P<s>[0-9]+)")?(?: t="(?P<t>[a-zA-Z]+)")?'
-    r"(?:/>|>(?:<f\b[^>]*?(?:/>|>[^<]*</f>))?(?:<v>(?P<v>[^<]*)</v>)?(?P<is><is>.*?</is>)?</c>)"
+    r"(?:/>|>(?:<f\b[^>]*?(?:/>|>[^<]*</f>))?(?:<v>(?P<v>[^<]*)</v>)?(?P<is><is>(?s:.*?)</is>)?</c>)"
 )
 _SLOW = {
     "col": r'^[^>]*?\br="(?P<col>[A-Z]{1,3})[0-9]',
@@ -120,7 +121,7 @@ _SLOW = {
     "s": r'^[^>]*?\bs="(?P<s>[0-9]+)"',
     "t": r'^[^>]*?\bt="(?P<t>\w+)"',
     "v": r"^[^>]*>(?:<(?:\w+:)?f\b[^>]*?(?:/>|>[^<]*</(?:\w+:)?f>))?<(?:\w+:)?v>(?P<v>[^<]*)<",
-    "is": r"^[^>]*>(?P<is><(?:\w+:)?is>.*?</(?:\w+:)?is>)",
+    "is": r"^[^>]*>(?P<is><(?:\w+:)?is>(?s:.*?)</(?:\w+:)?is>)",
 }
 
 

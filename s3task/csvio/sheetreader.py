@@ -125,8 +125,11 @@ class WorkbookReader:
     ``sheet`` is the sheet's name (default: the first visible one); ``header_row`` the header's row
     as Excel numbers rows (default: found, :func:`find_header`). After construction ``names``,
     ``header_row`` and ``sheet`` say what was taken. ``tables()`` yields each block with the offset
-    it has reached in the file, which ends at the file's size; ``bytes_consumed`` follows it.
+    it has reached in the file, which ends at the file's size; ``bytes_consumed`` follows it. After each
+    table, ``last_rows`` holds its rows' numbers in the sheet (as CsvReader's, when asked for).
     """
+
+    last_rows: np.ndarray | None = None
 
     def __init__(
         self,
@@ -227,6 +230,7 @@ class WorkbookReader:
                 "has no column there — give that column a name in the header row, or clear the cell"
             )
         row_ids, row_of = np.unique(cells.rows, return_inverse=True)
+        self.last_rows = row_ids.astype(np.int64)  # the rows as Excel numbers them (empty ones are left out)
         order = np.lexsort((cells.rows, cells.columns))  # by column, then row: each column is a run
         bounds = np.searchsorted(cells.columns[order], np.arange(first, first + width + 1))
         arrays = []

@@ -1,5 +1,5 @@
-"""Copies of a completed output made on first request: the Excel workbook, the exact CSV, the errors-only CSV,
-the Parquet file.
+"""Copies of a completed output made on first request: the Excel workbook, the exact CSV, the errors-only CSV
+and workbook, the Parquet file.
 
 The stored output (``output-attempt-N.csv``) is the one thing a worker writes. It is a CSV
 for spreadsheets: UTF-8 with a byte-order mark, and every value a spreadsheet would run as a
@@ -19,6 +19,10 @@ block, in constant memory:
 ``errors``
     Only the rows whose error cell is filled, the error column first, protected like the
     output (it is meant to be opened in a spreadsheet).
+``errors-xlsx``
+    The same rows as a workbook to correct and send back: the error, each row's number in the file the
+    task read, and the input's cells as read (:mod:`.errorbook`: it reads the input again alongside the
+    output, so only task types whose output rows are their input rows one for one have it).
 ``parquet``
     A Parquet file for analysts, the one copy with typed columns: each column is given the
     first type every filled cell of it fits (bool, int64, float64, date32, timestamp, else
@@ -41,13 +45,14 @@ tried again.
 
 The parts: :mod:`.variants` (which copies there are, their keys, Excel's limits, whether a copy
 can be made), :mod:`.source` (the stored output read back with its protection taken off),
-:mod:`.writers` (writing each copy; :mod:`.parquet` the Parquet one) and :mod:`.runner` (making copies
-in the background).
+:mod:`.writers` (writing each copy; :mod:`.parquet` the Parquet one, :mod:`.errorbook` the errors
+workbook) and :mod:`.runner` (making copies in the background).
 """
 
 from __future__ import annotations
 
 from ..errors import CannotExport, NotReady
+from .combined import combined_key, make_combined
 from .runner import MAX_AT_ONCE, Exports, State
 from .source import exact_frame, peek_bom
 from .variants import (
@@ -84,8 +89,10 @@ __all__ = [
     "State",
     "Variant",
     "check_possible",
+    "combined_key",
     "exact_frame",
     "make",
+    "make_combined",
     "peek_bom",
     "source_key",
     "too_long",

@@ -12,16 +12,24 @@ from ..errors import CannotExport, InvalidTransition
 from ..layout import CSV_TYPE, PARQUET_TYPE, XLSX_TYPE, Layout
 from ..record import TaskRecord
 
-Variant = Literal["csv", "exact", "errors", "xlsx", "parquet"]
+Variant = Literal["csv", "exact", "errors", "xlsx", "parquet", "errors-xlsx"]
 #: Every download of a completed task: the output itself, then the copies made from it.
-VARIANTS: tuple[Variant, ...] = ("csv", "exact", "errors", "xlsx", "parquet")
-DERIVED: tuple[Variant, ...] = ("exact", "errors", "xlsx", "parquet")
-CONTENT_TYPES = {"csv": CSV_TYPE, "exact": CSV_TYPE, "errors": CSV_TYPE, "xlsx": XLSX_TYPE, "parquet": PARQUET_TYPE}
+VARIANTS: tuple[Variant, ...] = ("csv", "exact", "errors", "xlsx", "parquet", "errors-xlsx")
+DERIVED: tuple[Variant, ...] = ("exact", "errors", "xlsx", "parquet", "errors-xlsx")
+CONTENT_TYPES = {
+    "csv": CSV_TYPE,
+    "exact": CSV_TYPE,
+    "errors": CSV_TYPE,
+    "errors-xlsx": XLSX_TYPE,
+    "xlsx": XLSX_TYPE,
+    "parquet": PARQUET_TYPE,
+}
 #: What each is called where a person chooses.
 LABELS = {
     "csv": "CSV",
     "exact": "CSV with exact values",
     "errors": "only the rows with errors (CSV)",
+    "errors-xlsx": "only the rows with errors, with their rows in the file (Excel)",
     "xlsx": "Excel workbook (.xlsx)",
     "parquet": "Parquet file with typed columns",
 }
@@ -52,11 +60,18 @@ def check_possible(record: TaskRecord, variant: Variant, error_column: str | Non
     """Refuse, with the reason, a copy that cannot be made from this task's output."""
     if variant == "xlsx" and record.row_count is not None and record.row_count + 1 > EXCEL_MAX_ROWS:
         raise CannotExport(too_many_rows(record.row_count))
-    if variant == "errors":
+    if variant in ("errors", "errors-xlsx"):
         if error_column is None:
             raise CannotExport("this task type marks no row errors, so there is no errors-only file")
         if not record.error_count:
             raise CannotExport("no row has an error, so there is no errors-only file")
+    if variant == "errors-xlsx":
+        from .errorbook import MISMATCH, one_for_one
+
+        if not one_for_one(record.task_type):
+            raise CannotExport(MISMATCH + "; download the rows with errors as CSV instead")
+        if record.error_count is not None and record.error_count + 1 > EXCEL_MAX_ROWS:
+            raise CannotExport(too_many_rows(record.error_count))
 
 
 def too_many_rows(rows: int) -> str:

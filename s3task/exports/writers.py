@@ -43,6 +43,15 @@ def make(
             legacy, stream = peek_bom(raw)
             if variant == "parquet":  # two passes over the output (its types, then its rows), each a read of its own
                 write_parquet(lambda: store.open_read(source, if_match=meta.etag), _WriteOnly(sink))
+            elif variant == "errors-xlsx":
+                from .errorbook import write_error_book
+
+                assert error_column is not None  # check_possible refuses a copy of errors without one
+                when = parse_iso(record.finished_at)
+                write_error_book(
+                    store, record, stream, sink, legacy=legacy, error_column=error_column, write_sheet=write_sheet,
+                    created=when,
+                )  # fmt: skip
             elif variant == "xlsx":
                 write_xlsx(stream, sink, legacy=legacy, created=parse_iso(record.finished_at))
             else:

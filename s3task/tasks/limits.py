@@ -2,8 +2,9 @@
 caches of records that a service keeps, bounded in bytes as well as in count.
 
 A service keeps the records it created (for their submit) and the finished records it read (they never
-change). Bounded by count alone, 500 records of 60 KB parameters each are 30 MB a service never gives
-back, and one user creating thousands of tasks a minute floods everyone's list. So:
+change, but for the corrections listed on a completed task, which whoever shows them reads fresh).
+Bounded by count alone, 500 records of 60 KB parameters each are 30 MB a service never gives back,
+and one user creating thousands of tasks a minute floods everyone's list. So:
 
 - :class:`CreateLimits` (``S3TASK_MAX_CREATES_PER_MINUTE``, ``S3TASK_MAX_PARAMETERS_KB``) and
   :class:`CreateRate`, the per-user count of the last minute's creates in this process;

@@ -45,6 +45,7 @@ class Outputs:
             "csv": ".csv",
             "exact": "-exact.csv",
             "errors": "-errors.csv",
+            "errors-xlsx": "-errors.xlsx",
             "xlsx": ".xlsx",
             "parquet": ".parquet",
         }[variant]

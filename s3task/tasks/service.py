@@ -11,6 +11,7 @@ from ..record import Records, StateHook
 from ..store.base import ObjectStore
 from . import access, recipes
 from .access import Actor
+from .corrections import Corrections
 from .input_check import header_of
 from .inputs import Created, Inputs
 from .limits import CreateLimits
@@ -85,6 +86,9 @@ class TaskService:
         self.prepare_view = self.outputs.prepare_view
         self.view_url = self.outputs.view_url
         self.exports = self.outputs.exports
+        # a task's rows with errors sent back corrected, as a new task linked to it; their combined result
+        self.corrections = Corrections(self.inputs, self.outputs)
+        self.submit_correction = self.corrections.submit
 
     def create(
         self,

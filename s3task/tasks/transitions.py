@@ -48,7 +48,8 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 CANCEL_TRIES = 4 * CAS_TRIES
 REMEMBERED_CREATES = 500
 REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
-#: Finished records a service keeps (they never change; older ones are read again).
+#: Finished records a service keeps (they never change but for a completed task's corrections listed on it:
+#: whoever shows those reads it fresh, ``get(fresh=True)``; older ones are read again).
 REMEMBERED_FINISHED = 5000
 REMEMBERED_FINISHED_BYTES = 16 * 1024 * 1024
 _READERS = 16
@@ -90,12 +91,17 @@ class Transitions:
         payload: dict[str, Any] | None = None,
         input_format: Mapping[str, Any] | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        *,
+        corrects: str | None = None,
+        task_id: str | None = None,
     ) -> TaskRecord:
         """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
         (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
         what the file's first bytes show when it is submitted; for a workbook (told from its first bytes
         when it is submitted) its ``sheet`` and ``header_row`` (left out: the first visible sheet, the
-        header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known."""
+        header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known.
+        ``corrects``, ``task_id``: a task of corrected rows, made with the id its original lists already
+        (s3task.tasks.corrections); the create is create-only, so an id taken is refused."""
         name = (name or "").strip()
         if not name:
             raise InvalidInput("give the task a name")
@@ -116,8 +122,9 @@ class Transitions:
                 + (" (S3TASK_MAX_PARAMETERS_KB)" if allowed < MAX_PAYLOAD_BYTES else "")
             )
         self._rate.take(actor.name)  # last: a create refused for its input does not count
-        record = self._new_record(actor, name, task_type, params, read_as)
+        record = self._new_record(actor, name, task_type, params, read_as, task_id)
         record.input_fingerprint = dict(fingerprint or {})  # in the create itself: no write more
+        record.corrects = corrects
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, record.task_id), b"", PutMode.OVERWRITE)
@@ -127,9 +134,15 @@ class Transitions:
         return record
 
     def _new_record(
-        self, actor: Actor, name: str, task_type: str, params: dict[str, Any], read_as: dict[str, Any]
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        params: dict[str, Any],
+        read_as: dict[str, Any],
+        task_id: str | None = None,
     ) -> TaskRecord:
-        task_id = new_task_id()
+        task_id = validate_task_id(task_id) if task_id else new_task_id()
         now = to_iso(self.store.now())
         return TaskRecord(
             task_id=task_id,
@@ -228,10 +241,11 @@ class Transitions:
 
     # --- looking ---------------------------------------------------------------------------------
 
-    def get(self, actor: Actor, task_id: str) -> TaskRecord:
-        """Anyone may look at a task; acting on it is checked per action."""
+    def get(self, actor: Actor, task_id: str, *, fresh: bool = False) -> TaskRecord:
+        """Anyone may look at a task; acting on it is checked per action. ``fresh``: read it from the store even
+        if it is finished and kept here (a completed task may have had corrections listed on it since)."""
         validate_task_id(task_id)
-        cached = self._finished.get(task_id)
+        cached = None if fresh else self._finished.get(task_id)
         if cached is not None:
             return cached
         record, _ = self.records.read(task_id)

@@ -74,7 +74,7 @@ QUERY_MESSAGES = {
 }
 #: How long a request for a copy of an output (Excel, exact values, rows with errors) waits for it to be made.
 PREPARE_WAIT_SECONDS = 20.0
-OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx, parquet"}
+OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx, parquet, errors-xlsx, combined"}
 
 
 class Api:
@@ -164,7 +164,9 @@ class Api:
 
     async def get_task(self, request: Request) -> Response:
         actor = self.actor(request)
-        return self._one(actor, await run_in_threadpool(self.service.get, actor, request.path_params["task_id"]))
+        # Fresh: a completed task kept by this process may have had a correction listed on it since.
+        got = await run_in_threadpool(lambda: self.service.get(actor, request.path_params["task_id"], fresh=True))
+        return self._one(actor, got)
 
     async def submit_task(self, request: Request) -> Response:
         actor = self.actor(request)
@@ -182,10 +184,12 @@ class Api:
         actor = self.actor(request)
         task_id = request.path_params["task_id"]
         variant = checked(OutputQuery, dict(request.query_params), OUTPUT_MESSAGES).variant
-        # A copy (exact, errors, xlsx) is made on the first request for it, in the background. A request waits
+        # A copy (exact, errors, xlsx, ...) is made on the first request for it, in the background. A request waits
         # for it a while, on the event loop, holding no thread (copywait); a large one (an Excel file takes
         # about 12 s per 100,000 rows) gets 503 output_preparing with Retry-After instead of a connection a
         # proxy would cut, and asks again, as does a request when too many wait already.
+        if variant == "combined":
+            return await self.combined_output(request, actor, task_id)
         job = await run_in_threadpool(self.service.copy_job, actor, task_id, variant)
         if job is not None:
             await self.copy_waiters.wait(job, PREPARE_WAIT_SECONDS)
@@ -198,6 +202,20 @@ class Api:
             expires_in=self.service.url_seconds,
             filename=self.service.output_filename(record, variant),
         )
+        return reply(link, headers={"Cache-Control": "no-store"})
+
+    async def combined_output(self, request: Request, actor: Actor, task_id: str) -> Response:
+        """``variant=combined``: the output with the rows its corrections ran again, made and waited for alike."""
+        corrections = self.service.corrections
+        job = await run_in_threadpool(corrections.combined_job, actor, task_id)
+        if job is not None:
+            await self.copy_waiters.wait(job, PREPARE_WAIT_SECONDS)
+        url = await run_in_threadpool(corrections.combined_url, actor, task_id)
+        if url is None:
+            raise HttpError(503, "no_download_url", "this store cannot make download links")
+        record = await run_in_threadpool(self.service.get, actor, task_id)
+        name = corrections.combined_filename(record)
+        link = OutputLink(url=absolute_url(request, url), expires_in=self.service.url_seconds, filename=name)
         return reply(link, headers={"Cache-Control": "no-store"})
 
 

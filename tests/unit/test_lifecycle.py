@@ -92,6 +92,7 @@ MOVES: dict[str, tuple[Status, Callable[[TaskRecord, Lease], TaskRecord | None]]
         lambda r, lease: lifecycle.fail(r, at(10), lease=lease, error="bad input", permanent=True),
     ),
     "expire": (Status.FAILED, lambda r, _: lifecycle.expire(r, at(LEASE + 1000), grace_seconds=10)),
+    "correct": (Status.COMPLETED, lambda r, _: lifecycle.note_correction(r, at(10), correction_id="7" + "0" * 25)),
     "retry": (Status.QUEUED, lambda r, _: lifecycle.retry(r, at(10_000), automatic=False)),
     "auto-retry": (Status.QUEUED, lambda r, _: lifecycle.retry(r, at(10_000), automatic=True)),
     "cancel": (Status.ABANDONED, lambda r, _: lifecycle.cancel(r, at(10), by="ada")),
@@ -111,6 +112,7 @@ ALLOWED_FROM = {
     "retry": {"failed", "failed-final"},  # a person may grant a final failure one more attempt
     "auto-retry": {"failed"},
     "cancel": {"created", "queued", "running", "failed"},
+    "correct": {"completed"},
 }
 
 
@@ -136,6 +138,7 @@ def test_the_table_is_the_documented_state_machine() -> None:
         (S.QUEUED, S.ABANDONED),
         (S.RUNNING, S.ABANDONED),
         (S.FAILED, S.ABANDONED),
+        (S.COMPLETED, S.COMPLETED),  # its corrected rows' task listed on it
     }
     assert {s for s in State if s.terminal} == {S.COMPLETED, S.FAILED_FOR_GOOD, S.ABANDONED}
     assert {s for s in State if s.live} == {S.QUEUED, S.RUNNING, S.FAILED}

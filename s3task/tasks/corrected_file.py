@@ -1,0 +1,109 @@
+"""A file of corrected rows as staff send it back: the errors workbook (:mod:`s3task.exports.errorbook`) fixed
+in Excel and saved as a workbook or a CSV, read into the rows a task of corrections processes.
+
+What is kept: each row's cells under the original's columns (the new task's input: the columns its task
+type reads, nothing more, so it reads the file as it read the original) and its ``row in file`` (the row
+it stands for in the original's file, kept next to the new task's input for the combined result). The
+error column is dropped, and may be deleted by staff before they send the file. Refused, with the row
+of the uploaded file that is wrong: other columns than the errors workbook's, a row number that is not
+one of the original's rows with errors, or one given twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidInput
+
+KINDS = ("xlsx", "csv")
+
+
+@dataclass(frozen=True)
+class CorrectedRows:
+    """The rows to process again: their original row numbers and their cells (as text), in file order."""
+
+    rows: list[int]
+    cells: list[list[str]]
+
+    def input_csv(self, names: list[str]) -> bytes:
+        """The new task's input: the original's header and the corrected cells (UTF-8, comma)."""
+        out = io.StringIO(newline="")
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows(self.cells)
+        return out.getvalue().encode("utf-8")
+
+    def rows_csv(self, row_column: str) -> bytes:
+        """Which original row each input row stands for, one a line under ``row_column``."""
+        return (row_column + "\n" + "".join(f"{n}\n" for n in self.rows)).encode("utf-8")
+
+
+def tables_of(data: bytes) -> tuple[list[str], Iterator[Any]]:
+    """The uploaded file's header and its rows, block by block: a workbook (its first visible sheet, the
+    header in row 1, as the errors workbook has it) or a CSV (its format detected, as the New task page
+    detects it). Each block is a pair (table, the rows' numbers in the uploaded file)."""
+    from ..csvio import CsvReader, detect, detect_kind
+    from ..csvio.sheetreader import WorkbookReader
+
+    if detect_kind(data[:8]) == "xlsx":
+        book = WorkbookReader(io.BytesIO(data), None, 1)
+        return book.names, _numbered(book)
+    reader = CsvReader(io.BytesIO(data), input_format=detect(data[: 64 * 1024], whole=len(data) <= 64 * 1024))
+    reader.number_rows = True
+    return reader.names, _numbered(reader)
+
+
+def _numbered(reader: Any) -> Iterator[Any]:
+    for table, _end in reader.tables():
+        if table.num_rows:
+            yield table, list(reader.last_rows)
+
+
+def read_corrected(data: bytes, names: list[str], added: tuple[str, str], wanted: set[int]) -> CorrectedRows:
+    """The corrected rows of an uploaded file; ``names`` the original's columns, ``added`` the error and
+    row columns' names in the errors workbook, ``wanted`` the original's rows with errors."""
+    error_name, row_name = added
+    header, tables = tables_of(data)
+    if header not in ([error_name, row_name, *names], [row_name, *names]):
+        raise InvalidInput(
+            "the file's columns are not those of the rows with errors: it needs "
+            + ", ".join(f"`{n}`" for n in [row_name, *names])
+            + f" (and may keep `{error_name}` first); it has "
+            + ", ".join(f"`{n}`" for n in header)
+        )
+    skip = len(header) - len(names)
+    rows: list[int] = []
+    cells: list[list[str]] = []
+    seen: set[int] = set()
+    for table, numbers in tables:
+        columns = [table.column(i).to_pylist() for i in range(skip - 1, table.num_columns)]
+        for at, values in enumerate(zip(*columns, strict=True)):
+            row = _row_number(values[0], numbers[at], row_name)
+            if row not in wanted:
+                raise InvalidInput(
+                    f"row {numbers[at]:,} of the file: {row_name} {row:,} is not one of the rows with errors — "
+                    "upload the rows of the errors file, corrected, with their row numbers as they are"
+                )
+            if row in seen:
+                raise InvalidInput(f"row {numbers[at]:,} of the file: {row_name} {row:,} is there twice")
+            seen.add(row)
+            rows.append(row)
+            cells.append(list(values[1:]))
+    if not rows:
+        raise InvalidInput("the file has no rows under its header: nothing to run again")
+    return CorrectedRows(rows, cells)
+
+
+def _row_number(value: str, at: int, row_name: str) -> int:
+    text = value.strip()
+    if text.endswith(".0"):  # a number cell a spreadsheet saved as 5.0
+        text = text[:-2]
+    if not text.isdigit() or int(text) < 2:
+        raise InvalidInput(
+            f"row {at:,} of the file: {row_name} must be the row number the errors file gave it, not {value!r}"
+        )
+    return int(text)

@@ -1,0 +1,149 @@
+"""The task page of a task with rows with errors and of its correction: the upload is offered where it can be
+used, and each page names the other with the rows with errors there and here."""
+
+from __future__ import annotations
+
+from app_pages import app, goto, options, page_links, service, store_dir, texts  # noqa: F401
+from streamlit.testing.v1 import AppTest
+from support import csv_bytes
+from worked import work
+
+from s3task.tasks import Actor, TaskService
+
+ANN = Actor("ann")
+ROWS = [["name", "mail"], ["Ada", "ada@example.com"], ["Bob", "bob at home"], ["Cy", "cy@"]]
+
+
+def task_page(make, task_id: str) -> AppTest:
+    at = make("ann")
+    at.run()
+    at.query_params["id"] = task_id
+    at = at.switch_page("pages/task.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def links(at: AppTest) -> dict[str, str]:
+    """The page's links by their labels as shown (Markdown escapes removed)."""
+    return {label.replace("\\", ""): target for label, target in page_links(at).items()}
+
+
+def finished(tasks: TaskService, rows: list[list[str]], task_type: str = "email_enrichment") -> str:
+    task_id = tasks.create(ANN, "March list", task_type).record.task_id
+    tasks.upload_input(ANN, task_id, csv_bytes(rows))
+    tasks.submit(ANN, task_id)
+    return work(tasks, task_id).task_id
+
+
+def corrected_book(tasks: TaskService, task_id: str) -> bytes:
+    import io
+
+    import openpyxl
+
+    tasks.ensure_output(ANN, task_id, "errors-xlsx")
+    with tasks.open_output(ANN, task_id, "errors-xlsx") as f:
+        book = openpyxl.load_workbook(io.BytesIO(f.read()))
+    for row in book.active.iter_rows(min_row=2):
+        row[3].value = row[2].value.lower() + "@example.com"
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_the_upload_is_offered_on_a_task_with_rows_with_errors_only(app, service: TaskService) -> None:  # noqa: F811
+    with_errors = finished(service, ROWS)
+    at = task_page(app, with_errors)
+    assert "Upload the corrected rows" in [e.label for e in at.expander]
+    assert "Rows with errors (.xlsx, to correct)" in [b.label for b in at.button]
+    clean = finished(service, [["name", "mail"], ["Ada", "ada@example.com"]])
+    assert "Upload the corrected rows" not in [e.label for e in task_page(app, clean).expander]
+    profile = finished(service, ROWS, "profile")  # a summary: its rows are not the input's
+    assert "Upload the corrected rows" not in [e.label for e in task_page(app, profile).expander]
+
+
+def test_each_page_names_the_other_with_the_counts_before_and_after(app, service: TaskService) -> None:  # noqa: F811
+    original = finished(service, ROWS)
+    made = service.submit_correction(ANN, original, corrected_book(service, original))
+    at = task_page(app, made.task_id)
+    assert links(at)["Corrected from “March list”"] == f"task?id={original}"
+    assert "There: 2 rows with errors. Here: queued." in texts(at)
+    work(service, made.task_id)
+    at = task_page(app, made.task_id)
+    assert "There: 2 rows with errors. Here: no rows with errors." in texts(at)
+    at = task_page(app, original)
+    assert links(at)["March list (corrected)"] == f"task?id={made.task_id}"
+    assert "2 rows run again · no rows with errors" in texts(at)
+
+
+def test_the_combined_result_is_made_when_asked_for_once_a_correction_completed(
+    app,  # noqa: F811
+    service: TaskService,  # noqa: F811
+) -> None:
+    from conftest import wait_for
+
+    from ui.corrections import COMBINED_LABEL
+
+    original = finished(service, ROWS)
+    made = service.submit_correction(ANN, original, corrected_book(service, original))
+    assert COMBINED_LABEL not in [b.label for b in task_page(app, original).button]  # not before it completed
+    work(service, made.task_id)
+    at = task_page(app, original)
+    (button,) = [b for b in at.button if b.label == COMBINED_LABEL]
+    at = button.click().run()
+    assert not at.exception, at.exception
+
+    def made_by_the_app() -> bool:
+        with service.corrections.open_combined(ANN, original) as f:
+            return bool(f.read())
+
+    wait_for(lambda: _quietly(made_by_the_app), 60, what="the combined result in the store")
+    at = at.run()
+    assert COMBINED_LABEL in [b.label for b in at.button]  # made: the button downloads it now
+
+
+def _quietly(check) -> bool:
+    from s3task.errors import NotFound
+
+    try:
+        return bool(check())
+    except NotFound:
+        return False
+
+
+def test_the_task_list_shows_a_correction_right_under_its_original(app, service: TaskService) -> None:  # noqa: F811
+    from app_pages import listed
+
+    original = finished(service, ROWS)
+    made = service.submit_correction(ANN, original, corrected_book(service, original))
+    service.submit_file(ANN, "April list", "copy", None, csv_bytes(ROWS))  # the newest
+    at = app("ann")
+    at.run()
+    at = at.switch_page("pages/tasks.py").run()
+    assert not at.exception, at.exception
+    assert listed(at) == ["April list", "March list", "↳ March list (corrected)"]
+    assert made.corrects == original
+
+
+def test_a_few_rows_fixed_in_the_grid_run_again_as_the_same_linked_task(app, service: TaskService) -> None:  # noqa: F811
+    import pandas as pd
+
+    from ui.corrections import FIX_LABEL, RUN_LABEL, grid_csv
+
+    original = finished(service, ROWS)
+    at = task_page(app, original)
+    assert FIX_LABEL in [e.label for e in at.expander]
+    grid = at.dataframe[-1].value  # the editable grid (AppTest shows it as a dataframe)
+    assert grid.columns.tolist() == ["error", "row in file", "name", "mail"]
+    assert grid["row in file"].tolist() == ["3", "4"] and grid["mail"].tolist() == ["bob at home", "cy@"]
+    (run,) = [b for b in at.button if b.label == RUN_LABEL]
+    at = run.click().run()  # as they are: the same linked task as an upload makes
+    assert not at.exception, at.exception
+    made = service.get(ANN, at.query_params["id"])  # its page opened
+    assert made.corrects == original
+    # What the grid sends once a person has edited it: a CSV of its columns, read as an uploaded file is.
+    names, rows = service.corrections.rows_to_correct(ANN, original)
+    edited = pd.DataFrame(rows, columns=pd.Index(names), dtype=object).iloc[[1]]  # Bob's row deleted
+    edited.loc[edited.index[0], "mail"] = "cy@example.com; cy@example.org"  # a ; in a value: still one value
+    again = service.submit_correction(ANN, original, grid_csv(names, edited))
+    text = service.store.get(again.input_object_path).body.decode()
+    assert text.splitlines() == ["name,mail", "Cy,cy@example.com; cy@example.org"]

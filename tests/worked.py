@@ -1,0 +1,45 @@
+"""A submitted task worked as a worker works it, in this process: its stored input through the worker's engine
+(``s3task.processing.run``), the output stored and the task completed with the engine's counts."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from s3task import lifecycle, processing
+from s3task.csvio import InputFormat
+from s3task.record import TaskRecord, update_record
+from s3task.store.base import PutMode
+
+
+def work(service: Any, task_id: str) -> TaskRecord:
+    """Claim the queued task ``task_id``, run it over its stored input, store its output and complete it."""
+    store, layout = service.store, service.layout
+    holder: dict[str, Any] = {}
+
+    def claim(r: TaskRecord, now: object) -> TaskRecord:
+        new, holder["lease"] = lifecycle.claim(r, now, worker_id="w1", lease_seconds=60)
+        return new
+
+    record = update_record(store, layout, task_id, claim)
+    sink = io.BytesIO()
+    with store.open_read(record.input_object_path) as raw:
+        source = io.BytesIO(raw.read())  # a workbook is read from a seekable copy, as the worker spools it
+    counts = processing.run(
+        record.task_type,
+        dict(record.payload),
+        source,
+        sink,
+        lambda _p: None,
+        input_format=InputFormat.from_dict(record.input_format),
+    )
+    key = layout.output_key(task_id, record.attempt_id)
+    store.put(key, sink.getvalue(), PutMode.CREATE, content_type="text/csv")
+    return update_record(
+        store,
+        layout,
+        task_id,
+        lambda r, now: lifecycle.complete(
+            r, now, lease=holder["lease"], output_path=key, progress=counts, row_count=counts.row_count
+        ),
+    )

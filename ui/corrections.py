@@ -1,0 +1,199 @@
+"""On a task's page: its rows with errors, corrected and sent back (s3task.tasks.corrections), and the tasks
+linked to it that way.
+
+``lineage`` says, under the task's title, which task this one corrects (with the rows with errors
+there and here) and which tasks correct this one. ``offer`` is the upload of the corrected rows on a
+completed task with rows with errors: the errors workbook (``Rows with errors (.xlsx, to correct)``)
+fixed and saved as .xlsx or .csv makes a new task, with this task's type and settings, of only
+those rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pandas as pd
+import streamlit as st
+
+from s3task.errors import S3TaskError
+from s3task.record import TaskRecord
+from s3task.tasks.corrections import EDITABLE_ROWS
+
+from . import direct
+from . import format as fmt
+from .context import Context
+from .nav import TASK
+from .result import POLL_SECONDS, has_errors
+
+UPLOAD_LABEL = "Upload the corrected rows"
+FIX_LABEL = "Fix the rows with errors here"
+RUN_LABEL = "Run these rows again"
+
+
+def _errors(record: TaskRecord) -> str:
+    if record.status != "completed":
+        return fmt.plain(record.status)
+    n = record.error_count
+    return "no rows with errors" if not n else f"{n:,} row{'s' if n != 1 else ''} with errors"
+
+
+def lineage(ctx: Context, record: TaskRecord) -> None:
+    """Where this task stands among its corrections: what it corrects, what corrects it, with the counts."""
+    service = ctx.service
+    if record.corrects:
+        try:
+            original = service.get(ctx.actor, record.corrects)
+        except S3TaskError:
+            st.caption(f"Corrected rows of task {record.corrects} (it cannot be read now).")
+        else:
+            with st.container(horizontal=True, key=f"corrects_{record.task_id}"):
+                st.page_link(
+                    TASK,
+                    label=f"Corrected from “{fmt.plain(original.task_name)}”",
+                    query_params={"id": original.task_id},
+                    icon=":material/undo:",
+                )
+                st.caption(f"There: {_errors(original)}. Here: {_errors(record)}.")
+    if record.status != "completed":
+        return
+    try:
+        found = service.corrections.of(ctx.actor, record.task_id)
+    except S3TaskError as e:
+        st.caption("The corrections of this task cannot be read now: " + fmt.plain(e))
+        return
+    if not found:
+        return
+    st.markdown(f"**Corrections** of its {record.error_count:,} rows with errors:")
+    for correction in found:
+        with st.container(horizontal=True, key=f"correction_{correction.task_id}"):
+            st.page_link(
+                TASK,
+                label=fmt.plain(correction.task_name),
+                query_params={"id": correction.task_id},
+                icon=":material/redo:",
+            )
+            read = correction.row_count if correction.row_count is not None else correction.processed_count
+            st.caption(f"{read:,} rows run again · {_errors(correction)}")
+    if any(c.status == "completed" for c in found) and service.may_act(ctx.actor, record):
+        combined(ctx, record)
+
+
+COMBINED_LABEL = "Download the combined result (CSV)"
+
+
+def combined(ctx: Context, record: TaskRecord) -> None:
+    """The combined result's button: made in the background when first asked for (the page polls meanwhile),
+    then downloaded by the browser from a fresh URL, like the output's other copies."""
+    service, actor, task_id = ctx.service, ctx.actor, record.task_id
+    state = st.session_state
+    want, url_key = f"want_combined_{task_id}", f"combined_url_{task_id}"
+    polling = service.corrections.combined_state(actor, task_id).kind == "preparing"
+
+    def fetch() -> None:
+        try:
+            state[url_key] = service.corrections.combined_url(actor, task_id)
+        except S3TaskError as e:
+            state[f"combined_error_{task_id}"] = str(e)
+
+    def start() -> None:
+        state[want] = True
+        try:
+            service.corrections.prepare_combined(actor, task_id)
+        except S3TaskError as e:
+            state[f"combined_error_{task_id}"] = str(e)
+
+    @st.fragment(run_every=POLL_SECONDS if polling else None)
+    def row() -> None:
+        now = service.corrections.combined_state(actor, task_id)
+        if (now.kind == "preparing") != polling:
+            st.rerun()
+        key = f"dl_combined_{task_id}"
+        if now.kind == "preparing":
+            st.button("Preparing the combined result…", icon=":material/hourglass_top:", disabled=True, key=key)
+        elif now.kind == "ready":
+            if state.pop(want, False):
+                fetch()  # asked for before it was made: fetch it now
+            st.button(COMBINED_LABEL, icon=":material/download:", on_click=fetch, key=key)
+        else:
+            st.button(COMBINED_LABEL, icon=":material/download:", on_click=start, key=key)
+        direct.save(key=f"save_combined_{task_id}", url=state.pop(url_key, None))
+        if now.kind == "failed":
+            st.error("The combined result could not be made: " + fmt.plain(now.message), icon=":material/error:")
+        if message := state.pop(f"combined_error_{task_id}", None):
+            st.error("The combined result cannot be downloaded: " + fmt.plain(message), icon=":material/error:")
+
+    st.caption(
+        "The combined result is this task's result with the rows its corrections ran again in their places, "
+        "in the file's order (a later correction's rows win)."
+    )
+    row()
+
+
+def offer(ctx: Context, record: TaskRecord) -> None:
+    """The upload of the corrected rows, on a completed task with rows with errors the person may act on."""
+    service, actor = ctx.service, ctx.actor
+    if record.status != "completed" or not has_errors(record) or not service.may_act(actor, record):
+        return
+    if service.export_state(actor, record.task_id, "errors-xlsx").kind == "refused":
+        return  # no errors workbook (its rows are not the input's one for one): nothing to correct from
+    if record.error_count <= EDITABLE_ROWS:
+        fix_here(ctx, record)
+    with st.expander(UPLOAD_LABEL, icon=":material/upload_file:"):
+        st.caption(
+            "Download “Rows with errors (.xlsx, to correct)”, fix the rows in Excel (keep the “row in file” "
+            "column as it is; the error column may stay or go) and upload it here, as .xlsx or .csv. A new "
+            "task with this task's type and settings runs only those rows, linked to this one."
+        )
+        uploaded = st.file_uploader("Corrected rows", type=["xlsx", "csv"], key=f"corrected_{record.task_id}")
+        if st.button("Run the corrected rows", icon=":material/play_arrow:", disabled=uploaded is None):
+            assert uploaded is not None
+            try:
+                made = service.submit_correction(actor, record.task_id, uploaded.getvalue())
+            except S3TaskError as e:
+                st.error("The corrected rows were not run: " + fmt.plain(e), icon=":material/error:")
+                return
+            st.switch_page(TASK, query_params={"id": made.task_id})
+
+
+def fix_here(ctx: Context, record: TaskRecord) -> None:
+    """The rows with errors (up to EDITABLE_ROWS) in an editable grid; "Run these rows again" sends them as
+    they are in the grid, through the same path as an uploaded file (a CSV of the errors workbook's columns)."""
+    service, actor, task_id = ctx.service, ctx.actor, record.task_id
+    with st.expander(FIX_LABEL, icon=":material/edit:"):
+        try:
+            names, rows = service.corrections.rows_to_correct(actor, task_id)
+        except S3TaskError as e:
+            st.error("The rows with errors cannot be shown: " + fmt.plain(e), icon=":material/error:")
+            return
+        st.caption(
+            "Change the cells that are wrong, then run the rows again: a new task with this task's type and "
+            "settings runs them, linked to this one. Delete a row to leave it out; the error and the row in "
+            "the file stay as they are."
+        )
+        frame = pd.DataFrame(rows, columns=pd.Index(names), dtype=object)
+        edited = st.data_editor(
+            frame,
+            disabled=names[:2],  # the error and the row in the file: what the task said, where it is
+            hide_index=True,
+            num_rows="delete",  # rows may be left out, none added (each stands for a row of the file)
+            key=f"fix_{task_id}",
+            width="stretch",
+        )
+        if st.button(RUN_LABEL, icon=":material/play_arrow:", key=f"run_fixed_{task_id}"):
+            try:
+                made = service.submit_correction(actor, task_id, grid_csv(names, edited))
+            except S3TaskError as e:
+                st.error("The rows were not run: " + fmt.plain(e), icon=":material/error:")
+                return
+            st.switch_page(TASK, query_params={"id": made.task_id})
+
+
+def grid_csv(names: list[str], frame: pd.DataFrame) -> bytes:
+    """The grid's rows as a CSV of the errors workbook's columns (every value quoted, so its format is plain)."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(names)
+    for values in frame.itertuples(index=False):
+        writer.writerow(["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values])
+    return out.getvalue().encode("utf-8")
