@@ -132,7 +132,7 @@ def cancel_upload() -> None:
 
 def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
     """The browser says the file is in the store: join its parts, check it, queue the task."""
-    parts = [(int(n), str(etag)) for n, etag in report.get("parts") or []]
+    parts = plan.joined_parts(report)
     state.pop(keys.plan, None)
     try:
         service.finish_upload(actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=parts)
@@ -431,7 +431,9 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
     try:
         if direct_mode:
             assert chosen is not None
-            created = service.create(actor, name, task_type.name, payload, read_as)
+            file = chosen.fingerprint()  # recorded on the task: its upload can be continued with the same file
+            fingerprint = file.to_dict() if file else None
+            created = service.create(actor, name, task_type.name, payload, read_as, fingerprint)
             task_id = created.record.task_id
             if created.upload_url is None:
                 raise InvalidInput("this task store gives no upload links; reload the page to upload through the app")

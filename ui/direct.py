@@ -47,6 +47,7 @@ import streamlit as st
 
 from s3task.csvio import INSPECT_BYTES
 from s3task.csvio.sparse import SparseFile
+from s3task.fingerprint import Fingerprint
 from s3task.tasks import Actor, TaskService
 
 #: How much of the chosen file the browser sends for the preview.
@@ -145,6 +146,8 @@ class Chosen:
     size: int
     head: bytes
     ranges: tuple[tuple[int, bytes], ...] = ()
+    #: the SHA-256 of its first and last MiB (s3task.fingerprint), "" if the browser could not work it out
+    edges_sha256: str = ""
 
     @classmethod
     def from_state(cls, value: Any) -> Chosen | None:
@@ -157,9 +160,14 @@ class Chosen:
                 sent = ()
             ranges = tuple((int(at), base64.b64decode(data)) for at, data in sent)
             head = base64.b64decode(value["head"])[:PROBE_BYTES]
-            return cls(str(value["id"]), str(value["name"]), int(value["size"]), head, ranges)
+            edges = str(value.get("edges_sha256") or "")[:64]
+            return cls(str(value["id"]), str(value["name"]), int(value["size"]), head, ranges, edges)
         except (KeyError, TypeError, ValueError):
             return None
+
+    def fingerprint(self) -> Fingerprint | None:
+        """Which file this is (name, size, edges), for the task made for it; None if the browser had no digest."""
+        return Fingerprint(self.name, self.size, self.edges_sha256) if self.edges_sha256 else None
 
     def sparse(self) -> SparseFile:
         """The file as far as the browser sent it: its first bytes and the ranges (a workbook's preview reads it)."""
@@ -184,13 +192,19 @@ class Plan:
     content_type: str = "text/csv"
     upload_id: str | None = None  # a multipart upload on S3
     part_size: int = 0
-    parts: list[str] | None = None
+    parts: list[str | None] | None = None  # a part's URL; None for one the store holds already
+    held: dict[int, str] | None = None  # the parts the store holds (ETag by number), kept here, not sent
 
     def for_browser(self) -> dict[str, Any]:
         base: dict[str, Any] = {"id": self.task_id, "file": self.file_id, "size": self.size}
         if self.parts is not None:
             return {**base, "parts": self.parts, "part_size": self.part_size, "parallel": PARALLEL_PARTS}
         return {**base, "url": self.url, "content_type": self.content_type}
+
+    def joined_parts(self, report: dict[str, Any]) -> list[tuple[int, str]]:
+        """Every part of the file: those the store held when the upload began, and those the browser sent."""
+        sent = {int(n): str(etag) for n, etag in report.get("parts") or [] if etag}
+        return sorted({**(self.held or {}), **sent}.items())
 
 
 def part_size_for(size: int) -> int:
@@ -203,15 +217,33 @@ def part_url_seconds(size: int, usual: int) -> int:
 
 
 def plan_upload(service: TaskService, actor: Actor, task_id: str, url: str, chosen: Chosen) -> Plan:
-    """A single PUT to ``url``, or, for a large file on a store with multipart URLs, presigned parts."""
+    """A single PUT to ``url``, or, for a large file on a store with multipart URLs, presigned parts:
+    of the upload noted on the task (s3task.tasks.resumable), only those the store does not hold yet, when
+    the browser gave the file's fingerprint — so the upload can be continued from the task's page."""
     if not (service.supports_multipart and chosen.size > MULTIPART_THRESHOLD):
         return Plan(task_id, chosen.id, chosen.size, url=url)
+    file = chosen.fingerprint()
+    if file is not None:
+        return _plan_parts(service, actor, task_id, chosen, file)
     part_size = part_size_for(chosen.size)
     count = math.ceil(chosen.size / part_size)
     upload_id = service.create_multipart(actor, task_id)
     expires = part_url_seconds(chosen.size, service.url_seconds)
     parts = service.presign_parts(actor, task_id, upload_id, range(1, count + 1), expires=expires)
-    return Plan(task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=parts)
+    return Plan(task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=list(parts))
+
+
+def _plan_parts(service: TaskService, actor: Actor, task_id: str, chosen: Chosen, file: Fingerprint) -> Plan:
+    upload = service.resumable.browser_parts(actor, task_id, file)
+    expires = part_url_seconds(chosen.size, service.url_seconds)
+    missing = upload.missing()
+    signed = service.presign_parts(actor, task_id, upload.upload_id, missing, expires=expires)
+    urls = dict(zip(missing, signed, strict=True))
+    parts = [urls.get(n) for n in range(1, upload.count + 1)]
+    return Plan(
+        task_id, chosen.id, chosen.size, upload_id=upload.upload_id, part_size=upload.part_size, parts=parts,
+        held=dict(upload.held),
+    )  # fmt: skip
 
 
 # --- mounting ---------------------------------------------------------------------------
