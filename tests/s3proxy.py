@@ -116,11 +116,17 @@ def counting_proxy(upstream: str, log: RequestLog | None = None) -> Iterator[tup
 
 @dataclass
 class Bytes:
-    """What a byte-counting proxy took in: request body bytes (whole or cut), and the parts it cut."""
+    """What a byte-counting proxy took in: request body bytes (whole or cut), and the parts it cut
+    (``partNumber=N``, once per cut)."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     received: int = 0
     cut: list[str] = field(default_factory=list)
+    cutting: bool = True  # cleared by a test: the network is good again
+
+    def stop_cutting(self) -> None:
+        with self.lock:
+            self.cutting = False
 
     def add(self, n: int) -> None:
         with self.lock:
@@ -128,22 +134,29 @@ class Bytes:
 
 
 class _ByteCounting(_Proxy):
-    """Counts every body byte as it arrives (a body the sender stops part-way counts for what arrived) and,
-    once, cuts the connection of the first part upload (``partNumber=``) after ``cut_after`` bytes."""
+    """Counts every body byte as it arrives (a body the sender stops part-way counts for what arrived) and
+    cuts the connection of a part upload (``partNumber=``) after ``cut_after`` bytes: of the first part
+    sent, ``cuts`` times (each retry of it, until they are used up)."""
 
     bytes_in: Bytes
     cut_after: int | None = None
+    cuts = 1
+
+    def _cut_now(self) -> bool:
+        part = next((p for p in self.path.split("?", 1)[-1].split("&") if p.startswith("partNumber=")), "")
+        with self.bytes_in.lock:
+            cut = self.bytes_in.cut
+            if self.bytes_in.cutting and len(cut) < self.cuts and (not cut or cut[0] == part):
+                cut.append(part)
+                return True
+        return False
 
     def _body(self) -> bytes | None:
         left, chunks = int(self.headers.get("Content-Length") or 0), []
         cut = self.cut_after is not None and self.command == "PUT" and "partNumber=" in self.path
         while left:
             if cut and sum(map(len, chunks)) >= (self.cut_after or 0):
-                with self.bytes_in.lock:
-                    first = not self.bytes_in.cut
-                    if first:
-                        self.bytes_in.cut.append(self.path)
-                if first:  # the connection drops part-way through a part, as on a flaky network
+                if self._cut_now():  # the connection drops part-way through a part, as on a flaky network
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return None
@@ -158,11 +171,12 @@ class _ByteCounting(_Proxy):
 
 
 @contextlib.contextmanager
-def byte_counting_proxy(upstream: str, *, cut_after: int | None = None) -> Iterator[tuple[str, Bytes]]:
+def byte_counting_proxy(upstream: str, *, cut_after: int | None = None, cuts: int = 1) -> Iterator[tuple[str, Bytes]]:
     """Serve a faithful proxy on 127.0.0.1 that counts the body bytes it receives (and with ``cut_after``
-    cuts one part upload part-way, see :class:`_ByteCounting`); yields its URL and the count."""
+    cuts a part upload part-way, ``cuts`` times, see :class:`_ByteCounting`); yields its URL and the count."""
     counted, done = Bytes(), threading.Event()
-    attrs = {"upstream": upstream, "done": done, "bytes_in": counted, "cut_after": cut_after, "timeout": 60.0}
+    attrs = {"upstream": upstream, "done": done, "bytes_in": counted, "cut_after": cut_after, "cuts": cuts}
+    attrs["timeout"] = 60.0
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("ByteCounting", (_ByteCounting,), attrs))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -201,6 +201,11 @@ class Plan:
             return {**base, "parts": self.parts, "part_size": self.part_size, "parallel": PARALLEL_PARTS}
         return {**base, "url": self.url, "content_type": self.content_type}
 
+    @property
+    def continuable(self) -> bool:
+        """An upload in parts noted on its task (the file's fingerprint known): one that stops can go on later."""
+        return self.held is not None
+
     def joined_parts(self, report: dict[str, Any]) -> list[tuple[int, str]]:
         """Every part of the file: those the store held when the upload began, and those the browser sent."""
         sent = {int(n): str(etag) for n, etag in report.get("parts") or [] if etag}

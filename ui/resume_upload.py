@@ -27,6 +27,23 @@ from .context import Context
 NEVER_SUBMITTED = "This task was created but its file was never submitted. You can cancel it."
 
 
+def _keys(task_id: str) -> tuple[str, str, str]:
+    """The session keys of one task's Continue upload: the uploader's, its plan's, and its note's."""
+    key = f"resume_upload_{task_id}"
+    return key, f"{key}_plan", f"{key}_note"
+
+
+def stopped(task_id: str, message: str) -> None:
+    """Say on the task's page that its upload stopped and what the store holds is kept (the New task page
+    sends the person there when an upload in parts breaks off)."""
+    st.session_state[_keys(task_id)[2]] = ("error", _stopped_words(message, kept=True))
+
+
+def _stopped_words(message: str, *, kept: bool) -> str:
+    held = " What the task store holds is kept." if kept else ""
+    return f"The upload stopped ({message}).{held} Choose the file again to continue."
+
+
 def offer(ctx: Context, record: TaskRecord) -> None:
     """The waiting task's words, and, where it can be continued by this user, the picker and the button."""
     service, actor = ctx.service, ctx.actor
@@ -49,8 +66,7 @@ def offer(ctx: Context, record: TaskRecord) -> None:
 
 def _continue(ctx: Context, record: TaskRecord, url: str) -> None:
     service, actor, task_id, state = ctx.service, ctx.actor, record.task_id, st.session_state
-    key = f"resume_upload_{task_id}"
-    plan_key, note_key = f"{key}_plan", f"{key}_note"
+    key, plan_key, note_key = _keys(task_id)
     plan: direct.Plan | None = state.get(plan_key)
     result = direct.uploader(key=key, plan=plan, owner=key)
     if plan is not None:
@@ -103,6 +119,5 @@ def _failed(ctx: Context, plan: direct.Plan, report: dict[str, Any], plan_key: s
     """The upload stopped again: what the store holds stays, and the task waits, for another try."""
     st.session_state.pop(plan_key, None)
     message = str(report.get("message") or "unknown error")
-    kept = " What the task store holds is kept." if plan.upload_id else ""
-    st.session_state[note_key] = ("error", f"The upload stopped ({message}).{kept} Choose the file again to continue.")
+    st.session_state[note_key] = ("error", _stopped_words(message, kept=plan.continuable))
     st.rerun()

@@ -241,6 +241,45 @@ def test_a_connection_cut_part_way_through_a_part_is_retried_on_its_own(
                         "sent_over_file": round(counted.received / big.stat().st_size, 3)})  # fmt: skip
 
 
+def test_a_part_that_keeps_breaking_stops_the_upload_and_the_tasks_page_continues_it(
+    browser, cors_moto: str, big: Path, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    port = free_port()
+    bucket, env = bucket_for(cors_moto, port)
+    s3 = boto_client(cors_moto)
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    try:
+        # One part breaks off at each try (the browser's four, and any Chromium makes of its own).
+        with byte_counting_proxy(cors_moto, cut_after=PART // 16, cuts=1000) as (proxy, counted):
+            env = {**env, "AWS_ENDPOINT_URL_S3": proxy, "S3TASK_EMBEDDED_WORKER": "0"}
+            with procs.Procs(tmp_path, env) as started:
+                url = started.streamlit("app.py", port=port, name="app").url
+                start_on_new_task(page, url, big)
+                page.get_by_role("button", name="Submit").click()
+                page.wait_for_url(f"{url}/task?id=*", timeout=120_000)  # the upload stopped: the task's page
+                task_id = page.url.rsplit("=", 1)[1]
+                expect(page.get_by_text("What the task store holds is kept. Choose the file again to continue."))\
+                    .to_be_visible(timeout=20_000)  # fmt: skip
+                assert len(counted.cut) >= 4 and len(set(counted.cut)) == 1, counted.cut
+                counted.stop_cutting()  # the network is good again
+                assert record_of(s3, bucket, task_id)["status"] == "created"
+                held = held_parts(s3, bucket, task_id)
+                continue_on_task_page(page, url, task_id, big)
+                record = wait_queued(s3, bucket, task_id)
+        size = big.stat().st_size
+        assert task_ids(s3, bucket) == [task_id]
+        assert (record["status"], record["input_size_bytes"]) == ("queued", size)
+        assert_input_is_the_file(s3, bucket, task_id, big)
+        assert held >= 1 and counted.received <= 1.3 * size, f"{counted.received:,} bytes for {size:,}"
+    finally:
+        page.close()
+    keep_figure("cut_until_stopped", {"file_bytes": size, "parts_held_when_stopped": held, "cuts": len(counted.cut),
+                                      "bytes_sent_in_all": counted.received,
+                                      "sent_over_file": round(counted.received / size, 3)})  # fmt: skip
+
+
 def refused_then_waits(page, url: str, task_id: str, other: Path) -> None:
     from playwright.sync_api import expect
 
