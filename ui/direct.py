@@ -17,7 +17,12 @@ Two small custom components (``st.components.v2``, no build step; the uploader's
   signed ``/transfer`` route on the local store — always with ``Content-Type:
   text/csv`` (whatever the operating system calls the file), showing a progress
   bar, the speed and the time left. Large files on S3 go as a presigned
-  multipart upload: parts in parallel, each retried on its own. It reports
+  multipart upload: parts in parallel, each retried on its own. It also
+  reports the file's fingerprint (``edges_sha256``: the SHA-256 of its first
+  and last MiB, s3task.fingerprint), recorded on the task, and the upload in
+  parts is noted on the task before the first part goes, so that one that
+  stops can be continued from the task's page (ui/resume_upload.py): the plan
+  then has no URL for a part the store holds, and the browser skips it. It reports
   ``uploaded`` (with the parts' ETags) or ``failed`` (``kind`` ``network`` when
   the browser could not reach the store at all — a CORS rule missing, a
   private endpoint — which makes the page fall back to Streamlit's uploader;
