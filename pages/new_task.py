@@ -35,7 +35,7 @@ from s3task.errors import InvalidInput, S3TaskError
 from s3task.handlers import Param, TaskType
 from s3task.handlers.columns import Need
 from s3task.tasks.recipes import Recipe
-from ui import context, direct
+from ui import context, direct, resume_upload
 from ui import format as fmt
 from ui import task_form as tf
 from ui.csvfile import EXTENSIONS, PREVIEW_ROWS, Inspection, inspect_upload
@@ -132,7 +132,7 @@ def cancel_upload() -> None:
 
 def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
     """The browser says the file is in the store: join its parts, check it, queue the task."""
-    parts = [(int(n), str(etag)) for n, etag in report.get("parts") or []]
+    parts = plan.joined_parts(report)
     state.pop(keys.plan, None)
     try:
         service.finish_upload(actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=parts)
@@ -145,8 +145,15 @@ def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
 
 
 def upload_failed(plan: Plan, report: dict[str, Any]) -> None:
-    abandon(plan)
     message = str(report.get("message") or "unknown error")
+    if report.get("kind") == "interrupted" and plan.continuable:
+        # The parts the store holds stay with the task, whose page continues the upload (ui/resume_upload.py).
+        state.pop(keys.plan, None)
+        resume_upload.stopped(plan.task_id, message)
+        state[tf.FORM_NUMBER] = form + 1
+        state.pop(keys.inspected, None)
+        st.switch_page("pages/task.py", query_params={"id": plan.task_id})
+    abandon(plan)
     if report.get("kind") == "network":
         state[tf.FALLBACK] = message
     else:
@@ -431,7 +438,9 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
     try:
         if direct_mode:
             assert chosen is not None
-            created = service.create(actor, name, task_type.name, payload, read_as)
+            file = chosen.fingerprint()  # recorded on the task: its upload can be continued with the same file
+            fingerprint = file.to_dict() if file else None
+            created = service.create(actor, name, task_type.name, payload, read_as, fingerprint)
             task_id = created.record.task_id
             if created.upload_url is None:
                 raise InvalidInput("this task store gives no upload links; reload the page to upload through the app")

@@ -1,10 +1,11 @@
 """Which file an upload is of: its name, its size, and a SHA-256 of its first and last MiB.
 
 Recorded on a task when it is created for an upload (``TaskRecord.input_fingerprint``), so that an
-upload that stopped can be continued only with the same file: the CLI's ``submit --resume`` now, a
-browser's *Continue upload* later. It is cheap (2 MiB read, whatever the size) and tells apart a
-file that was replaced, grew, shrank or was re-exported — not one changed only in its middle, which
-the part checksums of a continued upload catch (s3task.tasks.resumable).
+upload that stopped can be continued only with the same file: the CLI's ``submit --resume``, and a
+browser's *Continue upload* on the task's page (ui/resume_upload.py; the browser computes the digest).
+It is cheap (2 MiB read, whatever the size) and tells apart a file that was replaced, grew, shrank or
+was re-exported — not one changed only in its middle, which the CLI's continued upload catches with
+each part's checksum (s3task.tasks.resumable) and a browser's does not (it keeps a part on its size).
 
 The digest, exactly (a browser computes the same with ``file.slice``): SHA-256 over the bytes
 ``[0, min(EDGE, size))`` followed by ``[max(EDGE, size - EDGE), size)`` — the first MiB, then the

@@ -4,13 +4,15 @@
 them (the conditional-write probe must refuse it); ``slow_status_puts`` holds
 record writes once the yielded Event is set, like a struggling store.
 :func:`counting_proxy` forwards faithfully and notes every request, so a test
-can count what one process asks of the store.
+can count what one process asks of the store; :func:`byte_counting_proxy` counts the body bytes
+that reach the store (and can cut one part upload part-way).
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -48,8 +50,14 @@ class _Proxy(http.server.BaseHTTPRequestHandler):
     log: RequestLog | None = None
     timeout = 10.0
 
+    def _body(self) -> bytes | None:
+        """The request's body; None when the proxy cut the connection part-way through it."""
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
     def _forward(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = self._body()
+        if body is None:
+            return
         dropped = ("host", "expect", "if-match", "if-none-match") if self.forget else ("host", "expect")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
         if self.slow is not None and self.slow.is_set() and self.command == "PUT" and "status.json" in self.path:
@@ -101,6 +109,79 @@ def counting_proxy(upstream: str, log: RequestLog | None = None) -> Iterator[tup
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", log
+    finally:
+        done.set()
+        server.shutdown()
+
+
+@dataclass
+class Bytes:
+    """What a byte-counting proxy took in: request body bytes (whole or cut), and the parts it cut
+    (``partNumber=N``, once per cut)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    received: int = 0
+    cut: list[str] = field(default_factory=list)
+    cutting: bool = True  # cleared by a test: the network is good again
+
+    def stop_cutting(self) -> None:
+        with self.lock:
+            self.cutting = False
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.received += n
+
+
+class _ByteCounting(_Proxy):
+    """Counts every body byte as it arrives (a body the sender stops part-way counts for what arrived) and
+    cuts the connection of a part upload (``partNumber=``) after ``cut_after`` bytes: of the first part
+    sent, ``cuts`` times (each retry of it, until they are used up)."""
+
+    bytes_in: Bytes
+    cut_after: int | None = None
+    cuts = 1
+
+    def _cut_now(self) -> bool:
+        part = next((p for p in self.path.split("?", 1)[-1].split("&") if p.startswith("partNumber=")), "")
+        with self.bytes_in.lock:
+            cut = self.bytes_in.cut
+            if self.bytes_in.cutting and len(cut) < self.cuts and (not cut or cut[0] == part):
+                cut.append(part)
+                return True
+        return False
+
+    def _body(self) -> bytes | None:
+        left, chunks = int(self.headers.get("Content-Length") or 0), []
+        cut = self.cut_after is not None and self.command == "PUT" and "partNumber=" in self.path
+        while left:
+            if cut and sum(map(len, chunks)) >= (self.cut_after or 0):
+                if self._cut_now():  # the connection drops part-way through a part, as on a flaky network
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return None
+                cut = False
+            chunk = self.rfile.read(min(left, 1 << 16))
+            if not chunk:
+                return None  # the sender went away part-way (a page reloaded)
+            self.bytes_in.add(len(chunk))
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+
+@contextlib.contextmanager
+def byte_counting_proxy(upstream: str, *, cut_after: int | None = None, cuts: int = 1) -> Iterator[tuple[str, Bytes]]:
+    """Serve a faithful proxy on 127.0.0.1 that counts the body bytes it receives (and with ``cut_after``
+    cuts a part upload part-way, ``cuts`` times, see :class:`_ByteCounting`); yields its URL and the count."""
+    counted, done = Bytes(), threading.Event()
+    attrs = {"upstream": upstream, "done": done, "bytes_in": counted, "cut_after": cut_after, "cuts": cuts}
+    attrs["timeout"] = 60.0
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("ByteCounting", (_ByteCounting,), attrs))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", counted
     finally:
         done.set()
         server.shutdown()

@@ -13,7 +13,7 @@ from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
 
 from . import format as fmt
-from . import services
+from . import resume_upload, services
 from .context import Context
 from .nav import NEW_TASK
 from .tables import type_title
@@ -77,7 +77,7 @@ def status(ctx: Context, record: TaskRecord, now: datetime) -> None:
         with st.container():
             st.progress(1.0, text=f"Done in {fmt.done_in(fmt.elapsed_seconds(record, now))}")
     elif record.status == "created":
-        st.info("This task was created but its file was never submitted. You can cancel it.")
+        resume_upload.offer(ctx, record)  # "Continue upload", where the file's upload can be continued
     shown = counts_of(record).shown()
     for column, (name, label, value) in zip(st.columns(len(shown)), shown, strict=True):
         column.metric(label, "–" if value is None else f"{value:,}", help=count_help(record, name))

@@ -18,7 +18,12 @@ Two small custom components (``st.components.v2``, no build step; the uploader's
   text/csv`` (whatever the operating system calls the file) and any other header the
   plan names (Azure's ``x-ms-blob-type``), showing a progress bar, the speed and the
   time left. Large files on S3 go as a presigned multipart upload, on Azure as blocks
-  (Put Block, then the app commits them): parts in parallel, each retried on its own. It reports
+  (Put Block, then the app commits them): parts in parallel, each retried on its own. It also
+  reports the file's fingerprint (``edges_sha256``: the SHA-256 of its first
+  and last MiB, s3task.fingerprint), recorded on the task, and the upload in
+  parts is noted on the task before the first part goes, so that one that
+  stops can be continued from the task's page (ui/resume_upload.py): the plan
+  then has no URL for a part the store holds, and the browser skips it. It reports
   ``uploaded`` (with the parts' ETags) or ``failed`` (``kind`` ``network`` when
   the browser could not reach the store at all — a CORS rule missing, a
   private endpoint — which makes the page fall back to Streamlit's uploader;
@@ -48,6 +53,7 @@ import streamlit as st
 
 from s3task.csvio import INSPECT_BYTES
 from s3task.csvio.sparse import SparseFile
+from s3task.fingerprint import Fingerprint
 from s3task.tasks import Actor, TaskService
 
 #: How much of the chosen file the browser sends for the preview.
@@ -146,6 +152,8 @@ class Chosen:
     size: int
     head: bytes
     ranges: tuple[tuple[int, bytes], ...] = ()
+    #: the SHA-256 of its first and last MiB (s3task.fingerprint), "" if the browser could not work it out
+    edges_sha256: str = ""
 
     @classmethod
     def from_state(cls, value: Any) -> Chosen | None:
@@ -158,9 +166,14 @@ class Chosen:
                 sent = ()
             ranges = tuple((int(at), base64.b64decode(data)) for at, data in sent)
             head = base64.b64decode(value["head"])[:PROBE_BYTES]
-            return cls(str(value["id"]), str(value["name"]), int(value["size"]), head, ranges)
+            edges = str(value.get("edges_sha256") or "")[:64]
+            return cls(str(value["id"]), str(value["name"]), int(value["size"]), head, ranges, edges)
         except (KeyError, TypeError, ValueError):
             return None
+
+    def fingerprint(self) -> Fingerprint | None:
+        """Which file this is (name, size, edges), for the task made for it; None if the browser had no digest."""
+        return Fingerprint(self.name, self.size, self.edges_sha256) if self.edges_sha256 else None
 
     def sparse(self) -> SparseFile:
         """The file as far as the browser sent it: its first bytes and the ranges (a workbook's preview reads it)."""
@@ -185,7 +198,8 @@ class Plan:
     content_type: str = "text/csv"
     upload_id: str | None = None  # a multipart upload (S3), or blocks (Azure)
     part_size: int = 0
-    parts: list[str] | None = None
+    parts: list[str | None] | None = None  # a part's URL; None for one the store holds already
+    held: dict[int, str] | None = None  # the parts the store holds (ETag by number), kept here, not sent
     #: The single PUT's headers, as the store needs them (Azure's x-ms-blob-type besides the type).
     headers: dict[str, str] | None = None
     #: Whether the browser must report each part's ETag (S3; Azure's blocks answer with none).
@@ -198,6 +212,16 @@ class Plan:
             return {**base, **parts, "part_etags": self.part_etags}
         headers = self.headers or {"Content-Type": self.content_type}
         return {**base, "url": self.url, "content_type": self.content_type, "headers": headers}
+
+    @property
+    def continuable(self) -> bool:
+        """An upload in parts noted on its task (the file's fingerprint known): one that stops can go on later."""
+        return self.held is not None
+
+    def joined_parts(self, report: dict[str, Any]) -> list[tuple[int, str]]:
+        """Every part of the file: those the store held when the upload began, and those the browser sent."""
+        sent = {int(n): str(etag or "") for n, etag in report.get("parts") or []}  # "": Azure's blocks have none
+        return sorted({**(self.held or {}), **sent}.items())
 
 
 def part_size_for(size: int) -> int:
@@ -213,16 +237,36 @@ def plan_upload(
     service: TaskService, actor: Actor, task_id: str, url: str, chosen: Chosen, headers: Mapping[str, str] | None = None
 ) -> Plan:
     """A single PUT to ``url`` (with ``headers``, the task's ``upload_headers``), or, for a large file on a
-    store with multipart URLs, presigned parts."""
+    store with multipart URLs, presigned parts: of the upload noted on the task (s3task.tasks.resumable),
+    only those the store does not hold yet, when the browser gave the file's fingerprint — so the upload
+    can be continued from the task's page."""
     if not (service.supports_multipart and chosen.size > MULTIPART_THRESHOLD):
         return Plan(task_id, chosen.id, chosen.size, url=url, headers=dict(headers) if headers else None)
+    file = chosen.fingerprint()
+    if file is not None:
+        return _plan_parts(service, actor, task_id, chosen, file)
     part_size = part_size_for(chosen.size)
     count = math.ceil(chosen.size / part_size)
     upload_id = service.create_multipart(actor, task_id)
     expires = part_url_seconds(chosen.size, service.url_seconds)
     parts = service.presign_parts(actor, task_id, upload_id, range(1, count + 1), expires=expires)
     tags = service.parts_need_etags
-    return Plan(task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=parts, part_etags=tags)
+    return Plan(
+        task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=list(parts), part_etags=tags
+    )
+
+
+def _plan_parts(service: TaskService, actor: Actor, task_id: str, chosen: Chosen, file: Fingerprint) -> Plan:
+    upload = service.resumable.browser_parts(actor, task_id, file)
+    expires = part_url_seconds(chosen.size, service.url_seconds)
+    missing = upload.missing()
+    signed = service.presign_parts(actor, task_id, upload.upload_id, missing, expires=expires)
+    urls = dict(zip(missing, signed, strict=True))
+    parts = [urls.get(n) for n in range(1, upload.count + 1)]
+    return Plan(
+        task_id, chosen.id, chosen.size, upload_id=upload.upload_id, part_size=upload.part_size, parts=parts,
+        held=dict(upload.held), part_etags=service.parts_need_etags,
+    )  # fmt: skip
 
 
 # --- mounting ---------------------------------------------------------------------------

@@ -11,6 +11,12 @@ file's bytes there (a file changed in its middle, which the fingerprint cannot s
 
 Elsewhere (the local directory, or a smaller file) the file goes in one piece: continuing a task
 means copying its whole file again into the same task.
+
+A browser's upload (the New task page, then *Continue upload* on the task's page) goes the same way,
+the browser sending the parts to presigned URLs: :meth:`Resumable.browser_parts` checks the file
+picked is the one recorded on the task (its fingerprint, which the browser computes alike), notes the
+upload on the task (or lists the parts of the one noted) and says which parts the store holds. The
+browser cannot work out a part's MD5 cheaply, so a part held is kept on its number and size.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import math
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, BinaryIO
 
@@ -52,6 +59,20 @@ FIND_WITHIN = timedelta(days=7)
 def part_size_for(size: int) -> int:
     """8 MiB parts, larger (whole MiBs) for files of more than 1,000 of them."""
     return max(PART_SIZE, math.ceil(size / MAX_PARTS / 2**20) * 2**20)
+
+
+@dataclass(frozen=True)
+class BrowserUpload:
+    """The upload in parts noted on a task, as a browser continues it: its id, part size and number of
+    parts, and the parts the store holds (ETag by number) that need not be sent again."""
+
+    upload_id: str
+    part_size: int
+    count: int
+    held: dict[int, str] = field(default_factory=dict)
+
+    def missing(self) -> list[int]:
+        return [n for n in range(1, self.count + 1) if n not in self.held]
 
 
 class Resumable:
@@ -94,6 +115,35 @@ class Resumable:
                     "or submit without --resume"
                 )
         return None
+
+    def require_same(self, record: TaskRecord, file: Fingerprint) -> None:
+        """Refuse, in words, to continue ``record``'s upload with a file other than the one it was made for."""
+        recorded = Fingerprint.from_dict(record.input_fingerprint)
+        if recorded is None:
+            raise InvalidInput(f"task {record.task_id} has no record of the file it was made for: not continued")
+        if why := file.differs_from(recorded):
+            raise InvalidInput(
+                f"this is not the file task {record.task_id} was made for ({why}); nothing was sent, and the task "
+                f"still waits for {recorded.name!r}"
+            )
+
+    # --- a browser's upload in parts ------------------------------------------------------------
+
+    def browser_parts(self, actor: Actor, task_id: str, file: Fingerprint) -> BrowserUpload:
+        """The upload in parts a browser sends ``file`` to, for a task still waiting for it: the one noted
+        on the task with the parts the store holds of it, or (none noted, or gone) a new one, noted before
+        any part is sent. A file other than the one recorded on the task is refused (:meth:`require_same`)."""
+        record = self.inputs._uploadable(actor, task_id)
+        self.require_same(record, file)
+        record, _etag, held = self._upload_of(actor, record, file)
+        part_size = int(record.input_upload["part_size"])
+        count = math.ceil(file.size / part_size)
+
+        def whole(part: Part) -> bool:  # a part of this upload, of the size its place in the file has
+            return 1 <= part.number <= count and part.size == min(part_size, file.size - (part.number - 1) * part_size)
+
+        kept = {p.number: p.etag for p in held if whole(p)}
+        return BrowserUpload(str(record.input_upload["upload_id"]), part_size, count, kept)
 
     # --- sending ----------------------------------------------------------------------------------
 

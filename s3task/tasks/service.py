@@ -50,7 +50,7 @@ class TaskService:
         self.inputs = Inputs(self.transitions, self.urls)
         self.outputs = Outputs(self.transitions, self.urls)
         self.recipes = Recipes(store, layout)  # saved settings for files that come back (s3task.tasks.recipes)
-        #: uploads of a file the caller holds that can be continued after an interruption (the CLI's)
+        #: uploads that can be continued after an interruption (the CLI's, and a browser's in parts)
         self.resumable = Resumable(self.transitions, self.inputs)
         # who may act
         self.may_act = access.may_act
@@ -97,9 +97,12 @@ class TaskService:
         task_type: str,
         payload: dict[str, Any] | None = None,
         input_format: Mapping[str, Any] | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
     ) -> Created:
-        """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it."""
-        return self.inputs.created(self.transitions.create(actor, name, task_type, payload, input_format))
+        """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it;
+        ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued."""
+        record = self.transitions.create(actor, name, task_type, payload, input_format, fingerprint)
+        return self.inputs.created(record)
 
     def save_recipe(
         self, actor: Actor, name: str, task_id: str, *, shared: bool = False, replace: bool = False

@@ -1,0 +1,111 @@
+"""A browser's upload in parts, continued from the task's page (s3task.tasks.resumable ``browser_parts``,
+ui/direct.py's plan): noted on the task before its first part, continued only with the file recorded on
+the task, presigning only the parts the store does not hold (on the S3 store over moto)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+from conftest import make_store
+
+from s3task.errors import InvalidInput
+from s3task.fingerprint import of_stream
+from s3task.layout import Layout
+from s3task.record import read_record
+from s3task.tasks import Actor, TaskService
+from s3task.tasks.resumable import PART_SIZE
+from ui import direct
+
+pytestmark = pytest.mark.slow  # files of four parts, over moto
+
+ADA = Actor("ada")
+LAYOUT = Layout("batch-tasks")
+DATA = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
+
+
+@pytest.fixture
+def s3(request: pytest.FixtureRequest, tmp_path: Path):
+    return make_store("moto", tmp_path, request)
+
+
+def chosen(data: bytes, name: str = "data.csv") -> direct.Chosen:
+    """What the browser reports of a picked file: its name, size, first bytes and edge digest."""
+    file = of_stream(io.BytesIO(data), name, len(data))
+    value = {"id": "f1", "name": name, "size": len(data), "head": base64.b64encode(data[:100]).decode(),
+             "edges_sha256": file.edges_sha256}  # fmt: skip
+    got = direct.Chosen.from_state(value)
+    assert got is not None
+    return got
+
+
+def part(data: bytes, n: int) -> bytes:
+    return data[(n - 1) * PART_SIZE : n * PART_SIZE]
+
+
+def test_a_browser_upload_is_noted_then_continued_with_only_the_missing_parts(s3) -> None:
+    service = TaskService(s3, LAYOUT)
+    picked = chosen(DATA)
+    file = picked.fingerprint()
+    assert file is not None and file == of_stream(io.BytesIO(DATA), "data.csv", len(DATA))
+    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
+    task_id = created.record.task_id
+    first = direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    assert first.parts is not None and len(first.parts) == 4 and all(first.parts) and first.held == {}
+    noted = read_record(s3, LAYOUT, task_id)[0]
+    assert noted.status == "created" and noted.input_upload == {"upload_id": first.upload_id, "part_size": PART_SIZE}
+    assert noted.input_fingerprint == file.to_dict()
+
+    key = noted.input_object_path
+    assert first.upload_id is not None
+    sent = {n: s3.upload_part(key, first.upload_id, n, part(DATA, n)) for n in (1, 3)}
+    s3.upload_part(key, first.upload_id, 4, part(DATA, 4)[:-1])  # cut short: not kept
+
+    again = TaskService(s3, LAYOUT)  # the page reloaded, or another app process: nothing remembered
+    plan = direct.plan_upload(again, ADA, task_id, str(again.inputs.created(noted).upload_url), picked)
+    assert plan.upload_id == first.upload_id and plan.held == sent
+    assert plan.parts is not None and [bool(u) for u in plan.parts] == [False, True, False, True]
+    browser_sent = {"parts": [[2, s3.upload_part(key, first.upload_id, 2, part(DATA, 2))],
+                              [4, s3.upload_part(key, first.upload_id, 4, part(DATA, 4))]]}  # fmt: skip
+    queued = again.finish_upload(ADA, task_id, size=len(DATA), upload_id=plan.upload_id,
+                                 parts=plan.joined_parts(browser_sent))  # fmt: skip
+    assert (queued.task_id, queued.status) == (task_id, "queued")
+    assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(DATA).digest()
+
+
+def test_another_file_is_refused_in_words_and_the_task_and_its_upload_stay(s3) -> None:
+    service = TaskService(s3, LAYOUT)
+    picked = chosen(DATA)
+    file = picked.fingerprint()
+    assert file is not None
+    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
+    task_id = created.record.task_id
+    direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    before = read_record(s3, LAYOUT, task_id)
+
+    edited = DATA[:-10] + b"9999999999"  # the same size and name, another end
+    with pytest.raises(InvalidInput) as refused:
+        direct.plan_upload(service, ADA, task_id, str(created.upload_url), chosen(edited))
+    assert str(refused.value) == (
+        f"this is not the file task {task_id} was made for ('data.csv' has the same size but other content at its "
+        "start or end); nothing was sent, and the task still waits for 'data.csv'"
+    )
+    with pytest.raises(InvalidInput, match=r"made for 'data\.csv', not 'other\.csv'"):
+        direct.plan_upload(service, ADA, task_id, str(created.upload_url), chosen(DATA, "other.csv"))
+    assert read_record(s3, LAYOUT, task_id) == before  # nothing written, nothing started
+
+
+def test_a_browser_without_a_digest_uploads_as_before_and_the_task_cannot_be_continued(s3) -> None:
+    service = TaskService(s3, LAYOUT)
+    picked = chosen(DATA)
+    blind = direct.Chosen(picked.id, picked.name, picked.size, picked.head)  # no Web Crypto on the page
+    created = service.create(ADA, "big", "copy", fingerprint=None)
+    plan = direct.plan_upload(service, ADA, created.record.task_id, str(created.upload_url), blind)
+    assert plan.parts is not None and len(plan.parts) == 4 and plan.upload_id
+    record = read_record(s3, LAYOUT, created.record.task_id)[0]
+    assert record.input_upload == {} and record.input_fingerprint == {}
+    with pytest.raises(InvalidInput, match="has no record of the file it was made for"):
+        service.resumable.require_same(record, of_stream(io.BytesIO(DATA), "data.csv", len(DATA)))
