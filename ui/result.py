@@ -28,6 +28,10 @@ from .context import Context
 #: How often a "Preparing…" button looks again.
 POLL_SECONDS = 1.0
 FIRST_ROWS = "First 100 rows"
+ROUND_TRIP = (
+    ":material/edit: Corrected rows run again as a task linked to this one: “Upload the corrected rows” "
+    "(or, for a few, “Fix the rows with errors here”) at the foot of this page."
+)
 #: The preview grid's own toolbar offers "Download as CSV" of the rows it holds (100 at most),
 #: which is easily taken for the result. Streamlit (1.67) has no per-grid option for it
 #: (``client.disableDataExport`` turns export and copying off in every grid of the app), so
@@ -96,6 +100,8 @@ def downloads(ctx: Context, record: TaskRecord) -> None:
         copies.append(Copy("errors-xlsx", "Rows with errors (.xlsx, to correct)", "Preparing the rows…"))
     _buttons(ctx, record, copies, csv=True)
     st.caption(fmt.plain(service.output_filename(record)) + (f" · {fmt.size(size)}" if size is not None else ""))
+    if has_errors(record) and service.export_state(actor, task_id, "errors-xlsx").kind != "refused":
+        st.caption(ROUND_TRIP)  # the way back is at the foot of the page (ui/corrections.py): say so up here
     refused = service.export_state(actor, task_id, "xlsx")
     if refused.kind == "refused":
         st.caption("No Excel file: " + fmt.plain(refused.message) + ".")

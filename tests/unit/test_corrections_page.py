@@ -55,10 +55,16 @@ def test_the_upload_is_offered_on_a_task_with_rows_with_errors_only(app, service
     at = task_page(app, with_errors)
     assert "Upload the corrected rows" in [e.label for e in at.expander]
     assert "Rows with errors (.xlsx, to correct)" in [b.label for b in at.button]
+    # Under the downloads, where the workbook is taken, a line says where it comes back (the page's foot).
+    assert any("“Upload the corrected rows”" in c.value and "foot of this page" in c.value for c in at.caption)
     clean = finished(service, [["name", "mail"], ["Ada", "ada@example.com"]])
-    assert "Upload the corrected rows" not in [e.label for e in task_page(app, clean).expander]
+    clean_page = task_page(app, clean)
+    assert "Upload the corrected rows" not in [e.label for e in clean_page.expander]
+    assert not any("“Upload the corrected rows”" in c.value for c in clean_page.caption)
     profile = finished(service, ROWS, "profile")  # a summary: its rows are not the input's
-    assert "Upload the corrected rows" not in [e.label for e in task_page(app, profile).expander]
+    profile_page = task_page(app, profile)
+    assert "Upload the corrected rows" not in [e.label for e in profile_page.expander]
+    assert not any("“Upload the corrected rows”" in c.value for c in profile_page.caption)
 
 
 def test_each_page_names_the_other_with_the_counts_before_and_after(app, service: TaskService) -> None:  # noqa: F811
