@@ -4,7 +4,9 @@ the CORS rule that lets the app's origin upload and download with SAS URLs.
 Azure's CORS rules belong to the storage account's Blob service (Set Blob Service Properties), not to a
 container: one rule serves every container of the account, and an account holds at most five. They carry
 no id, so s3task's rule is the one that allows exactly its methods and headers and exposes exactly
-ETag; :func:`apply_cors` sets that rule's origins, adds it if there is none, and keeps every other rule.
+ETag; :func:`apply_cors` adds the origins asked for to that rule's (or adds the rule), and keeps every
+other rule. It never takes an origin out: the rule may serve another deployment's app on the same account
+(an origin is removed in the account's own settings: the portal, ``az storage cors``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from .bucket import CORS_EXPOSE, CORS_MAX_AGE, CORS_METHODS, Change, cors_proble
 
 #: What a browser sends with a SAS upload: the file's type, and the blob type Put Blob needs.
 CORS_HEADERS = ("Content-Type", "x-ms-blob-type")
-#: Azure's most CORS rules per service.
+#: Azure's most CORS rules per service, and origins per rule.
 MAX_RULES = 5
+MAX_ORIGINS = 64
 HOLDER = "the storage account's Blob service"
 
 
@@ -87,17 +90,26 @@ def apply_cors(store: AzureStore, origins: Sequence[str]) -> Change:
     ours = [r for r in rules if _ours(r)]
     others = [r for r in rules if not _ours(r)]
     what = f"CORS rule of {HOLDER} (every container of the account)"
-    if len(ours) == 1 and sorted(ours[0]["AllowedOrigins"]) == sorted(origins):
-        return Change("unchanged", f"{what} ({', '.join(origins)})")
+    had = list(dict.fromkeys(o for r in ours for o in r["AllowedOrigins"]))  # each once, in their order
+    allowed = [*had, *(o for o in origins if o not in had)]
+    if len(ours) == 1 and (allowed == had or "*" in had):
+        return Change("unchanged", f"{what} ({', '.join(had)})")
     if len(others) >= MAX_RULES:
         raise InvalidInput(f"{HOLDER} has {len(others)} CORS rules of its own, Azure's most: remove one for s3task's")
-    wanted: dict[str, Any] = {"AllowedOrigins": list(origins), "AllowedMethods": list(CORS_METHODS)}
+    if len(allowed) > MAX_ORIGINS:
+        raise InvalidInput(
+            f"s3task's CORS rule of {HOLDER} would allow {len(allowed)} origins, Azure's most is {MAX_ORIGINS}: "
+            "remove the ones no app uses any more in the account's CORS settings"
+        )
+    wanted: dict[str, Any] = {"AllowedOrigins": allowed, "AllowedMethods": list(CORS_METHODS)}
     wanted |= {"AllowedHeaders": list(CORS_HEADERS), "ExposeHeaders": list(CORS_EXPOSE), "MaxAgeSeconds": CORS_MAX_AGE}
     cors = [_rule(r) for r in [*others, wanted]]
     with _translated(store.container, "write"):
         _service(store).set_service_properties(cors=cors)
     verb = "updated" if ours else "added"
-    return Change(verb, f"{what}: {', '.join(CORS_METHODS)} from {', '.join(origins)}, exposes ETag")
+    kept = f" (kept: {', '.join(had)})" if had else ""
+    added = [o for o in allowed if o not in had]
+    return Change(verb, f"{what}: {', '.join(CORS_METHODS)} from {', '.join(added)}{kept}, exposes ETag")
 
 
 def _rule(rule: dict[str, Any]) -> CorsRule:

@@ -52,22 +52,29 @@ def test_init_creates_the_container_and_lets_the_apps_origin_in(azurite: Any, en
     assert rule.allowed_origins == APP and rule.exposed_headers == "ETag"
 
 
-def test_init_moves_its_rule_to_another_origin_and_keeps_the_accounts_other_rules(
+def test_init_adds_an_origin_to_its_rule_and_keeps_every_other_origin_and_rule(
     azurite: Any, env: dict[str, str]
 ) -> None:
+    """The rule serves every container of the account: a second deployment's init (another origin) must not
+    turn off the first one's direct uploads (found by the outside review: it replaced the origins)."""
     theirs = CorsRule(["https://theirs.example.org"], ["GET"], allowed_headers=["*"], max_age_in_seconds=60)
     azurite.client().set_service_properties(cors=[theirs])
     container = azurite.new_bucket()
     url = f"az://{container}/batch-tasks"
     assert cli("--store", url, "init", "--origin", APP, env=env).returncode == 0
-    moved = cli("--store", url, "init", "--origin", OTHER, env=env)
-    assert moved.returncode == 0, moved.stderr
-    assert "updated: CORS rule of the storage account's Blob service (every container of the account): " in moved.stdout
-    assert f"PUT, GET, HEAD from {OTHER}, exposes ETag" in moved.stdout
+    second = cli("--store", url, "init", "--origin", OTHER, env=env)
+    assert second.returncode == 0, second.stderr
+    assert "updated: CORS rule of the storage account's Blob service (every container of the account): " in second.stdout
+    assert f"PUT, GET, HEAD from {OTHER} (kept: {APP}), exposes ETag" in second.stdout
     rules = azurite.client().get_service_properties()["cors"]
-    assert sorted(r.allowed_origins for r in rules) == sorted([OTHER, "https://theirs.example.org"])
+    assert sorted(r.allowed_origins for r in rules) == sorted([f"{APP},{OTHER}", "https://theirs.example.org"])
     assert _preflight(azurite, container, OTHER).status_code == 200
-    assert _preflight(azurite, container, APP).status_code == 403
+    assert _preflight(azurite, container, APP).status_code == 200  # the first app still uploads
+    for origin in (APP, OTHER):  # and doctor says so for each, whichever init ran last
+        doctor = cli("--store", url, "doctor", "--origin", origin, env=env)
+        assert doctor.returncode == 0, doctor.stderr
+    again = cli("--store", url, "init", "--origin", APP, env=env)
+    assert "unchanged: CORS rule of the storage account's Blob service" in again.stdout
     refused = cli("--store", url, "init", "--retain-days", "30", env=env)
     assert refused.returncode != 0 and "--retain-days sets an S3 lifecycle rule" in refused.stderr
 
