@@ -64,7 +64,8 @@ def test_init_adds_an_origin_to_its_rule_and_keeps_every_other_origin_and_rule(
     assert cli("--store", url, "init", "--origin", APP, env=env).returncode == 0
     second = cli("--store", url, "init", "--origin", OTHER, env=env)
     assert second.returncode == 0, second.stderr
-    assert "updated: CORS rule of the storage account's Blob service (every container of the account): " in second.stdout
+    said = "updated: CORS rule of the storage account's Blob service (every container of the account): "
+    assert said in second.stdout
     assert f"PUT, GET, HEAD from {OTHER} (kept: {APP}), exposes ETag" in second.stdout
     rules = azurite.client().get_service_properties()["cors"]
     assert sorted(r.allowed_origins for r in rules) == sorted([f"{APP},{OTHER}", "https://theirs.example.org"])
