@@ -124,7 +124,7 @@ def open_workbook(source: str | os.PathLike[str] | IO[bytes]) -> Workbook:
     check_signature(start)
     try:
         archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, OSError) as e:
+    except (zipfile.BadZipFile, OSError, NotImplementedError, ValueError) as e:  # a version, an offset no zip has
         raise InvalidInput("the workbook is damaged (not a complete zip file) — " + AGAIN) from e
     names = set(archive.namelist())
     if "xl/workbook.bin" in names:
@@ -199,7 +199,10 @@ def read_part(archive: zipfile.ZipFile, name: str, limit: int = MAX_PART_XML) ->
 
 def open_part(archive: zipfile.ZipFile, name: str, limit: int) -> IO[bytes]:
     """A part as a stream, refused first if its declared size or compression ratio is a bomb's."""
-    info = archive.getinfo(name)
+    try:
+        info = archive.getinfo(name)
+    except KeyError as e:  # a part the workbook's own lists name, missing from its zip
+        raise InvalidInput(DAMAGED) from e
     if info.file_size > limit or (info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * info.compress_size):
         raise InvalidInput(
             f"the workbook's part {name} would unpack to {info.file_size / 1e6:,.0f} MB "
@@ -207,7 +210,8 @@ def open_part(archive: zipfile.ZipFile, name: str, limit: int) -> IO[bytes]:
         )
     try:
         stream = archive.open(info)
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as e:  # RuntimeError: an encrypted zip member
+    # RuntimeError: an encrypted zip member; ValueError: a member's offset before the file's start
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError) as e:
         raise InvalidInput(DAMAGED) from e
     return cast(IO[bytes], CheckedPart(SentPart(stream) if isinstance(archive.fp, SparseFile) else stream))
 

@@ -6,13 +6,16 @@ type reads, nothing more, so it reads the file as it read the original) and its 
 it stands for in the original's file, kept next to the new task's input for the combined result). The
 error column is dropped, and may be deleted by staff before they send the file. Refused, with the row
 of the uploaded file that is wrong: other columns than the errors workbook's, a row number that is not
-one of the original's rows with errors, or one given twice.
+one of the original's rows with errors, or one given twice. A row whose every cell is empty is skipped, in a
+CSV as in a workbook: a row cleared in Excel is a line of only delimiters in its CSV, and no row at all in its
+workbook (rows staff cannot fix may be deleted or cleared).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +23,9 @@ from typing import Any
 from ..errors import InvalidInput
 
 KINDS = ("xlsx", "csv")
+#: A row number as the errors workbook writes it: ASCII digits (not ``²`` or ``٣``, which ``str.isdigit``
+#: takes), few enough that ``int`` reads them (a file has far fewer rows than 10**18).
+ROW_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -30,9 +36,11 @@ class CorrectedRows:
     cells: list[list[str]]
 
     def input_csv(self, names: list[str]) -> bytes:
-        """The new task's input: the original's header and the corrected cells (UTF-8, comma)."""
+        """The new task's input: the original's header and the corrected cells (UTF-8, comma, CRLF)."""
         out = io.StringIO(newline="")
-        writer = csv.writer(out, lineterminator="\n")
+        # The csv module quotes a value holding a character of the line end: with "\n" alone a lone CR went
+        # out bare and the reader split the row there. With "\r\n" every value with a CR or LF is quoted.
+        writer = csv.writer(out, lineterminator="\r\n")
         writer.writerow(names)
         writer.writerows(self.cells)
         return out.getvalue().encode("utf-8")
@@ -59,8 +67,11 @@ def tables_of(data: bytes) -> tuple[list[str], Iterator[Any]]:
 
 def _numbered(reader: Any) -> Iterator[Any]:
     for table, _end in reader.tables():
-        if table.num_rows:
+        # A CSV reader yields the rows before a bad one without their numbers, then raises the bad row's
+        # refusal: those rows are left out (``last_rows`` would be None, or the block before's numbers).
+        if table.num_rows and reader.last_rows is not None:
             yield table, list(reader.last_rows)
+        reader.last_rows = None
 
 
 def read_corrected(data: bytes, names: list[str], added: tuple[str, str], wanted: set[int]) -> CorrectedRows:
@@ -80,8 +91,11 @@ def read_corrected(data: bytes, names: list[str], added: tuple[str, str], wanted
     cells: list[list[str]] = []
     seen: set[int] = set()
     for table, numbers in tables:
-        columns = [table.column(i).to_pylist() for i in range(skip - 1, table.num_columns)]
-        for at, values in enumerate(zip(*columns, strict=True)):
+        columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+        for at, whole in enumerate(zip(*columns, strict=True)):
+            if not any(whole):  # a cleared row (None or "" in every cell)
+                continue
+            values = whole[skip - 1 :]
             row = _row_number(values[0], numbers[at], row_name)
             if row not in wanted:
                 raise InvalidInput(
@@ -98,12 +112,14 @@ def read_corrected(data: bytes, names: list[str], added: tuple[str, str], wanted
     return CorrectedRows(rows, cells)
 
 
-def _row_number(value: str, at: int, row_name: str) -> int:
+def _row_number(value: str | None, at: int, row_name: str) -> int:
+    value = value or ""
     text = value.strip()
     if text.endswith(".0"):  # a number cell a spreadsheet saved as 5.0
         text = text[:-2]
-    if not text.isdigit() or int(text) < 2:
+    if not ROW_NUMBER.fullmatch(text) or int(text) < 2:
+        shown = value if len(value) <= 40 else value[:40] + "…"  # a page-long value is not said back whole
         raise InvalidInput(
-            f"row {at:,} of the file: {row_name} must be the row number the errors file gave it, not {value!r}"
+            f"row {at:,} of the file: {row_name} must be the row number the errors file gave it, not {shown!r}"
         )
     return int(text)
