@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import InvalidTransition, NotOwner
 from .progress import Progress
-from .record import HISTORY_LIMIT, TaskRecord, new_write_id, parse_iso, to_iso
+from .record import HISTORY_LIMIT, MAX_CORRECTIONS, TaskRecord, new_write_id, parse_iso, to_iso
 from .states import State, Status
 
 __all__ = ["TRANSITIONS", "Lease", "Progress", "State", "Status"]  # Status: re-exported for callers
@@ -108,7 +108,8 @@ def _move(record: TaskRecord, target: State, now: datetime, event: str, **change
     note = changes.pop("_note", None)
     if note:
         entry["note"] = note[:500]
-    history = record.history if event == "heartbeat" else [*record.history, entry][-HISTORY_LIMIT:]
+    # No history entry for what is no step of the task's own (a correction's record is its corrections list).
+    history = record.history if event in ("heartbeat", "correct") else [*record.history, entry][-HISTORY_LIMIT:]
     return record.replace(
         status=target.status,
         final=target.final,
@@ -157,13 +158,20 @@ def submit(record: TaskRecord, now: datetime, *, input_etag: str, input_size: in
     )
 
 
+def check_correctable(record: TaskRecord) -> None:
+    """Refuse, in words, another correction of a task that has MAX_CORRECTIONS already (its record's size)."""
+    if (n := len(record.corrections)) >= MAX_CORRECTIONS:
+        raise InvalidTransition(f"this task has {n} corrections already; start a new task with the rows still to fix")
+
+
 def note_correction(record: TaskRecord, now: datetime, *, correction_id: str) -> TaskRecord | None:
     """List on a completed task the task that will process its corrected rows (None: listed already).
 
     Written before that task is created (s3task.tasks.corrections), so no correction exists that its
-    original does not list; one listed whose creation never happened is no task at all, and shown as none."""
+    original does not list; an id listed whose creation never happened is no task, and shown as none."""
     if correction_id in record.corrections:
         return None
+    check_correctable(record)
     return _move(record, State.COMPLETED, now, "correct", corrections=[*record.corrections, correction_id])
 
 

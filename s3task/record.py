@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 HISTORY_LIMIT = 50
+MAX_CORRECTIONS = 20  # the most corrections a task lists (s3task.tasks.corrections): each an id in its record
 CAS_TRIES = 10
 #: Reads to tell whether a write whose answer was lost landed, before giving up.
 LANDED_READS = 4

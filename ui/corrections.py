@@ -38,6 +38,13 @@ def _errors(record: TaskRecord) -> str:
     return "no rows with errors" if not n else f"{n:,} row{'s' if n != 1 else ''} with errors"
 
 
+def _linked(record: TaskRecord) -> str:
+    """What a task made of this task's corrected rows is linked to: a correction's rows are the original's."""
+    if record.corrects:
+        return "linked to the original (listed there, in its combined result with every other fix)"
+    return "linked to this one"
+
+
 def lineage(ctx: Context, record: TaskRecord) -> None:
     """Where this task stands among its corrections: what it corrects, what corrects it, with the counts."""
     service = ctx.service
@@ -143,7 +150,7 @@ def offer(ctx: Context, record: TaskRecord) -> None:
         st.caption(
             "Download “Rows with errors (.xlsx, to correct)”, fix the rows in Excel (keep the “row in file” "
             "column as it is; the error column may stay or go) and upload it here, as .xlsx or .csv. A new "
-            "task with this task's type and settings runs only those rows, linked to this one."
+            f"task with this task's type and settings runs only those rows, {_linked(record)}."
         )
         uploaded = st.file_uploader("Corrected rows", type=["xlsx", "csv"], key=f"corrected_{record.task_id}")
         if st.button("Run the corrected rows", icon=":material/play_arrow:", disabled=uploaded is None):
@@ -168,7 +175,7 @@ def fix_here(ctx: Context, record: TaskRecord) -> None:
             return
         st.caption(
             "Change the cells that are wrong, then run the rows again: a new task with this task's type and "
-            "settings runs them, linked to this one. Delete a row to leave it out; the error and the row in "
+            f"settings runs them, {_linked(record)}. Delete a row to leave it out; the error and the row in "
             "the file stay as they are."
         )
         frame = pd.DataFrame(rows, columns=pd.Index(names), dtype=object)

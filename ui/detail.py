@@ -29,6 +29,8 @@ EVENTS = {
     "retry": "Waiting to start again",
     "complete": "Completed",
     "cancel": "Cancelled",
+    # Written by records made before a correction stopped being a history entry (the corrections list is now).
+    "correct": "Corrected rows sent to a new task",
 }
 #: The same steps in an operator's words (the details section): attempts, workers and leases.
 OPERATOR_EVENTS = {

@@ -102,14 +102,36 @@ def write_error_book(
     error_column: str,
     write_sheet: Callable[..., int],
     created: datetime | None = None,
+    rows_key: str | None = None,
 ) -> int:
     """Write the workbook of the rows with errors to ``sink`` with ``write_sheet`` (the Excel writer of
-    :mod:`.writers`, passed in: it calls this module); returns the rows written."""
+    :mod:`.writers`, passed in: it calls this module); returns the rows written.
+
+    ``rows_key``: a task of corrected rows' ``corrected-rows.csv``, which says the row of the original's
+    file each of its input rows stands for: its rows are numbered so (the file the staff have), not by
+    their row in the input made of them, and its workbook is sent back as the original's would be."""
     _, outputs = exact_tables(output, legacy)
     with numbered_input(store, record) as (names, inputs):
+        if rows_key is not None:
+            lines = store.get(rows_key).body.decode("utf-8").splitlines()[1:]
+            inputs = _renumbered(inputs, [int(n) for n in lines])
         error_name, row_name = added_names(error_column, names)
         book_names = [error_name, row_name, *names]
         return write_sheet(book_names, _error_rows(outputs, inputs, error_column), sink, created=created)
+
+
+def _renumbered(inputs: Iterator[Any], file_rows: list[int]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """The input's blocks, each row numbered by ``file_rows`` (its row in the original's file) by position."""
+    import numpy as np
+
+    at = 0
+    for table, _rows in inputs:
+        if at + table.num_rows > len(file_rows):
+            raise CannotExport("the task has more input rows than its corrected rows' list says")
+        yield table, np.asarray(file_rows[at : at + table.num_rows], np.int64)
+        at += table.num_rows
+    if at != len(file_rows):
+        raise CannotExport("the task has fewer input rows than its corrected rows' list says")
 
 
 def _error_rows(outputs: Iterator[pa.Table], inputs: Iterator[Any], error_column: str) -> Iterator[pa.Table]:

@@ -25,10 +25,12 @@ def make(
     target: str,
     *,
     error_column: str | None,
+    rows_key: str | None = None,
 ) -> ObjectMeta:
     """Write the ``variant`` copy of the record's output to ``target`` (create-only), streamed.
 
-    Returns the copy's metadata; a copy that another process made first counts as made.
+    Returns the copy's metadata; a copy that another process made first counts as made. ``rows_key``:
+    a task of corrected rows' list of the original rows they stand for (its errors workbook's numbers).
     """
     if variant not in DERIVED:
         raise ValueError(f"{variant!r} is not a copy made from the output")
@@ -50,7 +52,7 @@ def make(
                 when = parse_iso(record.finished_at)
                 write_error_book(
                     store, record, stream, sink, legacy=legacy, error_column=error_column, write_sheet=write_sheet,
-                    created=when,
+                    created=when, rows_key=rows_key,
                 )  # fmt: skip
             elif variant == "xlsx":
                 write_xlsx(stream, sink, legacy=legacy, created=parse_iso(record.finished_at))

@@ -3,14 +3,18 @@ only those rows with the original's type and settings.
 
 The link is kept in both records: the new one's ``corrects`` (set in its create) and the original's
 ``corrections`` (a compare-and-set through :func:`s3task.lifecycle.note_correction`, re-decided on a
-lost race, so two corrections sent at once are both listed). The original lists the new task's id
-*before* the new task is created, with an id chosen here: a process that dies in between leaves the
-original listing an id that is no task (:meth:`Corrections.of` shows none for it), and never a
-correction its original does not know of. Then the new task is made as the New task page makes one
-(create, its input stored, submit, from :class:`~s3task.tasks.inputs.Inputs`), its input the corrected
-rows under the original's columns (:mod:`.corrected_file`), and next to it which original row each
-stands for (:meth:`s3task.layout.Layout.corrected_rows_key`). Should any of that fail, the new task is
-cancelled (the original lists a cancelled correction: what happened).
+lost race, so two corrections sent at once are both listed; at most
+:data:`s3task.record.MAX_CORRECTIONS`). Rows sent from a correction's page make a correction of its
+original (the root), numbered as the root's file (the correction's errors workbook numbers them so),
+so there are no chains and the root's combined result has every fix. Every check that can refuse (the
+file, the bound, the new task's name, parameters, the create rate limit) is made first; then the
+original lists the new task's id *before* the new task is created, with an id chosen here: a process
+that dies in between leaves the original listing an id that is no task (:meth:`Corrections.of` shows
+none for it), and never a correction its original does not know of. Then the new task is made as the
+New task page makes one (create, its input stored, submit, from :class:`~s3task.tasks.inputs.Inputs`),
+its input the corrected rows under the original's columns (:mod:`.corrected_file`), and next to it
+which original row each stands for (:meth:`s3task.layout.Layout.corrected_rows_key`). Should any of
+that fail, the new task is cancelled (the original lists a cancelled correction: what happened).
 """
 
 from __future__ import annotations
@@ -54,25 +58,33 @@ class Corrections:
         )
 
     def submit(self, actor: Actor, task_id: str, data: bytes) -> TaskRecord:
-        """Queue a new task of the corrected rows in ``data`` (the errors workbook fixed, as .xlsx or .csv)."""
-        original = self.transitions.get(actor, task_id)
-        access.require(actor, original, "send corrected rows for")
-        if original.status != Status.COMPLETED or not original.error_count:
+        """Queue a new task of the corrected rows in ``data`` (the errors workbook fixed, as .xlsx or .csv).
+
+        Sent from a correction's page, the new task corrects that correction's original (the root): its
+        rows are numbered as the root's file (the correction's workbook numbers them so), and the root
+        lists it, so the root's combined result has every fix. Everything that can refuse is checked
+        before the root is written (:meth:`.transitions.Transitions.prepare`)."""
+        page = self.transitions.get(actor, task_id, fresh=True)  # its corrections count: as stored
+        access.require(actor, page, "send corrected rows for")
+        if page.status != Status.COMPLETED or not page.error_count:
             raise InvalidTransition(
-                f"only a completed task with rows with errors can be corrected: {lifecycle.describe(original)}"
+                f"only a completed task with rows with errors can be corrected: {lifecycle.describe(page)}"
             )
+        root = self.root_of(actor, page)
+        lifecycle.check_correctable(root)
         # The errors workbook says which rows had errors (made now if it was not, as its download would).
         self.outputs.ensure_output(actor, task_id, "errors-xlsx")
-        names = header_of(self.store, original)
-        added = added_names(self._error_column(original), names)
+        names = header_of(self.store, page)
+        added = added_names(self._error_column(page), names)
         corrected = read_corrected(data, names, added, self.error_rows(actor, task_id))
         new_id = new_task_id()
-        self.records.update(task_id, lambda r, now: lifecycle.note_correction(r, now, correction_id=new_id))
-        name = original.task_name[: MAX_NAME - len(SUFFIX)] + SUFFIX
-        made = self.transitions.create(
-            actor, name, original.task_type, dict(original.payload), {"delimiter": ",", "encoding": "utf-8"},
-            corrects=task_id, task_id=new_id,
+        name = root.task_name[: MAX_NAME - len(SUFFIX)] + SUFFIX
+        record = self.transitions.prepare(
+            actor, name, root.task_type, dict(root.payload), {"delimiter": ",", "encoding": "utf-8"},
+            corrects=root.task_id, task_id=new_id,
         )  # fmt: skip
+        self.records.update(root.task_id, lambda r, now: lifecycle.note_correction(r, now, correction_id=new_id))
+        made = self.transitions.store_new(actor, record)
         try:
             key = self.layout.corrected_rows_key(new_id)
             self.store.put(key, corrected.rows_csv(ROW_COLUMN), PutMode.CREATE, content_type="text/csv")
@@ -81,6 +93,14 @@ class Corrections:
         except S3TaskError:
             self.inputs.abandon_upload(actor, made.task_id)
             raise
+
+    def root_of(self, actor: Actor, record: TaskRecord) -> TaskRecord:
+        """The task whose file ``record``'s rows are rows of: itself, or the original it corrects."""
+        if not record.corrects:
+            return record
+        root = self.transitions.get(actor, record.corrects, fresh=True)  # its corrections: as stored
+        access.require(actor, root, "send corrected rows for")
+        return root
 
     @staticmethod
     def _error_column(record: TaskRecord) -> str:

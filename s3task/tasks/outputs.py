@@ -131,7 +131,9 @@ class Outputs:
 
     def _maker(self, record: TaskRecord, variant: exports.Variant, key: str) -> Callable[[], ObjectMeta]:
         error_column = self._error_column(record)
-        return lambda: exports.make(self.store, record, variant, key, error_column=error_column)
+        # A task of corrected rows numbers its rows with errors as the original's file does (the staff's file).
+        rows_key = self.layout.corrected_rows_key(record.task_id) if record.corrects else None
+        return lambda: exports.make(self.store, record, variant, key, error_column=error_column, rows_key=rows_key)
 
     # --- a preview ---------------------------------------------------------------------------------
 

@@ -102,6 +102,25 @@ class Transitions:
         header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known.
         ``corrects``, ``task_id``: a task of corrected rows, made with the id its original lists already
         (s3task.tasks.corrections); the create is create-only, so an id taken is refused."""
+        record = self.prepare(
+            actor, name, task_type, payload, input_format, fingerprint, corrects=corrects, task_id=task_id
+        )
+        return self.store_new(actor, record)
+
+    def prepare(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None = None,
+        input_format: Mapping[str, Any] | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
+        *,
+        corrects: str | None = None,
+        task_id: str | None = None,
+    ) -> TaskRecord:
+        """Every check :meth:`create` makes (the rate limit's count taken last), and the record it would
+        write, written by nothing yet: a correction lists its id on the original between the two."""
         name = (name or "").strip()
         if not name:
             raise InvalidInput("give the task a name")
@@ -125,6 +144,10 @@ class Transitions:
         record = self._new_record(actor, name, task_type, params, read_as, task_id)
         record.input_fingerprint = dict(fingerprint or {})  # in the create itself: no write more
         record.corrects = corrects
+        return record
+
+    def store_new(self, actor: Actor, record: TaskRecord) -> TaskRecord:
+        """Write a record :meth:`prepare` made: its "my tasks" marker, then the record (create-only)."""
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, record.task_id), b"", PutMode.OVERWRITE)

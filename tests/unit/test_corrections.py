@@ -160,7 +160,7 @@ def test_a_death_between_the_link_and_the_create_leaves_no_correction_behind(
         raise SystemExit("killed")  # what a process killed between the two writes leaves
 
     with monkeypatch.context() as patch:
-        patch.setattr(service.transitions, "create", dies)
+        patch.setattr(service.transitions, "store_new", dies)  # the create's write, after its checks
         with pytest.raises(SystemExit):
             service.submit_correction(ADA, original.task_id, data)
     listed = stored(service, original.task_id)
