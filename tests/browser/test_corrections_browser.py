@@ -86,7 +86,7 @@ def test_errors_fixed_in_excel_come_back_as_one_combined_result(browser, tmp_pat
             book.save(fixed)
 
             # Uploaded back on the task's page: a new task, linked, runs only those rows.
-            page.get_by_text("Upload the corrected rows").click()
+            page.get_by_text("Upload the corrected rows", exact=True).click()
             page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(fixed))
             run = page.get_by_role("button", name="Run the corrected rows")
             expect(run).to_be_enabled(timeout=20_000)
