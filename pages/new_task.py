@@ -31,7 +31,7 @@ import streamlit as st
 
 from s3task import handlers
 from s3task.csvio import DELIMITERS, ENCODINGS, EXCEL_ROWS
-from s3task.errors import InvalidInput, S3TaskError
+from s3task.errors import InvalidInput, S3TaskError, UploadInterrupted
 from s3task.handlers import Param, TaskType
 from s3task.handlers.columns import Need
 from s3task.tasks.recipes import Recipe
@@ -136,6 +136,8 @@ def finish_upload(plan: Plan, report: dict[str, Any]) -> None:
     state.pop(keys.plan, None)
     try:
         service.finish_upload(actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=parts)
+    except UploadInterrupted as e:  # the store failed at the join: the task and its parts are kept
+        resume_upload.stopped(plan.task_id, str(e))
     except S3TaskError as e:  # the upload was dropped and the task cancelled
         state[keys.note] = ("error", "The task was not submitted: " + str(e))
         st.rerun()

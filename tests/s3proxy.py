@@ -170,14 +170,43 @@ class _ByteCounting(_Proxy):
         return b"".join(chunks)
 
 
+class _SlowDown(_ByteCounting):
+    """Answers each upload of one part (``slow_part``, e.g. ``partNumber=5``) with S3's 503 SlowDown, with the
+    CORS headers S3 sends on an error, until :meth:`Bytes.stop_cutting`; the rest passes through."""
+
+    slow_part = ""
+
+    def _slowed(self) -> bool:
+        with self.bytes_in.lock:
+            return self.bytes_in.cutting and self.slow_part in self.path.split("?", 1)[-1].split("&")
+
+    def _forward(self) -> None:
+        if self.command != "PUT" or not self._slowed():
+            return super()._forward()
+        self._body()
+        body = b"<?xml version='1.0'?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        self.send_response(503)
+        self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
+        self.send_header("Access-Control-Expose-Headers", "ETag")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_PUT = _forward
+
+
 @contextlib.contextmanager
-def byte_counting_proxy(upstream: str, *, cut_after: int | None = None, cuts: int = 1) -> Iterator[tuple[str, Bytes]]:
+def byte_counting_proxy(
+    upstream: str, *, cut_after: int | None = None, cuts: int = 1, slow_part: str = ""
+) -> Iterator[tuple[str, Bytes]]:
     """Serve a faithful proxy on 127.0.0.1 that counts the body bytes it receives (and with ``cut_after``
-    cuts a part upload part-way, ``cuts`` times, see :class:`_ByteCounting`); yields its URL and the count."""
+    cuts a part upload part-way, ``cuts`` times, see :class:`_ByteCounting`; with ``slow_part`` answers that
+    part 503 SlowDown, :class:`_SlowDown`); yields its URL and the count."""
     counted, done = Bytes(), threading.Event()
     attrs = {"upstream": upstream, "done": done, "bytes_in": counted, "cut_after": cut_after, "cuts": cuts}
-    attrs["timeout"] = 60.0
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("ByteCounting", (_ByteCounting,), attrs))
+    attrs |= {"timeout": 60.0, "slow_part": slow_part}
+    handler = _SlowDown if slow_part else _ByteCounting
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("ByteCounting", (handler,), attrs))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

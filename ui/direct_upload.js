@@ -221,7 +221,12 @@ async function uploadParts(job, file, plan) {
         const retriable = !err.fatal && (err.kind === "network" || err.status >= 500 || err.status === 408);
         // A store that never answered a single part is unreachable (CORS, private endpoint): say so at once.
         const unreachable = err.kind === "network" && sent === 0 && loaded.every((n) => n === 0);
-        if (job.stopped || !retriable || attempt >= 4 || (unreachable && attempt >= 2)) throw err;
+        if (job.stopped || !retriable || attempt >= 4 || (unreachable && attempt >= 2)) {
+          // A part the store kept failing for now (a broken connection, a 5xx such as SlowDown): the parts held
+          // stay, and the upload can be continued (a part refused outright, e.g. an expired link, cannot).
+          if (retriable && !unreachable) err.gaveUp = true;
+          throw err;
+        }
         await wait(500 * 2 ** (attempt - 1));
       }
     }
@@ -282,8 +287,9 @@ function startJob(plan, file) {
     (err) => {
       job.stop();
       // Only a store that never took a byte is unreachable; a connection lost midway is just a failure.
-      const broke = err.kind === "network" && job.peak > 0;
-      const why = broke ? { kind: "interrupted", message: "the connection to the task store broke off" } : {};
+      const broke = (err.kind === "network" && job.peak > 0) || err.gaveUp === true;
+      const lost = err.kind === "network" ? "the connection to the task store broke off" : `the task store kept failing: ${err.message}`;
+      const why = broke ? { kind: "interrupted", message: lost } : {};
       finish(job, { event: "failed", value: { id: job.id, file: plan.file, ...err, ...why } });
     },
   );

@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from s3task.errors import S3TaskError
+from s3task.errors import S3TaskError, UploadInterrupted
 from s3task.fingerprint import Fingerprint
 from s3task.record import TaskRecord
 
@@ -112,6 +112,8 @@ def _uploaded(ctx: Context, plan: direct.Plan, report: dict[str, Any], plan_key:
         ctx.service.finish_upload(
             ctx.actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=plan.joined_parts(report)
         )
+    except UploadInterrupted as e:  # the store failed at the join: the task and its parts are kept
+        st.session_state[note_key] = ("error", _stopped_words(str(e), kept=True))
     except S3TaskError as e:  # refused: the upload was dropped and the task cancelled, as a new task's
         st.session_state[note_key] = ("error", "The task was not submitted: " + str(e))
     st.rerun()

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 from .. import lifecycle
 from ..csvio import INSPECT_BYTES
-from ..errors import InvalidInput, InvalidTransition, S3TaskError
+from ..errors import InvalidInput, InvalidTransition, S3TaskError, StoreUnavailable, UploadInterrupted
 from ..layout import CSV_TYPE
 from ..record import TaskRecord
 from ..states import Status
@@ -92,7 +92,9 @@ class Inputs:
         If any of that fails the parts are dropped and the task is cancelled (and the
         error raised), so a failed upload never leaves a task waiting for a file. A task
         that is no longer waiting for its file (submitted or cancelled meanwhile) is left
-        as it is.
+        as it is. One exception: the store failing (StoreUnavailable: a timeout, a 5xx after
+        the SDK's retries) on an upload noted on the task (one that can be continued from the
+        task's page, s3task.tasks.resumable) keeps the task and its parts: UploadInterrupted.
         """
         try:
             if upload_id:
@@ -101,9 +103,22 @@ class Inputs:
             return self.transitions.submit(actor, task_id, size=size)
         except InvalidTransition:
             raise
+        except StoreUnavailable as e:
+            if upload_id and self._noted(actor, task_id, upload_id):
+                raise UploadInterrupted(f"the task store failed while joining the file's parts: {e}") from e
+            self.abandon_upload(actor, task_id, upload_id)
+            raise
         except S3TaskError:
             self.abandon_upload(actor, task_id, upload_id)
             raise
+
+    def _noted(self, actor: Actor, task_id: str, upload_id: str) -> bool:
+        """Is ``upload_id`` the upload noted on the task, to be continued (False when that cannot be read)?"""
+        try:
+            record = self.transitions.get(actor, task_id, fresh=True)
+        except S3TaskError:
+            return False
+        return record.status == Status.CREATED and (record.input_upload or {}).get("upload_id") == upload_id
 
     def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
         """Drop an upload that will not finish: its parts, and the task made for it (best effort)."""

@@ -280,6 +280,40 @@ def test_a_part_that_keeps_breaking_stops_the_upload_and_the_tasks_page_continue
                                       "sent_over_file": round(counted.received / size, 3)})  # fmt: skip
 
 
+def test_a_part_the_store_keeps_answering_503_slowdown_stops_the_upload_and_keeps_the_task(
+    browser, cors_moto: str, big: Path, tmp_path: Path
+) -> None:
+    """Throttling is when the parts held must stay: a 5xx at every try of one part used to cancel the task
+    and drop every part (found by the second outside review; a broken connection was kept, a 503 was not)."""
+    from playwright.sync_api import expect
+
+    port = free_port()
+    bucket, env = bucket_for(cors_moto, port)
+    s3 = boto_client(cors_moto)
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    try:
+        with byte_counting_proxy(cors_moto, slow_part="partNumber=5") as (proxy, counted):
+            env = {**env, "AWS_ENDPOINT_URL_S3": proxy, "S3TASK_EMBEDDED_WORKER": "0"}
+            with procs.Procs(tmp_path, env) as started:
+                url = started.streamlit("app.py", port=port, name="app").url
+                start_on_new_task(page, url, big)
+                page.get_by_role("button", name="Submit").click()
+                page.wait_for_url(f"{url}/task?id=*", timeout=120_000)  # the upload stopped: the task's page
+                task_id = page.url.rsplit("=", 1)[1]
+                expect(page.get_by_text("What the task store holds is kept. Choose the file again to continue."))\
+                    .to_be_visible(timeout=20_000)  # fmt: skip
+                assert record_of(s3, bucket, task_id)["status"] == "created"
+                held = held_parts(s3, bucket, task_id)
+                counted.stop_cutting()  # the store takes part 5 again
+                continue_on_task_page(page, url, task_id, big)
+                record = wait_queued(s3, bucket, task_id)
+        assert held >= 1 and task_ids(s3, bucket) == [task_id]
+        assert (record["status"], record["input_size_bytes"]) == ("queued", big.stat().st_size)
+        assert_input_is_the_file(s3, bucket, task_id, big)
+    finally:
+        page.close()
+
+
 def refused_then_waits(page, url: str, task_id: str, other: Path) -> None:
     from playwright.sync_api import expect
 

@@ -109,3 +109,55 @@ def test_a_browser_without_a_digest_uploads_as_before_and_the_task_cannot_be_con
     assert record.input_upload == {} and record.input_fingerprint == {}
     with pytest.raises(InvalidInput, match="has no record of the file it was made for"):
         service.resumable.require_same(record, of_stream(io.BytesIO(DATA), "data.csv", len(DATA)))
+
+
+def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(s3, monkeypatch) -> None:
+    """Found by the second outside review: a 5xx/timeout at Complete Multipart Upload cancelled the task and
+    aborted its parts, though the upload was noted on the task to be continued."""
+    from s3task.errors import StoreUnavailable, UploadInterrupted
+
+    service = TaskService(s3, LAYOUT)
+    picked = chosen(DATA)
+    file = picked.fingerprint()
+    assert file is not None
+    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
+    task_id = created.record.task_id
+    plan = direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    assert plan.upload_id is not None
+    key = read_record(s3, LAYOUT, task_id)[0].input_object_path
+    report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(DATA, n))] for n in (1, 2, 3, 4)]}
+
+    def unavailable(*args, **kwargs):
+        raise StoreUnavailable(f"the store failed on {key} (InternalError)")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(s3, "complete_multipart", unavailable)
+        with pytest.raises(UploadInterrupted, match="the task store failed while joining the file's parts"):
+            service.finish_upload(ADA, task_id, size=len(DATA), upload_id=plan.upload_id,
+                                  parts=plan.joined_parts(report))  # fmt: skip
+    assert read_record(s3, LAYOUT, task_id)[0].status == "created"  # still waiting, not cancelled
+    assert len(s3.list_parts(key, plan.upload_id)) == 4  # every part still held
+    again = direct.plan_upload(TaskService(s3, LAYOUT), ADA, task_id, str(created.upload_url), picked)
+    assert again.parts == [None, None, None, None]  # continuing sends nothing: the store holds it all
+    queued = service.finish_upload(ADA, task_id, size=len(DATA), upload_id=again.upload_id,
+                                   parts=again.joined_parts({"parts": []}))  # fmt: skip
+    assert queued.status == "queued"
+    assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(DATA).digest()
+
+
+def test_a_refusal_at_the_join_still_cancels_the_task_and_drops_its_parts(s3) -> None:
+    """Not every failure keeps the task: a file of another size than the browser said is refused for good."""
+    service = TaskService(s3, LAYOUT)
+    picked = chosen(DATA)
+    file = picked.fingerprint()
+    assert file is not None
+    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
+    task_id = created.record.task_id
+    plan = direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    assert plan.upload_id is not None
+    key = read_record(s3, LAYOUT, task_id)[0].input_object_path
+    report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(DATA, n))] for n in (1, 2, 3, 4)]}
+    with pytest.raises(InvalidInput):
+        service.finish_upload(ADA, task_id, size=len(DATA) + 1, upload_id=plan.upload_id,
+                              parts=plan.joined_parts(report))  # fmt: skip
+    assert read_record(s3, LAYOUT, task_id)[0].status == "abandoned"
