@@ -184,7 +184,7 @@ class _SlowDown(_ByteCounting):
         if self.command != "PUT" or not self._slowed():
             return super()._forward()
         self._body()
-        body = b"<?xml version='1.0'?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        body = b"<?xml version='1.0'?><Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
         self.send_response(503)
         self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
         self.send_header("Access-Control-Expose-Headers", "ETag")
