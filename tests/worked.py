@@ -43,3 +43,19 @@ def work(service: Any, task_id: str) -> TaskRecord:
             r, now, lease=holder["lease"], output_path=key, progress=counts, row_count=counts.row_count
         ),
     )
+
+
+def worked(
+    service: Any,
+    actor: Any,
+    data: bytes,
+    *,
+    name: str = "March list",
+    task_type: str = "email_enrichment",
+    input_format: dict[str, Any] | None = None,
+) -> TaskRecord:
+    """A new task over ``data``: created, its input stored, submitted and worked (:func:`work`)."""
+    task_id = service.create(actor, name, task_type, input_format=input_format).record.task_id
+    service.upload_input(actor, task_id, data)
+    service.submit(actor, task_id)
+    return work(service, task_id)

@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 from conftest import wait_for
 from support import csv_bytes
-from worked import work
+from worked import work, worked
 
 from s3task.layout import Layout
 from s3task.store.local import LocalStore
@@ -35,10 +35,7 @@ def service(tmp_path: Path) -> TaskService:
 
 
 def run(service: TaskService, data: bytes) -> str:
-    task_id = service.create(ADA, "Customers", "email_enrichment").record.task_id
-    service.upload_input(ADA, task_id, data)
-    service.submit(ADA, task_id)
-    return work(service, task_id).task_id
+    return worked(service, ADA, data, name="Customers").task_id
 
 
 def correct(service: TaskService, task_id: str, fix: dict[str, str]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from support import csv_bytes
-from worked import work
+from worked import work, worked
 
 from s3task.csvio import read_start
 from s3task.errors import InvalidInput
@@ -53,10 +53,7 @@ def service(tmp_path: Path) -> TaskService:
 
 @pytest.fixture
 def original(service: TaskService) -> TaskRecord:
-    task_id = service.create(ADA, "March list", "email_enrichment").record.task_id
-    service.upload_input(ADA, task_id, csv_bytes(ROWS))
-    service.submit(ADA, task_id)
-    record = work(service, task_id)
+    record = worked(service, ADA, csv_bytes(ROWS))
     assert record.error_count == 2
     return record
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from app_pages import app, options, service, store_dir  # noqa: F401
 from support import csv_bytes
-from worked import work
+from worked import work, worked
 
 from s3task.errors import InvalidTransition, TooManyRequests
 from s3task.layout import Layout
@@ -36,10 +36,7 @@ OWN_STEPS = ["create", "submit", "claim", "complete"]
 
 
 def finished(tasks: TaskService, actor: Actor = ADA) -> TaskRecord:
-    task_id = tasks.create(actor, "March list", "email_enrichment").record.task_id
-    tasks.upload_input(actor, task_id, csv_bytes(ROWS))
-    tasks.submit(actor, task_id)
-    return work(tasks, task_id)
+    return worked(tasks, actor, csv_bytes(ROWS))
 
 
 def book_rows(tasks: TaskService, task_id: str, actor: Actor = ADA) -> list[list[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app_pages import app, goto, options, page_links, service, store_dir, texts  # noqa: F401
 from streamlit.testing.v1 import AppTest
 from support import csv_bytes
-from worked import work
+from worked import work, worked
 
 from s3task.tasks import Actor, TaskService
 
@@ -29,10 +29,7 @@ def links(at: AppTest) -> dict[str, str]:
 
 
 def finished(tasks: TaskService, rows: list[list[str]], task_type: str = "email_enrichment") -> str:
-    task_id = tasks.create(ANN, "March list", task_type).record.task_id
-    tasks.upload_input(ANN, task_id, csv_bytes(rows))
-    tasks.submit(ANN, task_id)
-    return work(tasks, task_id).task_id
+    return worked(tasks, ANN, csv_bytes(rows), task_type=task_type).task_id
 
 
 def corrected_book(tasks: TaskService, task_id: str) -> bytes:

@@ -14,7 +14,7 @@ import openpyxl
 import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 from support import csv_bytes
-from worked import work
+from worked import worked
 
 from s3task import exports
 from s3task.exports.errorbook import ROW_COLUMN, aligned
@@ -33,10 +33,7 @@ def service(tmp_path: Path) -> TaskService:
 
 def completed(service: TaskService, data: bytes, task_type: str = "email_enrichment", **form: object) -> TaskRecord:
     """A task over ``data``, run by the worker's engine and completed as a worker completes it."""
-    task_id = service.create(ADA, "March list", task_type, input_format=form or None).record.task_id
-    service.upload_input(ADA, task_id, data)
-    service.submit(ADA, task_id)
-    return work(service, task_id)
+    return worked(service, ADA, data, task_type=task_type, input_format=dict(form) or None)
 
 
 def sheet_rows(service: TaskService, record: TaskRecord) -> list[list[str]]:
