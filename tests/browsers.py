@@ -71,6 +71,41 @@ def choose(page, box_name: str, option: str, timeout: float = 60.0) -> None:
                 raise AssertionError(f"the option {option!r} of {box_name!r} never came to be clicked") from None
 
 
+@contextmanager
+def moto_without_global_cors() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 answering CORS from each bucket's own rules (which can expose ETag, as
+    a browser's upload in parts needs), not with its global allow-everything; yields its URL.
+
+    ``MOTO_DISABLE_GLOBAL_CORS`` is read when moto is imported (conftest already did), so the module's
+    copy is switched too — only while this server makes its S3 app (on its first request), so moto
+    servers of other tests keep theirs.
+    """
+    import pytest
+    import requests
+    from conftest import boto_client, free_port, wait_for
+    from moto.moto_server import werkzeug_app
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    url = f"http://127.0.0.1:{port}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MOTO_DISABLE_GLOBAL_CORS", "true")
+        patch.setattr(werkzeug_app, "DISABLE_GLOBAL_CORS", True)
+        server.start()
+
+        def up() -> bool:
+            try:
+                return requests.get(url + "/moto-api/", timeout=1).status_code < 500
+            except requests.RequestException:
+                return False
+
+        wait_for(up, timeout=20, what="moto server")
+        boto_client(url).list_buckets()  # makes this server's S3 app now, without global CORS
+    yield url
+    server.stop()
+
+
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

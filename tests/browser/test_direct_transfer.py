@@ -36,7 +36,7 @@ import procs
 import pyarrow.csv as pacsv
 import pytest
 import requests
-from browsers import ARTIFACTS, app_on, base_env, settle, shot
+from browsers import ARTIFACTS, app_on, base_env, moto_without_global_cors, settle, shot
 from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
 
 from s3task import cli, lifecycle
@@ -76,33 +76,9 @@ _figures: dict[str, object] = {}
 
 @pytest.fixture(scope="module")
 def cors_moto() -> Iterator[str]:
-    """moto's S3 server answering CORS from the bucket's own rules, not with its global allow-everything.
-
-    ``MOTO_DISABLE_GLOBAL_CORS`` is read when moto is imported (conftest already
-    did), so the module's copy is switched too — only while this server makes
-    its S3 app (on its first request), so moto servers of other tests keep theirs.
-    """
-    from moto.moto_server import werkzeug_app
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    url = f"http://127.0.0.1:{port}"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MOTO_DISABLE_GLOBAL_CORS", "true")
-        patch.setattr(werkzeug_app, "DISABLE_GLOBAL_CORS", True)
-        server.start()
-
-        def up() -> bool:
-            try:
-                return requests.get(url + "/moto-api/", timeout=1).status_code < 500
-            except requests.RequestException:
-                return False
-
-        wait_for(up, timeout=20, what="moto server")
-        boto_client(url).list_buckets()  # makes this server's S3 app now, without global CORS
-    yield url
-    server.stop()
+    """moto's S3 server answering CORS from the bucket's own rules (browsers.moto_without_global_cors)."""
+    with moto_without_global_cors() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

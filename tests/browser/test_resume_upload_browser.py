@@ -22,8 +22,7 @@ from pathlib import Path
 
 import procs
 import pytest
-import requests
-from browsers import ARTIFACTS, base_env, settle, shot, streamlit_app
+from browsers import ARTIFACTS, base_env, moto_without_global_cors, settle, shot, streamlit_app
 from conftest import CHROMIUM, boto_client, free_port, wait_for
 from s3proxy import byte_counting_proxy
 
@@ -48,27 +47,8 @@ PREFIX = "batch-tasks"
 def cors_moto() -> Iterator[str]:
     """moto's S3 server answering CORS from the bucket's rule (which exposes ETag, as the parts need),
     not with its global allow-everything (as in test_direct_transfer.py)."""
-    from moto.moto_server import werkzeug_app
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    url = f"http://127.0.0.1:{port}"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MOTO_DISABLE_GLOBAL_CORS", "true")
-        patch.setattr(werkzeug_app, "DISABLE_GLOBAL_CORS", True)
-        server.start()
-
-        def up() -> bool:
-            try:
-                return requests.get(url + "/moto-api/", timeout=1).status_code < 500
-            except requests.RequestException:
-                return False
-
-        wait_for(up, timeout=20, what="moto server")
-        boto_client(url).list_buckets()  # makes this server's S3 app now, without global CORS
-    yield url
-    server.stop()
+    with moto_without_global_cors() as url:
+        yield url
 
 
 def make_csv(path: Path, size: int, marker: bytes = b"") -> Path:
