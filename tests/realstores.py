@@ -130,6 +130,11 @@ def start_seaweedfs(scratch: Path) -> RealStore:
     args += ["-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"]
     args += ["-master.telemetry=false", f"-filer.localSocket={scratch / 'filer.sock'}"]
     args += [f"-s3.localSocket={scratch / 's3.sock'}"]
+    # Every bucket is a SeaweedFS collection with a volume of its own, and ``weed mini`` sizes its
+    # volume count from free disk at 1 GiB a volume: on a 60 GiB disk the 61st bucket's first write
+    # fails with 500 InternalError ("no free volumes left"), and the suite makes more buckets than that.
+    # Volumes are not preallocated, so a high count costs only two open files per bucket used.
+    args += ["-volume.max=2000"]
     proc = Proc(args, env=child_env(), log=scratch / "weed.log", name="seaweedfs", cwd=scratch)
     endpoint = f"http://127.0.0.1:{ports['s3']}"
     # Ready when the S3 gateway refuses an anonymous listing (403): it is up and checks signatures.
