@@ -25,9 +25,11 @@ core sees what it sees on S3:
 - a Put Blob create answers 409 on Azurite while the blob has only uncommitted blocks (an abandoned
   streamed write's), though no read sees a blob: :meth:`AzureStore.put` then creates by Put Block List.
 
-Downloads are read-only SAS URLs signed with the account key (a connection string's); uploads are
-SAS URLs too, a whole file in one Put Blob or a large one in blocks the app then commits
-(:mod:`.azure_uploads`). Signed in with a token there is no key to sign with: no URLs are made.
+Downloads are read-only SAS URLs; uploads are SAS URLs too, a whole file in one Put Blob or a large
+one in blocks the app then commits (:mod:`.azure_uploads`). They are signed with the account key (a
+connection string's), or, signed in with a token, with a user delegation key the token asks Azure for
+(the identity needs the role Storage Blob Delegator; refused, no URLs are made and files go through
+the app).
 
 Metadata names are escaped (:func:`.azure_writer.encode_metadata`): Azure refuses s3task's hyphens.
 
@@ -55,6 +57,7 @@ from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.blob import (
     BlobPrefix,
     BlobSasPermissions,
+    BlobServiceClient,
     ContainerClient,
     ContentSettings,
     LinearRetry,
@@ -145,7 +148,15 @@ class AzureStore(Blocks):
         except ValueError as e:
             raise StoreError(f"cannot set up the Azure client: {e}") from e
         self.client, self.data_client = made
+        self._delegation, self._refused_until, self._delegation_lock = None, None, threading.Lock()
         self.description = f"az://{container} ({self.client.url.rsplit('/', 1)[0]})"
+
+    def service(self) -> BlobServiceClient:
+        """The account's service client (CORS rules, user delegation keys), with the store's endpoint,
+        credential and record-sized timeouts."""
+        return BlobServiceClient(
+            self.client.url.rsplit("/", 1)[0], credential=self.client.credential, **_record_options()
+        )
 
     # --- the store's clock ------------------------------------------------
 
@@ -277,8 +288,7 @@ class AzureStore(Blocks):
     # --- URLs ------------------------------------------------------------------
 
     def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str | None:
-        """A read-only SAS URL of the blob, signed with the account key; None when signed in with a token
-        (no key to sign with)."""
+        """A read-only SAS URL of the blob; None when the store can sign none (:meth:`Blocks.signing`)."""
         disposition = None
         if filename:
             safe = "".join(ch for ch in filename if ch.isalnum() or ch in " ._-") or "download"

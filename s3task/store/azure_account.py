@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from azure.storage.blob import BlobServiceClient, CorsRule
+from azure.storage.blob import CorsRule
 
 from ..errors import BucketMissing, InvalidInput, NotFound, StoreError
 from .azure import AzureStore
@@ -27,11 +27,6 @@ CORS_HEADERS = ("Content-Type", "x-ms-blob-type")
 MAX_RULES = 5
 MAX_ORIGINS = 64
 HOLDER = "the storage account's Blob service"
-
-
-def _service(store: AzureStore) -> Any:
-    """The account's service client, with the store's endpoint and credential."""
-    return BlobServiceClient(store.client.url.rsplit("/", 1)[0], credential=store.client.credential)
 
 
 def ensure_container(store: AzureStore) -> Change:
@@ -70,7 +65,7 @@ def _as_s3(rule: Any) -> dict[str, Any]:
 def get_cors(store: AzureStore) -> list[dict[str, Any]]:
     """The account's CORS rules, in S3's shape (:func:`.bucket.cors_problems` reads them)."""
     with _translated(store.container, "get"):
-        rules = _service(store).get_service_properties().get("cors") or []
+        rules = store.service().get_service_properties().get("cors") or []
     return [_as_s3(rule) for rule in rules]
 
 
@@ -105,7 +100,7 @@ def apply_cors(store: AzureStore, origins: Sequence[str]) -> Change:
     wanted |= {"AllowedHeaders": list(CORS_HEADERS), "ExposeHeaders": list(CORS_EXPOSE), "MaxAgeSeconds": CORS_MAX_AGE}
     cors = [_rule(r) for r in [*others, wanted]]
     with _translated(store.container, "write"):
-        _service(store).set_service_properties(cors=cors)
+        store.service().set_service_properties(cors=cors)
     verb = "updated" if ours else "added"
     kept = f" (kept: {', '.join(had)})" if had else ""
     added = [o for o in allowed if o not in had]

@@ -23,38 +23,49 @@ nothing about an upload until it is committed.
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import secrets
-from datetime import timedelta
+import threading
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
 from azure.core import MatchConditions
 from azure.storage.blob import BlobBlock, BlobSasPermissions, ContentSettings, generate_blob_sas
 
-from ..errors import AlreadyExists, InvalidInput, NotFound, StoreError
+from ..errors import AccessDeniedByStore, AlreadyExists, InvalidInput, NotFound, StoreError
 from .azure_errors import _translated
 from .base import Part, check_key
 
 #: Azure's limit on the blocks of one blob; part numbers run from 1 to this.
 MAX_BLOCKS = 50_000
 _NONCE = re.compile(r"[0-9a-f]{16}")
+log = logging.getLogger(__name__)
+
+
+#: How long a user delegation key is asked for (Azure allows at most 7 days); another is asked for only
+#: once a URL would outlive the one held.
+DELEGATION_SECONDS = 6 * 3600
+#: After Azure refuses a delegation key, URLs are not asked for again for this long (files go through
+#: the app meanwhile): not one refused call per page.
+REFUSAL_SECONDS = 300
 
 
 def sas_url(store: Any, key: str, permission: BlobSasPermissions, expires: int, **extra: Any) -> str | None:
-    """The blob's URL with a SAS for ``permission``, signed with the account key, expiring ``expires``
-    seconds from now by the store's clock (the one Azure checks it with); None without an account key
-    (signed in with a token)."""
-    account_key = getattr(store.client.credential, "account_key", None)
-    if not account_key:
+    """The blob's URL with a SAS for ``permission``, expiring ``expires`` seconds from now by the store's
+    clock (the one Azure checks it with); None when the store can sign none (:meth:`Blocks.signing`)."""
+    expiry = store.now() + timedelta(seconds=expires)
+    signing = store.signing(expiry)
+    if signing is None:
         return None
     sas = generate_blob_sas(
         account_name=str(store.client.account_name),
         container_name=store.container,
         blob_name=check_key(key),
-        account_key=account_key,
         permission=permission,
-        expiry=store.now() + timedelta(seconds=expires),
+        expiry=expiry,
+        **signing,
         **extra,
     )
     return f"{store.client.get_blob_client(key).url}?{sas}"
@@ -86,13 +97,56 @@ class Blocks:
 
     def now(self) -> Any: ...  # AzureStore's: the store's clock
 
+    def service(self) -> Any: ...  # AzureStore's: the account's service client
+
+    _delegation: tuple[Any, datetime] | None  # the user delegation key held, and when it expires
+    _refused_until: datetime | None  # Azure refused one: not asked again before this
+    _delegation_lock: threading.Lock
+
+    def signing(self, expiry: datetime) -> dict[str, Any] | None:
+        """What signs a SAS valid until ``expiry``: the account key (a connection string's), else a user
+        delegation key the store's token asks Azure for (:meth:`delegation_key`); None if neither: the
+        credential has no token, or the identity may not get a key (logged; files go through the app)."""
+        credential = self.client.credential
+        if account_key := getattr(credential, "account_key", None):
+            return {"account_key": account_key}
+        if not hasattr(credential, "get_token"):
+            return None
+        try:
+            return {"user_delegation_key": self.delegation_key(expiry)}
+        except AccessDeniedByStore as e:
+            log.warning("no SAS URLs, files go through the app: %s", e)
+            return None
+
+    def delegation_key(self, until: datetime) -> Any:
+        """A user delegation key valid at least ``until``; one is asked for per :data:`DELEGATION_SECONDS`.
+        ``AccessDeniedByStore`` when Azure refuses it (the identity needs the role Storage Blob Delegator),
+        and for :data:`REFUSAL_SECONDS` after without asking again."""
+        with self._delegation_lock:
+            now = self.now()
+            if self._refused_until is not None and now < self._refused_until:
+                raise AccessDeniedByStore("Azure refused a user delegation key a moment ago")
+            if self._delegation is None or self._delegation[1] < until:
+                expiry = max(until, now + timedelta(seconds=DELEGATION_SECONDS))
+                try:  # valid from a few minutes back: a clock behind Azure's must not make it not yet valid
+                    with _translated("user delegation key", "get"):
+                        key = self.service().get_user_delegation_key(now - timedelta(minutes=5), expiry)
+                except AccessDeniedByStore as e:
+                    self._refused_until = now + timedelta(seconds=REFUSAL_SECONDS)
+                    raise AccessDeniedByStore(
+                        f"Azure refused a user delegation key to sign URLs with ({e}): the identity needs "
+                        "the role Storage Blob Delegator on the account"
+                    ) from e
+                self._delegation = (key, expiry)
+            return self._delegation[0]
+
     def put_headers(self) -> dict[str, str]:
         """What a PUT to :meth:`presign_put`'s URL must send besides its Content-Type."""
         return {"x-ms-blob-type": "BlockBlob"}
 
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str | None:
         """A SAS URL that creates the blob in one Put Blob and cannot replace it (the create permission);
-        None when signed in with a token (no account key to sign with)."""
+        None when the store can sign none (:meth:`signing`)."""
         return sas_url(self, key, BlobSasPermissions(create=True), expires)
 
     def create_multipart(self, key: str, *, content_type: str) -> str:
@@ -104,7 +158,7 @@ class Blocks:
         name = block_name(_parse(upload_id)[0], part_number)
         url = sas_url(self, key, BlobSasPermissions(write=True), expires)
         if url is None:
-            raise StoreError("signed in with a token, this store has no account key to sign upload URLs with")
+            raise StoreError("this store cannot sign upload URLs (no account key, and no user delegation key)")
         return f"{url}&comp=block&blockid={quote(base64.b64encode(name.encode()).decode(), safe='')}"
 
     def upload_part(self, key: str, upload_id: str, part_number: int, body: bytes) -> str:

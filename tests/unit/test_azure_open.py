@@ -67,17 +67,6 @@ def test_settings_take_an_az_url_and_refuse_a_broken_one() -> None:
         Settings.load(environ={"S3TASK_STORE": "az:/tasks"})
 
 
-def test_signed_in_with_a_token_there_is_no_key_to_sign_download_urls_with() -> None:
-    """DefaultAzureCredential gives tokens, not the account key: downloads then go through the app."""
-
-    class Token:
-        def get_token(self, *scopes: str, **kwargs: object) -> object:
-            raise AssertionError("no request is made to make a URL")
-
-    store = AzureStore("c", account_url="https://acct.blob.core.windows.net", credential=Token())
-    assert store.presign_get("t/out.csv", expires=600) is None
-
-
 def test_a_client_the_sdk_refuses_to_make_is_a_store_error(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("azure.identity", reason="azure-identity (the azure extra) is not installed")
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_URL", "http://acct.blob.core.windows.net")  # a token needs HTTPS
