@@ -50,6 +50,7 @@ DELEGATION_SECONDS = 6 * 3600
 #: After Azure refuses a delegation key, URLs are not asked for again for this long (files go through
 #: the app meanwhile): not one refused call per page.
 REFUSAL_SECONDS = 300
+_LONGEST_KEY = timedelta(days=7, minutes=-1)
 
 
 def sas_url(store: Any, key: str, permission: BlobSasPermissions, expires: int, **extra: Any) -> str | None:
@@ -119,7 +120,8 @@ class Blocks:
             return None
 
     def delegation_key(self, until: datetime) -> Any:
-        """A user delegation key valid at least ``until``; one is asked for per :data:`DELEGATION_SECONDS`.
+        """A user delegation key valid until ``until`` (at most 7 days out, Azure's longest); one is asked for
+        per :data:`DELEGATION_SECONDS`.
         ``AccessDeniedByStore`` when Azure refuses it (the identity needs the role Storage Blob Delegator),
         and for :data:`REFUSAL_SECONDS` after without asking again."""
         with self._delegation_lock:
@@ -127,7 +129,9 @@ class Blocks:
             if self._refused_until is not None and now < self._refused_until:
                 raise AccessDeniedByStore("Azure refused a user delegation key a moment ago")
             if self._delegation is None or self._delegation[1] < until:
-                expiry = max(until, now + timedelta(seconds=DELEGATION_SECONDS))
+                # Azure gives no key that expires more than 7 days out: a URL asked for that long (the most
+                # s3task makes) stops working up to a minute early, when its key does.
+                expiry = min(max(until, now + timedelta(seconds=DELEGATION_SECONDS)), now + _LONGEST_KEY)
                 try:  # valid from a few minutes back: a clock behind Azure's must not make it not yet valid
                     with _translated("user delegation key", "get"):
                         key = self.service().get_user_delegation_key(now - timedelta(minutes=5), expiry)
