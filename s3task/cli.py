@@ -284,7 +284,21 @@ def cmd_doctor(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     print("ok: listing works")
     skew = (store.now() - datetime.now(UTC)).total_seconds()
     print(f"ok: store clock is {skew:+.1f}s from this machine's (leases follow the store's clock)")
-    return _doctor_cors(args, service)
+    signing = _doctor_signing(service.store)
+    return _doctor_cors(args, service) or signing
+
+
+def _doctor_signing(store: object) -> int:
+    """Signed in to Azure with a token, browser URLs need a user delegation key: can the identity get one?"""
+    if not _on_azure(store):
+        return 0
+    from .store import azure_account
+
+    if (signing := azure_account.delegation_check(store)) is None:  # the account key signs them
+        return 0
+    ok, what = signing
+    print(f"{'ok' if ok else 'problem'}: {what}", file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else EXIT_ERROR
 
 
 def _on_azure(store: object) -> TypeGuard[AzureStore]:

@@ -6,7 +6,8 @@
   on 127.0.0.1, reset before each test;
 - ``seaweedfs``, ``localstack``: the S3 backend over HTTP to S3 servers no one here wrote, started
   once per run on 127.0.0.1 (tests/realstores.py), a fresh bucket for each test;
-- ``azurite``: the Azure Blob backend on Azurite, started the same way, a fresh container for each test.
+- ``azurite``: the Azure Blob backend on Azurite, started the same way, a fresh container for each test;
+  ``azurite_oauth``: another Azurite, over HTTPS, that takes bearer tokens (a store signed in with one).
 
 And the processes a test starts (tests/procs.py): ``procs`` (stopped at the test's end), ``startup``
 (a worker process's measured start-up, added to every wait on one) and ``s3_workers`` (worker
@@ -219,7 +220,7 @@ def _real_store(kind: str, tmp_path_factory: pytest.TempPathFactory):
     """One server of ``kind`` for the whole run; a loud skip naming what is missing, a failure under CI."""
     import realstores
 
-    if reason := realstores.missing(kind):
+    if reason := realstores.missing(kind.removesuffix("_oauth")):
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI must run the tests on {kind})", pytrace=False)
         pytest.skip(reason)
@@ -244,6 +245,13 @@ def localstack(tmp_path_factory: pytest.TempPathFactory):
 def azurite(tmp_path_factory: pytest.TempPathFactory):
     """Azurite's blob service on 127.0.0.1 for the whole run (tests/realstores.py ``Azurite``)."""
     yield from _real_store("azurite", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def azurite_oauth(tmp_path_factory: pytest.TempPathFactory):
+    """Azurite over HTTPS taking bearer tokens (``--oauth basic``) for the whole run (tests/realstores.py
+    ``AzuriteOAuth``); tests/fake_identity.py issues the tokens."""
+    yield from _real_store("azurite_oauth", tmp_path_factory)
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):

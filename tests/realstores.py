@@ -15,18 +15,20 @@ it; conftest.py turns that into a loud skip, or a failure under CI, which instal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import requests
 from conftest import _BOTO_LOCK as BOTO_LOCK
-from conftest import boto_session, free_port
+from conftest import boto_session, free_port, wait_for
 from procs import ROOT, SERVE_SECONDS, Proc, child_env
 
 #: The versions the README's store table names; pyproject.toml's groups and the script pin them.
@@ -229,5 +231,111 @@ def start_azurite(scratch: Path) -> Azurite:
     return Azurite("azurite", endpoint, AZURITE_ACCOUNT, AZURITE_KEY, proc, scratch)
 
 
+class AzuriteOAuth(Azurite):
+    """Azurite over HTTPS taking bearer tokens too (``--oauth basic``), with a self-signed certificate for
+    127.0.0.1 (``cert``, which a client must trust). The account key still works (``client``, ``store``:
+    a test's own view); :meth:`token_env` signs a process in with a token instead, as an operator on
+    Azure would (``AZURE_STORAGE_ACCOUNT_URL`` and azure-identity's ``DefaultAzureCredential``).
+
+    :meth:`store` (the account key's) trusts the certificate only where ``REQUESTS_CA_BUNDLE`` names it, as
+    :meth:`token_env` does. Its access log (``log``, a line per request, written as each answer is sent) is
+    what Azurite was asked."""
+
+    cert: Path = Path()
+
+    @property
+    def connection_string(self) -> str:
+        return super().connection_string.replace("Protocol=http;", "Protocol=https;")
+
+    @property
+    def log(self) -> Path:
+        return self.scratch / "azurite.log"
+
+    def client(self, config: Any = None, *, secret: str | None = None) -> Any:
+        from azure.storage.blob import BlobServiceClient
+
+        return BlobServiceClient.from_connection_string(self.connection_string, connection_verify=str(self.cert))
+
+    def mark(self) -> int:
+        """A request no one else makes, once its line is in the access log: that line's index."""
+        tag = f"mark-{uuid.uuid4().hex}"
+        requests.get(f"{self.endpoint}/{tag}", timeout=10, verify=str(self.cert))
+
+        def logged() -> list[int]:
+            return [n for n, line in enumerate(self.log.read_text().splitlines()) if tag in line]
+
+        return wait_for(logged, SERVE_SECONDS, what=f"{tag} in Azurite's access log")[0]
+
+    @contextlib.contextmanager
+    def asked(self) -> Iterator[list[str]]:
+        """The request lines Azurite logged while the block ran (between two marks), once it has ended."""
+        seen: list[str] = []
+        start = self.mark()
+        yield seen
+        end = self.mark()
+        seen.extend(self.log.read_text().splitlines()[start + 1 : end])
+
+    def token_env(self, identity: Any) -> dict[str, str]:
+        """A process's environment for the account URL signed in through ``identity`` (tests/fake_identity.py),
+        trusting the certificate (azure-core's requests transport reads ``REQUESTS_CA_BUNDLE``)."""
+        return {"AZURE_STORAGE_ACCOUNT_URL": self.endpoint, "REQUESTS_CA_BUNDLE": str(self.cert), **identity.env()}
+
+
+def self_signed_cert(scratch: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (its IP as the subject's alternative name) and its key, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = scratch / "cert.pem", scratch / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+def start_azurite_oauth(scratch: Path) -> AzuriteOAuth:
+    """Azurite's blob service over HTTPS with ``--oauth basic`` (Azurite takes bearer tokens only over HTTPS),
+    its access log kept (no ``--silent``)."""
+    cert, key = self_signed_cert(scratch)
+    port = free_port()
+    args = [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(scratch / "data")]
+    args += ["--skipApiVersionCheck", "--disableTelemetry", "--oauth", "basic", "--cert", str(cert), "--key", str(key)]
+    proc = Proc(args, env=child_env(), log=scratch / "azurite.log", name="azurite-oauth", cwd=scratch)
+    endpoint = f"https://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+
+    def answers() -> bool:
+        try:
+            return requests.get(endpoint + "?comp=list", timeout=2, verify=str(cert)).status_code < 500
+        except requests.RequestException:
+            return False
+
+    proc.wait_until(answers, SERVE_SECONDS, "Azurite over HTTPS", interval=0.1)
+    server = AzuriteOAuth("azurite", endpoint, AZURITE_ACCOUNT, AZURITE_KEY, proc, scratch)
+    server.cert = cert
+    return server
+
+
 STARTERS = {"seaweedfs": start_seaweedfs, "localstack": start_localstack, "s3rver": start_s3rver}
 STARTERS["azurite"] = start_azurite
+STARTERS["azurite_oauth"] = start_azurite_oauth

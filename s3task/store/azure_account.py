@@ -12,13 +12,15 @@ other rule. It never takes an origin out: the rule may serve another deployment'
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from azure.storage.blob import CorsRule
 
-from ..errors import BucketMissing, InvalidInput, NotFound, StoreError
+from ..errors import AccessDeniedByStore, BucketMissing, InvalidInput, NotFound, StoreError
 from .azure import AzureStore
 from .azure_errors import _translated, error_code
+from .azure_uploads import DELEGATION_SECONDS
 from .bucket import CORS_EXPOSE, CORS_MAX_AGE, CORS_METHODS, Change, cors_problems
 
 #: What a browser sends with a SAS upload: the file's type, and the blob type Put Blob needs.
@@ -120,3 +122,16 @@ def _rule(rule: dict[str, Any]) -> CorsRule:
 def browser_problems(store: AzureStore, origins: Sequence[str]) -> list[str]:
     """What keeps a browser at each origin from uploading and downloading with SAS URLs; empty if nothing."""
     return cors_problems(get_cors(store), origins, headers=CORS_HEADERS, holder=HOLDER)
+
+
+def delegation_check(store: AzureStore) -> tuple[bool, str] | None:
+    """Signed in with a token, can the store sign browser URLs? (ok, what to say); None when the account key
+    signs them, or no credential can. Asks Azure for a user delegation key, as the first URL would."""
+    credential = store.client.credential
+    if getattr(credential, "account_key", None) or not hasattr(credential, "get_token"):
+        return None
+    try:
+        store.delegation_key(store.now() + timedelta(seconds=DELEGATION_SECONDS))
+    except AccessDeniedByStore as e:
+        return False, f"{e}; without it, files go through the app"
+    return True, "browser URLs are signed with a user delegation key"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import io
 import threading
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import requests
+from sas_urls import aimed_at
 
 from s3task.errors import NotFound, StoreUnavailable, UploadInterrupted
 from s3task.fingerprint import of_stream
@@ -36,13 +36,6 @@ PART = 4 * 2**20  # Azure takes blocks of any size up to 4000 MiB: small ones ke
 @pytest.fixture
 def store(azurite) -> AzureStore:
     return azurite.store(azurite.new_bucket())
-
-
-def _aimed_at(url: str, key: str) -> str:
-    """``url`` (a SAS URL of one blob) with its path aimed at ``key`` instead, its query kept."""
-    parts = urlsplit(url)
-    container_path = parts.path.split("/", 3)[:3]  # '', account, container
-    return urlunsplit(parts._replace(path="/".join([*container_path, key])))
 
 
 def _put_blocks(store: AzureStore, upload_id: str, chunks: list[bytes], order: list[int]) -> None:
@@ -72,7 +65,7 @@ def test_a_whole_file_url_creates_the_blob_once_and_writes_no_other(store: Azure
     assert store.get(KEY).body == b"a,b\n1,2\n"
     # Its signature is for this blob alone: aimed at the task's record or another task's input, refused.
     for other in ("t/status.json", "u/input.csv"):
-        aimed = requests.put(_aimed_at(url, other), data=b"x", headers=headers, timeout=10)
+        aimed = requests.put(aimed_at(url, other), data=b"x", headers=headers, timeout=10)
         assert aimed.status_code == 403, other
     assert store.get("t/status.json").body == b"{}"
     with pytest.raises(NotFound):
@@ -97,8 +90,8 @@ def test_blocks_sent_through_their_urls_are_committed_in_number_order(store: Azu
 def test_a_block_url_writes_only_its_own_blob(store: AzureStore) -> None:
     upload_id = store.create_multipart(KEY, content_type="text/csv")
     url = store.presign_part(KEY, upload_id, 1, expires=600)
-    assert requests.put(_aimed_at(url, "t/status.json"), data=b"x", timeout=10).status_code == 403
-    assert requests.put(_aimed_at(url, "u/input.csv"), data=b"x", timeout=10).status_code == 403
+    assert requests.put(aimed_at(url, "t/status.json"), data=b"x", timeout=10).status_code == 403
+    assert requests.put(aimed_at(url, "u/input.csv"), data=b"x", timeout=10).status_code == 403
     for key in ("t/status.json", "u/input.csv"):
         with pytest.raises(NotFound):
             store.list_parts(key, upload_id)  # no blob, no blocks
