@@ -64,7 +64,7 @@ def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
 
 
 def _add_workbook_flags(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: its first visible sheet")
+    s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: the one it opens on in Excel")
     s.add_argument(
         "--header-row",
         type=int,

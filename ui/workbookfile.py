@@ -57,7 +57,7 @@ def inspect_workbook(result: Inspection, source: IO[bytes] | SparseFile, chosen:
     """Fill ``result`` in from the workbook in ``source``: its sheets, the format taken, the first ``rows`` rows.
 
     ``chosen``: the sheet and header row asked for (the user's, or a task's the form was filled in from);
-    a sheet the workbook does not have gives the first visible one, and a note."""
+    a sheet the workbook does not have gives the one it opens on in Excel, and a note."""
     result.partial = isinstance(source, SparseFile)
     asked = chosen if chosen is not None and chosen.is_workbook else InputFormat(kind=XLSX)
     result.detected = result.input_format = asked
@@ -79,13 +79,13 @@ def inspect_workbook(result: Inspection, source: IO[bytes] | SparseFile, chosen:
 
 
 def _asked_of(book: Workbook, asked: InputFormat, result: Inspection) -> InputFormat:
-    """The sheet asked for, or the first visible one (with a note when the one asked for is not there)."""
+    """The sheet asked for, or the one the workbook opens on (with a note when the one asked for is not there)."""
     sheet, header = asked.sheet, asked.header_row
     if sheet is not None and sheet not in [s.name for s in book.sheets]:
-        result.note = f"This workbook has no sheet {sheet!r}, so the first visible sheet is shown."
+        result.note = f"This workbook has no sheet {sheet!r}, so the sheet it opens on is shown."
         sheet, header = None, None
     if sheet is None:
-        sheet = next((s.name for s in book.sheets if s.visible), None)
+        sheet = book.sheet(None).name if any(s.visible for s in book.sheets) else None
     return InputFormat(kind=XLSX, sheet=sheet, header_row=header)
 
 

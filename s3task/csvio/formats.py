@@ -89,7 +89,7 @@ def _canonical(value: str, names: Mapping[str, str], aliases: Mapping[str, str],
 @dataclass(frozen=True)
 class InputFormat:
     """How a file is read: a CSV with its delimiter and text encoding (defaults: comma, UTF-8), or an Excel
-    workbook (``kind`` ``xlsx``) with its sheet (None: the first visible one) and header row as Excel
+    workbook (``kind`` ``xlsx``) with its sheet (None: the one it opens on) and header row as Excel
     numbers rows (None: found under any title). A workbook has no delimiter or encoding (left at the defaults)."""
 
     delimiter: str = ","
@@ -136,7 +136,7 @@ class InputFormat:
         "Excel workbook · sheet 'Orders' · header in row 3"."""
         if self.kind == CSV:
             return f"Separated by {DELIMITERS[self.delimiter]} · {ENCODINGS[self.encoding]}"
-        sheet = "the first visible sheet" if self.sheet is None else f"sheet {self.sheet!r}"
+        sheet = "the sheet it opens on" if self.sheet is None else f"sheet {self.sheet!r}"
         header = "header row found under any title" if self.header_row is None else f"header in row {self.header_row:,}"
         return f"{KINDS[self.kind]} · {sheet} · {header}"
 

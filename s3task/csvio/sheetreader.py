@@ -122,11 +122,11 @@ class WorkbookReader:
 
     ``source`` is the file, or a workbook already opened (:func:`~.workbook.open_workbook`: its sheets listed
     for a choice first), which the reader then closes with its own.
-    ``sheet`` is the sheet's name (default: the first visible one); ``header_row`` the header's row
-    as Excel numbers rows (default: found, :func:`find_header`). After construction ``names``,
-    ``header_row`` and ``sheet`` say what was taken. ``tables()`` yields each block with the offset
-    it has reached in the file, which ends at the file's size; ``bytes_consumed`` follows it. After each
-    table, ``last_rows`` holds its rows' numbers in the sheet (as CsvReader's, when asked for).
+    ``sheet`` is the sheet's name (default: the one the workbook opens on, ``Workbook.sheet``);
+    ``header_row`` the header's row as Excel numbers rows (default: found, :func:`find_header`). After
+    construction ``names``, ``header_row`` and ``sheet`` say what was taken. ``tables()`` yields each
+    block with the offset it has reached in the file, which ends at the file's size; ``bytes_consumed``
+    follows it. After each table, ``last_rows`` holds its rows' numbers in the sheet (as CsvReader's, when asked for).
     """
 
     last_rows: np.ndarray | None = None

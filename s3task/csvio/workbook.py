@@ -73,6 +73,8 @@ class Workbook:
     date1904: bool
     styles_part: str | None
     strings_part: str | None
+    #: The sheet the workbook opens on in Excel (its active tab), if that is a worksheet.
+    active: str | None = None
 
     @property
     def partial(self) -> bool:
@@ -80,12 +82,13 @@ class Workbook:
         return isinstance(self.zip.fp, SparseFile)
 
     def sheet(self, name: str | None) -> Sheet:
-        """The sheet called ``name``; by default the first visible one."""
+        """The sheet called ``name``; by default the one the workbook opens on (its active tab, as Excel
+        shows it on opening: the sheet it was saved on), else the first visible one."""
         if name is None:
             visible = [s for s in self.sheets if s.visible]
             if not visible:
                 raise InvalidInput("the workbook has no visible worksheet — " + AGAIN)
-            return visible[0]
+            return next((s for s in visible if s.name == self.active), visible[0])
         for sheet in self.sheets:
             if sheet.name == name:
                 return sheet
@@ -175,12 +178,18 @@ def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
     xml = read_part(archive, main)
     sheets = []
     rows: dict[str, int | None] = {}  # by part: a sheet listed many times is counted once
-    for attributes in re.findall(rb"<(?:\w+:)?sheet\b([^>]*)", xml):
+    view = re.search(rb"<(?:\w+:)?workbookView\b([^>]*)", xml)
+    tab = _attribute(view.group(1), b"activeTab") if view else ""
+    active_tab = int(tab) if re.fullmatch(r"[0-9]{1,6}", tab) else 0  # it counts every tab, chart sheets too
+    active = None
+    for index, attributes in enumerate(re.findall(rb"<(?:\w+:)?sheet\b([^>]*)", xml)):
         rid = _attribute(attributes, b"r:id") or _attribute(attributes, b"id")
         part = targets.get(rid, "")
         if kinds.get(rid) != "worksheet" or part not in names:
             continue  # a chart sheet or a dialog sheet holds no cells
         name = html.unescape(_attribute(attributes, b"name"))
+        if index == active_tab:
+            active = name
         hidden = _attribute(attributes, b"state") in ("hidden", "veryHidden")
         if part not in rows:
             rows[part] = _used_rows(archive, part)
@@ -188,7 +197,7 @@ def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
     if not sheets:
         raise InvalidInput("the workbook has no worksheet — " + AGAIN)
     date1904 = bool(re.search(rb'date1904="(?:1|true)"', xml))
-    return Workbook(archive, sheets, date1904, by_kind.get("styles"), by_kind.get("sharedStrings"))
+    return Workbook(archive, sheets, date1904, by_kind.get("styles"), by_kind.get("sharedStrings"), active)
 
 
 def read_part(archive: zipfile.ZipFile, name: str, limit: int = MAX_PART_XML) -> bytes:

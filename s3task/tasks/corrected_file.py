@@ -51,7 +51,7 @@ class CorrectedRows:
 
 
 def tables_of(data: bytes) -> tuple[list[str], Iterator[Any]]:
-    """The uploaded file's header and its rows, block by block: a workbook (its first visible sheet, the
+    """The uploaded file's header and its rows, block by block: a workbook (the sheet it opens on, the
     header in row 1, as the errors workbook has it) or a CSV (its format detected, as the New task page
     detects it). Each block is a pair (table, the rows' numbers in the uploaded file)."""
     from ..csvio import CsvReader, detect, detect_kind

@@ -98,7 +98,7 @@ class Transitions:
         """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
         (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
         what the file's first bytes show when it is submitted; for a workbook (told from its first bytes
-        when it is submitted) its ``sheet`` and ``header_row`` (left out: the first visible sheet, the
+        when it is submitted) its ``sheet`` and ``header_row`` (left out: the sheet it opens on, the
         header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known.
         ``corrects``, ``task_id``: a task of corrected rows, made with the id its original lists already
         (s3task.tasks.corrections); the create is create-only, so an id taken is refused."""

@@ -156,8 +156,8 @@ class InputFormat(_Request):
         min_length=1,
         max_length=MAX_SHEET_NAME,
         description="For an Excel workbook (.xlsx, .xlsm; told from the file's first bytes): the sheet to read, by "
-        "name; left out: the first visible sheet. Refused at submit for a CSV, or when the workbook has no such "
-        "sheet. The task's `input_format` holds the sheet taken once it is submitted.",
+        "name; left out: the sheet it opens on in Excel (its active tab). Refused at submit for a CSV, or when the "
+        "workbook has no such sheet. The task's `input_format` holds the sheet taken once it is submitted.",
     )
     header_row: int | None = Field(
         default=None,
@@ -203,7 +203,7 @@ class NewTask(_Request):
     input_format: InputFormat | None = Field(
         default=None,
         description="How the input file is written; left out: comma-separated UTF-8, or for an Excel workbook its "
-        "first visible sheet with its header row found. The output is always comma-separated UTF-8.",
+        "sheet it opens on with its header row found. The output is always comma-separated UTF-8.",
     )
 
 

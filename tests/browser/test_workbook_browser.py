@@ -115,7 +115,7 @@ def test_a_workbook_is_read_by_the_worker_as_its_preview_showed(
         )
         settle(page)
         box = page.get_by_role("combobox", name="Sheet")
-        assert box.input_value() == f"{sheet} · 5 rows"  # the first visible sheet, with its rows
+        assert box.input_value() == f"{sheet} · 5 rows"  # the sheet it opens on, with its rows
         assert page.get_by_role("spinbutton", name="Header row").input_value() == "3"
         expect(page.get_by_text("Dates and times are shown as ISO 8601")).to_be_visible()
         expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()

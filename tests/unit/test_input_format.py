@@ -39,7 +39,7 @@ def test_a_workbook_format_keeps_its_sheet_and_header_row() -> None:
     assert taken.describe() == "Excel workbook · sheet 'Orders' · header in row 3"
     defaults = InputFormat(kind="xlsx")
     assert defaults.to_dict() == {"kind": "xlsx"}
-    assert defaults.describe() == "Excel workbook · the first visible sheet · header row found under any title"
+    assert defaults.describe() == "Excel workbook · the sheet it opens on · header row found under any title"
     assert InputFormat.from_dict({"kind": "xlsm"}) == defaults  # .xlsm is read as .xlsx is
 
 

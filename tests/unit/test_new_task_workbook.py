@@ -2,7 +2,7 @@
 
 In both upload modes — Streamlit's uploader (the whole file reaches the app) and the direct upload (the
 browser sends the ranges a preview needs: tests/workbooks.py ``browser_ranges``, as ui/direct_upload.js
-picks them) — the page lists the sheets with their rows (the first visible one chosen), says which row
+picks them) — the page lists the sheets with their rows (the one it opens on chosen), says which row
 the header was taken from and lets it be changed, shows the first rows as the worker reads them, and the
 task carries the sheet and header row shown. The Chromium test (tests/browser/test_workbook_browser.py)
 does it with the real JavaScript and a real worker.
@@ -86,7 +86,7 @@ def test_a_zip_is_a_workbook_by_its_bytes_and_an_ole2_file_by_its_name_too() -> 
 @pytest.mark.parametrize(
     ("build", "sheet", "shown"), [(xlsxwriter_book, "Customers", SHOWN), (openpyxl_book, "Data", OPENPYXL_SHOWN)]
 )
-def test_a_workbook_previews_its_first_visible_sheet_under_its_title(tmp_path: Path, build, sheet, shown) -> None:
+def test_a_workbook_previews_the_sheet_it_opens_on_under_its_title(tmp_path: Path, build, sheet, shown) -> None:
     data = build(tmp_path / "book.xlsx").read_bytes()
     found = inspect_upload("book.xlsx", len(data), io.BytesIO(data))
     assert found.ok and found.is_workbook, found.problem
@@ -100,12 +100,12 @@ def test_a_workbook_previews_its_first_visible_sheet_under_its_title(tmp_path: P
     assert [other.columns, *other.preview.values.tolist()] == PRICES
 
 
-def test_a_prefilled_sheet_the_new_workbook_lacks_gives_its_first_visible_sheet(tmp_path: Path) -> None:
+def test_a_prefilled_sheet_the_new_workbook_lacks_gives_the_sheet_it_opens_on(tmp_path: Path) -> None:
     data = xlsxwriter_book(tmp_path / "book.xlsx").read_bytes()
     asked = InputFormat(kind="xlsx", sheet="Orders", header_row=7)
     found = inspect_upload("book.xlsx", len(data), io.BytesIO(data), input_format=asked)
     assert found.ok and found.input_format == BOOK
-    assert found.note == "This workbook has no sheet 'Orders', so the first visible sheet is shown."
+    assert found.note == "This workbook has no sheet 'Orders', so the sheet it opens on is shown."
     csv = inspect_upload("people.csv", 8, io.BytesIO(b"a,b\n1,2\n"), input_format=BOOK)  # a workbook's: not a CSV's
     assert csv.ok and csv.input_format == InputFormat() and csv.columns == ["a", "b"]
 
