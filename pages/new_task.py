@@ -31,7 +31,7 @@ import streamlit as st
 
 from s3task import handlers
 from s3task.csvio import DELIMITERS, ENCODINGS, EXCEL_ROWS
-from s3task.errors import InvalidInput, S3TaskError, UploadInterrupted
+from s3task.errors import S3TaskError, UploadInterrupted
 from s3task.handlers import Param, TaskType
 from s3task.handlers.columns import Need
 from s3task.tasks.recipes import Recipe
@@ -267,7 +267,7 @@ if direct_mode:
 else:
     if tf.FALLBACK in state:
         st.warning(
-            "Your browser could not send the file to the task store directly "
+            "This page could not send the file to the task store directly "
             f"({fmt.plain(state[tf.FALLBACK])}), so this page uploads it through the app instead, "
             f"up to {limit_mb} MB. Choose the file again.",
             icon=":material/cloud_off:",
@@ -444,8 +444,11 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
             fingerprint = file.to_dict() if file else None
             created = service.create(actor, name, task_type.name, payload, read_as, fingerprint)
             task_id = created.record.task_id
-            if created.upload_url is None:
-                raise InvalidInput("this task store gives no upload links; reload the page to upload through the app")
+            if created.upload_url is None:  # none now (Azure refused a user delegation key): through the app
+                if not service.transitions.discard(created.record):  # nobody saw it: no trace in the list
+                    service.abandon_upload(actor, task_id)
+                state[tf.FALLBACK] = "the task store gives no upload links now"
+                st.rerun()
             url, headers = created.upload_url, created.upload_headers
             state[keys.plan] = direct.plan_upload(service, actor, task_id, url, chosen, headers)
         else:

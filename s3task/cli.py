@@ -298,6 +298,8 @@ def _doctor_signing(store: object) -> int:
         return 0
     ok, what = signing
     print(f"{'ok' if ok else 'problem'}: {what}", file=sys.stdout if ok else sys.stderr)
+    if not ok:
+        print(f"fix: {azure_account.DELEGATION_FIX}", file=sys.stderr)
     return 0 if ok else EXIT_ERROR
 
 

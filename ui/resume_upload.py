@@ -52,8 +52,11 @@ def offer(ctx: Context, record: TaskRecord) -> None:
     if recorded is None or not service.may_act(actor, record):
         st.info(NEVER_SUBMITTED)
         return
-    created = service.inputs.created(record)
-    url, headers = created.upload_url, created.upload_headers
+    try:
+        created = service.inputs.created(record)
+    except S3TaskError:  # no upload link now (the store did not answer for one): nothing to continue into
+        created = None
+    url, headers = (created.upload_url, created.upload_headers) if created else (None, {})
     if url is None:  # a store without upload links: the page's own uploader cannot continue into it
         st.info(NEVER_SUBMITTED)
         return

@@ -148,15 +148,20 @@ class AzureStore(Blocks):
         except ValueError as e:
             raise StoreError(f"cannot set up the Azure client: {e}") from e
         self.client, self.data_client = made
-        self._delegation, self._refused_until, self._delegation_lock = None, None, threading.Lock()
-        self.description = f"az://{container} ({self.client.url.rsplit('/', 1)[0]})"
+        self._delegation, self._failed, self._delegation_lock = None, None, threading.Lock()
+        self.account_url = self.client.url.rsplit("/", 1)[0]  # the account's endpoint (its service requests)
+        self.description = f"az://{container} ({self.account_url})"
 
-    def service(self) -> BlobServiceClient:
+    def service(self, *, retries: int = 2) -> BlobServiceClient:
         """The account's service client (CORS rules, user delegation keys), with the store's endpoint,
-        credential and record-sized timeouts."""
-        return BlobServiceClient(
-            self.client.url.rsplit("/", 1)[0], credential=self.client.credential, **_record_options()
-        )
+        credential and record-sized timeouts; its answers' Date sets the store's clock too (a delegation
+        key may be the first thing asked)."""
+        options = {
+            **_record_options(),
+            "retry_policy": LinearRetry(backoff=1, random_jitter_range=1, retry_total=retries),
+        }
+        credential = self.client.credential
+        return BlobServiceClient(self.account_url, credential=credential, raw_response_hook=self._note_date, **options)
 
     # --- the store's clock ------------------------------------------------
 

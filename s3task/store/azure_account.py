@@ -133,5 +133,14 @@ def delegation_check(store: AzureStore) -> tuple[bool, str] | None:
     try:
         store.delegation_key(store.now() + timedelta(seconds=DELEGATION_SECONDS))
     except AccessDeniedByStore as e:
-        return False, f"{e}; without it, files go through the app"
+        return False, f"{e}; without it the app makes no download links, and uploads go through the app"
+    except StoreError as e:
+        return False, f"Azure did not give a user delegation key to sign browser URLs with: {e}"
     return True, "browser URLs are signed with a user delegation key"
+
+
+#: What doctor says to do when the identity gets no user delegation key.
+DELEGATION_FIX = (
+    "give the identity the role Storage Blob Delegator on the storage account (Azure portal: the account's "
+    "Access control (IAM)), or set AZURE_STORAGE_CONNECTION_STRING"
+)

@@ -44,20 +44,24 @@ _NONCE = re.compile(r"[0-9a-f]{16}")
 log = logging.getLogger(__name__)
 
 
-#: How long a user delegation key is asked for (Azure allows at most 7 days); another is asked for only
-#: once a URL would outlive the one held.
+#: A user delegation key is asked for this much longer than the URL that needs it (at most 7 days out,
+#: Azure's longest): the URLs made meanwhile are signed with it, and another is asked for only once a URL
+#: would outlive it.
 DELEGATION_SECONDS = 6 * 3600
-#: After Azure refuses a delegation key, URLs are not asked for again for this long (files go through
-#: the app meanwhile): not one refused call per page.
+#: After Azure refuses a delegation key, none is asked for again for this long: no URLs are made meanwhile
+#: (logged once), not one refused call per page.
 REFUSAL_SECONDS = 300
+#: After Azure does not answer for a key, the URLs asked for meanwhile fail at once (StoreUnavailable),
+#: not each after its own timeout while the others wait.
+FAILURE_SECONDS = 15
 _LONGEST_KEY = timedelta(days=7, minutes=-1)
+_SLACK = timedelta(minutes=10)
 
 
 def sas_url(store: Any, key: str, permission: BlobSasPermissions, expires: int, **extra: Any) -> str | None:
     """The blob's URL with a SAS for ``permission``, expiring ``expires`` seconds from now by the store's
     clock (the one Azure checks it with); None when the store can sign none (:meth:`Blocks.signing`)."""
-    expiry = store.now() + timedelta(seconds=expires)
-    signing = store.signing(expiry)
+    signing = store.signing(store.now() + timedelta(seconds=expires))
     if signing is None:
         return None
     sas = generate_blob_sas(
@@ -65,7 +69,6 @@ def sas_url(store: Any, key: str, permission: BlobSasPermissions, expires: int, 
         container_name=store.container,
         blob_name=check_key(key),
         permission=permission,
-        expiry=expiry,
         **signing,
         **extra,
     )
@@ -98,51 +101,66 @@ class Blocks:
 
     def now(self) -> Any: ...  # AzureStore's: the store's clock
 
-    def service(self) -> Any: ...  # AzureStore's: the account's service client
+    def service(self, *, retries: int = 2) -> Any: ...  # AzureStore's: the account's service client
 
     _delegation: tuple[Any, datetime] | None  # the user delegation key held, and when it expires
-    _refused_until: datetime | None  # Azure refused one: not asked again before this
+    _failed: tuple[datetime, StoreError] | None  # Azure refused a key or did not answer: until when, and why
     _delegation_lock: threading.Lock
 
     def signing(self, expiry: datetime) -> dict[str, Any] | None:
-        """What signs a SAS valid until ``expiry``: the account key (a connection string's), else a user
-        delegation key the store's token asks Azure for (:meth:`delegation_key`); None if neither: the
-        credential has no token, or the identity may not get a key (logged; files go through the app)."""
+        """How to sign a SAS valid until ``expiry``: with the account key (a connection string's), else with a
+        user delegation key the store's token asks Azure for (:meth:`delegation_key`; the SAS then expires
+        when the key does, if sooner: only at 7 days); None if neither: the credential has no token, or Azure
+        refuses the identity a key (:data:`REFUSAL_SECONDS`). ``StoreUnavailable`` if Azure does not answer."""
         credential = self.client.credential
         if account_key := getattr(credential, "account_key", None):
-            return {"account_key": account_key}
+            return {"account_key": account_key, "expiry": expiry}
         if not hasattr(credential, "get_token"):
             return None
         try:
-            return {"user_delegation_key": self.delegation_key(expiry)}
-        except AccessDeniedByStore as e:
-            log.warning("no SAS URLs, files go through the app: %s", e)
+            key, key_expiry = self.delegation_key(expiry)
+        except AccessDeniedByStore:
             return None
+        return {"user_delegation_key": key, "expiry": min(expiry, key_expiry)}
 
-    def delegation_key(self, until: datetime) -> Any:
-        """A user delegation key valid until ``until`` (at most 7 days out, Azure's longest); one is asked for
-        per :data:`DELEGATION_SECONDS`.
-        ``AccessDeniedByStore`` when Azure refuses it (the identity needs the role Storage Blob Delegator),
-        and for :data:`REFUSAL_SECONDS` after without asking again."""
-        with self._delegation_lock:
+    def delegation_key(self, until: datetime) -> tuple[Any, datetime]:
+        """A user delegation key for URLs valid until ``until``, and when it expires; the one held while it
+        lasts that long. ``AccessDeniedByStore`` when Azure refuses it (the identity needs the role Storage
+        Blob Delegator), again without asking for :data:`REFUSAL_SECONDS`; ``StoreUnavailable`` (or another
+        StoreError) when Azure fails, again without asking for :data:`FAILURE_SECONDS`."""
+        with self._delegation_lock:  # one request at a time: the sessions waiting then share its key
             now = self.now()
-            if self._refused_until is not None and now < self._refused_until:
-                raise AccessDeniedByStore("Azure refused a user delegation key a moment ago")
-            if self._delegation is None or self._delegation[1] < until:
-                # Azure gives no key that expires more than 7 days out: a URL asked for that long (the most
-                # s3task makes) stops working up to a minute early, when its key does.
-                expiry = min(max(until, now + timedelta(seconds=DELEGATION_SECONDS)), now + _LONGEST_KEY)
-                try:  # valid from a few minutes back: a clock behind Azure's must not make it not yet valid
-                    with _translated("user delegation key", "get"):
-                        key = self.service().get_user_delegation_key(now - timedelta(minutes=5), expiry)
-                except AccessDeniedByStore as e:
-                    self._refused_until = now + timedelta(seconds=REFUSAL_SECONDS)
-                    raise AccessDeniedByStore(
-                        f"Azure refused a user delegation key to sign URLs with ({e}): the identity needs "
-                        "the role Storage Blob Delegator on the account"
-                    ) from e
-                self._delegation = (key, expiry)
-            return self._delegation[0]
+            if self._failed is not None and now < self._failed[0]:
+                failed = self._failed[1]
+                raise type(failed)(failed.message)
+            # A URL of (nearly) Azure's longest takes the key held if it lasts within _SLACK of that: one key
+            # per _SLACK for week-long URLs, each expiring at most that much early (with its key).
+            needed = min(until, now + _LONGEST_KEY - _SLACK)
+            if self._delegation is None or self._delegation[1] < needed:
+                self._delegation = self._new_key(now, until)
+            return self._delegation
+
+    def _new_key(self, now: datetime, until: datetime) -> tuple[Any, datetime]:
+        # Azure gives no key that expires more than 7 days out: a URL asked for that long (the most s3task
+        # makes) expires a minute early, with its key. Valid from a few minutes back: a clock behind Azure's
+        # must not make the key not valid yet.
+        expiry = min(until + timedelta(seconds=DELEGATION_SECONDS), now + _LONGEST_KEY)
+        try:
+            with _translated("user delegation key", "get"):
+                key = self.service(retries=1).get_user_delegation_key(now - timedelta(minutes=5), expiry)
+        except AccessDeniedByStore as e:
+            refused = AccessDeniedByStore(
+                f"Azure refused a user delegation key to sign URLs with ({e}): the identity needs the role "
+                "Storage Blob Delegator on the storage account"
+            )
+            log.warning("no download or upload links for %d s: %s", REFUSAL_SECONDS, refused)
+            self._failed = (self.now() + timedelta(seconds=REFUSAL_SECONDS), refused)
+            raise refused from e
+        except StoreError as e:  # the while counts from the failure: the request may have taken long
+            self._failed = (self.now() + timedelta(seconds=FAILURE_SECONDS), e)
+            raise
+        self._failed = None
+        return key, expiry
 
     def put_headers(self) -> dict[str, str]:
         """What a PUT to :meth:`presign_put`'s URL must send besides its Content-Type."""

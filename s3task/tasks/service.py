@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,8 +102,11 @@ class TaskService:
     ) -> Created:
         """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it;
         ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued."""
-        record = self.transitions.create(actor, name, task_type, payload, input_format, fingerprint)
-        return self.inputs.created(record)
+        record = self.transitions.prepare(actor, name, task_type, payload, input_format, fingerprint)
+        # Its upload URL before the record: a store that cannot sign one now (Azure not answering for a
+        # user delegation key) refuses the create with nothing written, not a task left waiting for a file.
+        created = self.inputs.created(record)
+        return dataclasses.replace(created, record=self.transitions.store_new(actor, record))
 
     def save_recipe(
         self, actor: Actor, name: str, task_id: str, *, shared: bool = False, replace: bool = False

@@ -652,6 +652,25 @@ def test_a_browser_that_cannot_reach_the_store_falls_back_to_the_uploader(new_ta
     assert service.get(LOCAL, at.query_params["id"]).status == "queued"
 
 
+def test_a_store_that_gives_no_upload_link_now_falls_back_to_the_uploader(new_task_page, monkeypatch) -> None:
+    """Azure signed in with a token gives no links while it refuses the identity a user delegation key
+    (s3task/store/azure_uploads.py): the page uploads through the app, and leaves no task behind."""
+    from s3task.tasks.urls import Urls
+
+    at, service = new_task_page
+    browser_reports(at, file=chosen())
+    at.text_input[0].input("People").run()
+    monkeypatch.setattr(Urls, "put_request", lambda self, key, content_type: (None, {"Content-Type": content_type}))
+    next(b for b in at.button if b.label == "Submit").click().run()
+    assert not at.exception and not at.error, said(at.error)
+    assert "gives no upload links now" in said(at.warning) and "uploads it through the app instead" in said(at.warning)
+    assert service.list(LOCAL).tasks == []  # the task made for the link: removed
+    assert at.file_uploader and not at.get("bidi_component")  # Streamlit's uploader instead
+    at.file_uploader[0].set_value(("people.csv", CSV, "text/csv")).run()
+    next(b for b in at.button if b.label == "Submit").click().run()
+    assert service.get(LOCAL, at.query_params["id"]).status == "queued"
+
+
 def test_cancelling_an_upload_abandons_its_task(new_task_page) -> None:
     at, service = new_task_page
     browser_reports(at, file=chosen())

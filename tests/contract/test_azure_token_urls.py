@@ -14,8 +14,11 @@ tests/contract/test_azure_urls.py and test_azure_uploads.py check the same URLs 
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,13 +27,24 @@ import requests
 from fake_identity import STORAGE, TokenService, token_service
 from sas_urls import aimed_at, tampered
 
+from s3task import cli
 from s3task.clock import Clock
-from s3task.errors import AccessDeniedByStore, AlreadyExists, NotFound, PreconditionFailed, StoreError
+from s3task.config import MAX_URL_SECONDS
+from s3task.errors import (
+    AccessDeniedByStore,
+    AlreadyExists,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    StoreUnavailable,
+)
+from s3task.layout import Layout
 from s3task.store import open_store
 from s3task.store.azure import AzureStore
 from s3task.store.azure_account import delegation_check
-from s3task.store.azure_uploads import DELEGATION_SECONDS, REFUSAL_SECONDS
+from s3task.store.azure_uploads import DELEGATION_SECONDS, FAILURE_SECONDS, REFUSAL_SECONDS
 from s3task.store.base import PutMode
+from s3task.tasks import Actor, TaskService
 
 pytestmark = pytest.mark.slow
 
@@ -164,13 +178,14 @@ def test_a_refused_delegation_key_means_no_urls_and_no_asking_again_for_a_while(
         with azurite_oauth.asked() as asked, caplog.at_level(logging.WARNING, "s3task.store.azure_uploads"):
             assert store.presign_get("t/out.csv", expires=600) is None  # files go through the app
         assert [" 403 " in line for line in key_requests(asked)] == [True]
-        assert "Storage Blob Delegator" in caplog.text and "files go through the app" in caplog.text
-        with azurite_oauth.asked() as asked:  # within REFUSAL_SECONDS: not asked again
+        assert "Storage Blob Delegator" in caplog.text and "no download or upload links" in caplog.text
+        caplog.clear()
+        with azurite_oauth.asked() as asked:  # within REFUSAL_SECONDS: not asked again, nor logged again
             assert store.presign_get("t/out.csv", expires=600) is None
             assert store.presign_put(KEY, expires=600, content_type="text/csv") is None
             with pytest.raises(StoreError, match="cannot sign upload URLs"):
                 store.presign_part(KEY, store.create_multipart(KEY, content_type="text/csv"), 1, expires=600)
-        assert key_requests(asked) == []
+        assert key_requests(asked) == [] and caplog.text == ""
         clock.ahead = REFUSAL_SECONDS + 1
         with azurite_oauth.asked() as asked:
             assert store.presign_get("t/out.csv", expires=600) is None
@@ -181,12 +196,98 @@ def test_a_refused_delegation_key_means_no_urls_and_no_asking_again_for_a_while(
 
 
 def test_doctors_check_says_whether_the_identity_can_get_a_delegation_key(
-    store: Any, azurite_oauth: Any, monkeypatch: pytest.MonkeyPatch
+    store: Any, azurite_oauth: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """What ``s3task doctor`` prints on a store signed in with a token (tests/system/test_azurite_token_workers.py)."""
     assert delegation_check(store) == (True, "browser URLs are signed with a user delegation key")
     assert delegation_check(azurite_oauth.store(store.container)) is None  # the account key signs: nothing to ask
     with token_service(audience="https://vault.azure.net") as refused:
-        ok, what = delegation_check(signed_in(azurite_oauth, refused, monkeypatch)) or (None, "")
-    assert ok is False
-    assert "needs the role Storage Blob Delegator" in what and "files go through the app" in what
+        denied = signed_in(azurite_oauth, refused, monkeypatch)
+        ok, what = delegation_check(denied) or (None, "")
+        assert ok is False
+        assert "needs the role Storage Blob Delegator" in what and "the app makes no download links" in what
+        capsys.readouterr()
+        assert cli._doctor_signing(signed_in(azurite_oauth, refused, monkeypatch)) == cli.EXIT_ERROR
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith("problem: Azure refused a user delegation key")
+    assert "\nfix: give the identity the role Storage Blob Delegator on the storage account" in said.err
+
+
+def sas_times(url: str) -> tuple[datetime, datetime]:
+    """A delegation-key SAS URL's own expiry (``se``) and its key's (``ske``)."""
+    query = parse_qs(urlsplit(url).query)
+    return tuple(datetime.fromisoformat(query[name][0].replace("Z", "+00:00")) for name in ("se", "ske"))  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("seconds", [86_400, MAX_URL_SECONDS])
+def test_long_lived_urls_share_one_key_that_outlives_them(store: Any, azurite_oauth: Any, seconds: int) -> None:
+    """URLs of a day or a week (S3TASK_URL_SECONDS, a big file's parts) are signed with one key, not one each."""
+    with azurite_oauth.asked() as asked:
+        urls = [store.presign_get(f"t/{n}.csv", expires=seconds) for n in range(10)]
+    assert all(urls) and len(key_requests(asked)) == 1
+    now = store.now()
+    for url in urls:
+        expires, key_expires = sas_times(url)
+        assert key_expires >= expires  # the URL lives as long as it says (its key would refuse it later)
+        assert key_expires <= now + timedelta(days=7)  # Azure gives no key that lasts longer
+        # As long as asked; at a week, up to 11 minutes shorter (the key's longest, from when it was asked).
+        short = timedelta(minutes=11) if seconds == MAX_URL_SECONDS else timedelta(seconds=2)
+        assert now + timedelta(seconds=seconds) - short <= expires <= now + timedelta(seconds=seconds)
+
+
+class Closing:
+    """A port that takes connections and closes them at once, counting them: Azure not answering."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+def not_answering_for_keys(store: Any, monkeypatch: pytest.MonkeyPatch) -> Closing:
+    """The store's account endpoint (where it asks for delegation keys) at a port that never answers; its
+    records still go to Azurite through the container's client."""
+    closing = Closing()
+    monkeypatch.setattr(store, "account_url", f"https://127.0.0.1:{closing.port}/devstoreaccount1")
+    return closing
+
+
+def test_azure_not_answering_for_a_key_fails_the_urls_at_once_for_a_while(
+    azurite_oauth: Any, identity: TokenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Later()
+    store = signed_in(azurite_oauth, identity, monkeypatch, clock)
+    closing = not_answering_for_keys(store, monkeypatch)
+    with pytest.raises(StoreUnavailable):
+        store.presign_get("t/out.csv", expires=600)
+    tried = closing.accepted
+    assert tried >= 1
+    with pytest.raises(StoreUnavailable):  # within FAILURE_SECONDS: the same answer, nothing asked
+        store.presign_put(KEY, expires=600, content_type="text/csv")
+    assert closing.accepted == tried
+    clock.ahead = FAILURE_SECONDS + 1
+    with pytest.raises(StoreUnavailable):
+        store.presign_get("t/out.csv", expires=600)
+    assert closing.accepted > tried  # the while is over: asked again
+
+
+def test_a_task_is_not_made_when_its_upload_link_cannot_be(
+    azurite_oauth: Any, identity: TokenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The New task page and POST /api/tasks create a task with its upload URL: no URL now, no task."""
+    store = signed_in(azurite_oauth, identity, monkeypatch)
+    service = TaskService(store, Layout("p"))
+    not_answering_for_keys(store, monkeypatch)
+    with pytest.raises(StoreUnavailable):
+        service.create(Actor("ann"), "March list", "copy")
+    assert service.list(Actor("ann")).tasks == [] and store.list_keys("p/") == []
