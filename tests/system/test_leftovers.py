@@ -85,6 +85,7 @@ def test_a_cancelled_attempts_multipart_upload_is_aborted_on_s3(s3_workers) -> N
 
     worker.wait_until(uploads, s3_workers.start + 60, "the attempt's output upload to start")
     s3_workers.service.cancel(ALICE, task_id)
-    worker.wait_for_output(f"stopped {task_id}: it was cancelled", 15)
-    worker.wait_until(lambda: uploads() == [], 10, "the unfinished upload to be aborted")
+    # Noticed at the next heartbeat, poll or progress save (each within the lease), on a busy machine.
+    worker.wait_for_output(f"stopped {task_id}: it was cancelled", s3_workers.start + s3_workers.lease)
+    worker.wait_until(lambda: uploads() == [], s3_workers.start, "the unfinished upload to be aborted")
     assert "aborted 1 unfinished upload(s)" in worker.output()
