@@ -118,11 +118,6 @@ class NotReady(InvalidTransition):
 class NotOwner(InvalidTransition):
     """This worker no longer owns the task (cancelled, expired or claimed by another)."""
 
-    def __init__(self, message: str | None = None, status: str | None = None) -> None:
-        super().__init__(message)
-        #: The task's status as the fresh record says (``abandoned``: it was cancelled), if known.
-        self.status = status
-
 
 # --- control API -----------------------------------------------------------
 

@@ -128,9 +128,7 @@ def check_owner(record: TaskRecord, lease: Lease) -> None:
         or record.attempt_id != lease.attempt_id
         or record.lease_token != lease.lease_token
     ):
-        raise NotOwner(
-            f"worker {lease.worker_id} no longer owns task {record.task_id} ({record.status})", str(record.status)
-        )
+        raise NotOwner(f"worker {lease.worker_id} no longer owns task {record.task_id} ({record.status})")
 
 
 # --- transitions ---------------------------------------------------------------

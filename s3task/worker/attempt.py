@@ -300,9 +300,8 @@ class Attempt:
                 extra=self._extra("progress"),
             )  # fmt: skip
         except NotOwner as e:
-            if e.status == Status.ABANDONED:  # cancelled: said as a poll or a progress save says it
-                log.warning("stopped %s: it was cancelled", self.task_id, extra=self._extra("lost"))
-                return Outcome("lost", "it was cancelled")
+            if (stopped := self._recheck()) is not None:  # why, read fresh: "it was cancelled", as a poll says
+                return stopped
             log.warning("lost lease on %s: %s", self.task_id, e, extra=self._extra("lost"))
             return Outcome("lost", str(e))
         except S3TaskError as e:
