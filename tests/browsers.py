@@ -46,6 +46,20 @@ def settle(page) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=20_000)
 
 
+def copy_task_previewed(page, url: str, data: Path, columns: str = "3 columns: id, name, value") -> None:
+    """New task → "Copy rows unchanged" → pick ``data`` → its preview shown (``columns``), ready to Submit."""
+    from playwright.sync_api import expect
+
+    page.goto(url + "/new_task")
+    settle(page)
+    page.get_by_role("combobox", name="What should happen to the rows?").click()
+    page.get_by_role("option", name="Copy rows unchanged").click()
+    settle(page)
+    page.locator("input[type='file']").set_input_files(str(data))
+    expect(page.get_by_text(columns)).to_be_visible(timeout=20_000)
+    settle(page)
+
+
 def choose(page, box_name: str, option: str, timeout: float = 60.0) -> None:
     """Pick ``option`` in the select box ``box_name`` by typing it, as a person does.
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browsers import app_on, base_env, settle, shot
+from browsers import app_on, base_env, copy_task_previewed, settle, shot
 from conftest import CHROMIUM, free_port, wait_for
 from procs import cli
 
@@ -64,16 +64,8 @@ def _rows(text: str) -> list[list[str]]:
 
 def _submit(page: Any, url: str, data: Path, name: str) -> str:
     """New task → copy rows → pick the file → preview → Submit → the task's page; the task's id."""
-    from playwright.sync_api import expect
 
-    page.goto(url + "/new_task")
-    settle(page)
-    page.get_by_role("combobox", name="What should happen to the rows?").click()
-    page.get_by_role("option", name="Copy rows unchanged").click()
-    settle(page)
-    page.locator("input[type='file']").set_input_files(str(data))
-    expect(page.get_by_text("3 columns: id, name, value")).to_be_visible(timeout=20_000)
-    settle(page)
+    copy_task_previewed(page, url, data)
     shot(page, f"azure-{name}-preview")
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(re.compile(r".*/task\?id=[0-9A-Z]{26}$"), timeout=120_000)

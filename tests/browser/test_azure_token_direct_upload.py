@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from browsers import app_on, base_env, settle, shot
+from browsers import app_on, base_env, copy_task_previewed, settle, shot
 from conftest import CHROMIUM, free_port, wait_for
 from fake_identity import TokenService, token_service
 from procs import cli
@@ -77,14 +77,7 @@ def test_a_file_goes_from_the_browser_to_the_container_and_back_signed_with_a_de
     page.on("request", lambda r: sent.append((r.method, r.url, r.headers)))
     try:
         with app_on(port, env, tmp_path / "streamlit.log") as (url, _pid):
-            page.goto(url + "/new_task")
-            settle(page)
-            page.get_by_role("combobox", name="What should happen to the rows?").click()
-            page.get_by_role("option", name="Copy rows unchanged").click()
-            settle(page)
-            page.locator("input[type='file']").set_input_files(str(data))
-            expect(page.get_by_text("3 columns: id, name, value")).to_be_visible(timeout=20_000)
-            settle(page)
+            copy_task_previewed(page, url, data)
             page.get_by_role("button", name="Submit").click()
             page.wait_for_url(re.compile(r".*/task\?id=[0-9A-Z]{26}$"), timeout=120_000)
             task_id = page.url.rsplit("=", 1)[1]

@@ -36,7 +36,7 @@ import procs
 import pyarrow.csv as pacsv
 import pytest
 import requests
-from browsers import ARTIFACTS, app_on, base_env, moto_without_global_cors, settle, shot
+from browsers import ARTIFACTS, app_on, base_env, copy_task_previewed, moto_without_global_cors, settle, shot
 from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
 
 from s3task import cli, lifecycle
@@ -129,16 +129,8 @@ _WATCH = """el => {
 def upload_through_page(page, url: str, pid: int, data: Path, prefix: str) -> tuple[str, int, list[dict]]:
     """New task → pick the file → preview → Submit → the task page. Returns the task id, the app's
     peak-memory growth during the upload (kB) and the progress bar's recorded states."""
-    from playwright.sync_api import expect
 
-    page.goto(url + "/new_task")
-    settle(page)
-    page.get_by_role("combobox", name="What should happen to the rows?").click()
-    page.get_by_role("option", name="Copy rows unchanged").click()
-    settle(page)
-    page.locator("input[type='file']").set_input_files(str(data))
-    expect(page.get_by_text("3 columns: id, name, value")).to_be_visible(timeout=20_000)
-    settle(page)
+    copy_task_previewed(page, url, data)
     assert page.get_by_role("textbox", name="Task name").input_value() == "big customers"  # from the file name
     page.locator("progress").evaluate(_WATCH)
     # A loopback upload takes a fraction of a second; at a (fast) 32 MB/s the bar has time to be seen moving.
