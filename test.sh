@@ -5,8 +5,8 @@
 # Installs what it needs: a virtualenv with the runtime and pyproject.toml's
 # `dev` dependency group (tests, lint, benchmark tools), the S3 servers the tests
 # start (scripts/ensure-realstores.sh: SeaweedFS, LocalStack, s3rver), and (as root on a
-# machine with apt) Debian's chromium for the browser tests plus curl and jq for
-# the API walkthrough test.
+# machine with apt) Debian's chromium for the browser tests, nginx for the reverse proxy the
+# development-mode browser test puts in front of the app, and curl and jq for the API walkthrough test.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/ensure-env.sh dev
@@ -17,6 +17,7 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian packages for the tests: ${missing[*]}" >&2
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
