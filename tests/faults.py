@@ -638,7 +638,8 @@ BUGS = (
 MISUSE = (
     (
         "Development mode (no sign-in, 127.0.0.1) opened through a same-host proxy or tunnel "
-        "(`X-Forwarded-For`, `X-Forwarded-Host`, `Forwarded`, `X-Real-IP`, a non-loopback `Host`)",
+        "(`X-Forwarded-For`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `Forwarded`, `X-Real-IP`, each added by a "
+        "real nginx in front of the app; a non-loopback `Host`)",
         "every visitor was the operator, the Workers page was served, nothing was logged",
         'refused with the "not configured correctly" page naming what to configure; the first logged',
         "tests/unit/test_dev_mode_forwarded.py, tests/browser/test_dev_mode_tunnel.py",
