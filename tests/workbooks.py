@@ -14,6 +14,7 @@ import io
 import re
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import xlsxwriter  # type: ignore[import-untyped]
@@ -207,3 +208,107 @@ def browser_ranges(
 def _natural(name: str) -> list[object]:
     """As JavaScript's ``localeCompare(…, {numeric: true})`` orders names: sheet2 before sheet10."""
     return [int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", name)]
+
+
+# --- workbooks that attack the reader's memory and time (issue 36, items 1 and 2) ----------------------------
+
+_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_PACKAGE = "http://schemas.openxmlformats.org/package/2006/relationships"
+_OFFICE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def sheets_book(
+    sheets: dict[str, str],
+    strings: list[str] = (),
+    packed: tuple[int, bytes, int, int] | None = None,  # type: ignore[assignment]
+) -> bytes:
+    """A minimal workbook (the parts Excel needs, no ``<dimension>``): each sheet's ``sheetData`` XML by name,
+    and the shared strings its ``t="s"`` cells name by number. ``packed``: that many more sheets, each the
+    same deflated worksheet part (its bytes, CRC and size), named Sheet2, Sheet3 … after the others."""
+    count = len(sheets) + (packed[0] if packed else 0)
+    names = [*sheets, *(f"Sheet{i}" for i in range(len(sheets) + 1, count + 1))]
+    listed = "".join(f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>' for i, name in enumerate(names, 1))
+    rels = "".join(
+        f'<Relationship Id="rId{i}" Type="{_OFFICE}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+        for i in range(1, count + 1)
+    )
+    rels += f'<Relationship Id="rIdS" Type="{_OFFICE}/sharedStrings" Target="sharedStrings.xml"/>'
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(
+            "[Content_Types].xml", '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>'
+        )
+        z.writestr(
+            "_rels/.rels",
+            f'<Relationships xmlns="{_PACKAGE}"><Relationship Id="rId1" '
+            f'Type="{_OFFICE}/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        )
+        z.writestr(
+            "xl/workbook.xml", f'<workbook xmlns="{_NS}" xmlns:r="{_OFFICE}"><sheets>{listed}</sheets></workbook>'
+        )
+        z.writestr("xl/_rels/workbook.xml.rels", f'<Relationships xmlns="{_PACKAGE}">{rels}</Relationships>')
+        for i, data in enumerate(sheets.values(), 1):
+            z.writestr(
+                f"xl/worksheets/sheet{i}.xml", f'<worksheet xmlns="{_NS}"><sheetData>{data}</sheetData></worksheet>'
+            )
+        items = "".join(f"<si><t>{text}</t></si>" for text in strings)
+        z.writestr("xl/sharedStrings.xml", f'<sst xmlns="{_NS}">{items}</sst>')
+        for i in range(len(sheets) + 1, count + 1):  # the same deflated bytes each time: no time to pack gigabytes
+            assert packed is not None
+            _packed_member(z, f"xl/worksheets/sheet{i}.xml", *packed[1:])
+    return out.getvalue()
+
+
+def table_rows(first: int, count: int) -> str:
+    """Rows ``first`` … of a two-column table (an id and a short text), as inline strings."""
+    return "".join(
+        f'<row r="{r}"><c r="A{r}"><v>{r}</v></c><c r="B{r}" t="inlineStr"><is><t>row {r}</t></is></c></row>'
+        for r in range(first, first + count)
+    )
+
+
+def header_row() -> str:
+    cells = '<c r="A1" t="inlineStr"><is><t>id</t></is></c><c r="B1" t="inlineStr"><is><t>note</t></is></c>'
+    return f'<row r="1">{cells}</row>'
+
+
+def naming_shared(first: int, count: int, index: int = 0) -> str:
+    """Rows whose note is shared string ``index``."""
+    return "".join(
+        f'<row r="{r}"><c r="A{r}"><v>{r}</v></c><c r="B{r}" t="s"><v>{index}</v></c></row>'
+        for r in range(first, first + count)
+    )
+
+
+def long_text_book(chars: int = 15_000_000, cells: int = 40, after: int = 0) -> bytes:
+    """The reviewer's workbook: one shared string of ``chars`` characters named by ``cells`` cells (about
+    17 KB as a file), under ``after`` ordinary rows (enough, and a submit's look at the first rows passes)."""
+    rows = header_row() + table_rows(2, after) + naming_shared(2 + after, cells)
+    return sheets_book({"Data": rows}, ["x" * chars])
+
+
+def many_sheets_book(sheets: int = 1_000, filler: int = 15_000_000) -> bytes:
+    """The reviewer's workbook of many sheets: a small table on the first, then sheets of ``filler`` bytes of
+    rows each, with no ``<dimension>``, so that counting their rows means reading each through. Theirs was
+    16.7 MB of 1,000 sheets: each sheet under 16 MB, where no compression ratio is checked (15 GB in all)."""
+    row = '<row r="2"><c r="A2"><v>1</v></c></row>'
+    other = f'<worksheet xmlns="{_NS}"><sheetData>{row * (filler // len(row))}</sheetData></worksheet>'.encode()
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    packed = packer.compress(other) + packer.flush()
+    return sheets_book(
+        {"Table": header_row() + table_rows(2, 100)}, packed=(sheets - 1, packed, zlib.crc32(other), len(other))
+    )
+
+
+def _packed_member(z: zipfile.ZipFile, name: str, packed: bytes, crc: int, size: int) -> None:
+    """A member whose deflated bytes are given, written as ``ZipFile.writestr`` writes one."""
+    info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.CRC, info.compress_size, info.file_size = crc, len(packed), size
+    assert z.fp is not None
+    info.header_offset = z.fp.tell()
+    z.fp.write(info.FileHeader())
+    z.fp.write(packed)
+    z.filelist.append(info)
+    z.NameToInfo[name] = info
+    z.start_dir = z.fp.tell()  # type: ignore[attr-defined]

@@ -6,12 +6,17 @@ single value (openpyxl's ElementTree parse: 10-20 s of CPU), so a piece of XML i
 each attribute and value is pulled out of all its cells at once by Arrow's RE2 kernels; Python only
 touches the rare values that need it (an entity, a rich-text run, a code with separators).
 
-Values are rendered as text the way Excel shows them where that is data, not decoration: numbers
-in their shortest form (``0.1``, ``12``), dates and times as ISO 8601 when the cell's number format
-is a date or time format, codes zero-padded as their format says (``00123`` under ``00000``),
-percentages as shown (``12.5%``), booleans ``TRUE``/``FALSE``, error values as their text
-(``#N/A``), a formula by the value saved with it. Other number formats (thousands separators,
-currencies, a fixed count of decimals) are not applied: the number is given in full.
+A text longer than a cell holds in Excel (32,767 characters) is refused, naming its cell, and a shared
+string is copied for the cells that name it only while a block's text stays within
+:data:`MAX_BLOCK_TEXT`: a small workbook whose cells all name one long string cannot unpack to gigabytes.
+
+Values are rendered as text the way Excel shows them where that is data, not decoration
+(:mod:`.sheetnumbers` renders the numbers): numbers in their shortest form (``0.1``, ``12``),
+dates and times as ISO 8601 when the cell's number format is a date or time format, codes
+zero-padded as their format says (``00123`` under ``00000``), percentages as shown (``12.5%``),
+booleans ``TRUE``/``FALSE``, error values as their text (``#N/A``), a formula by the value saved
+with it. Other number formats (thousands separators, currencies, a fixed count of decimals) are
+not applied: the number is given in full.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -27,55 +31,16 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidInput
 from .common import TEXT
+from .sheetnumbers import AGAIN, Style, numbers_shown
 
 MAX_ROWS = 1_048_576  # Excel's last row
 MAX_COLUMNS = 16_384  # Excel's last column, XFD
-AGAIN = "open it in Excel, save it as 'Excel Workbook (.xlsx)' and upload it again"
-
-# How a cell's number is shown, by the kind of its number format.
-GENERAL, DATE, DATETIME, TIME, PERCENT, CODE = range(6)
-# Excel's built-in number formats that are not General-like (ECMA-376 §18.8.30).
-_BUILTIN = {9: "0%", 10: "0.00%", 14: "yyyy-mm-dd", 15: "d-mmm-yy", 16: "d-mmm", 17: "mmm-yy", 18: "h:mm AM/PM"}
-_BUILTIN |= {19: "h:mm:ss AM/PM", 20: "h:mm", 21: "h:mm:ss", 22: "m/d/yy h:mm", 45: "mm:ss", 46: "[h]:mm:ss"}
-_BUILTIN |= {47: "mmss.0", 27: "yyyy-mm-dd", 30: "m/d/yy", 36: "yyyy-mm-dd", 50: "yyyy-mm-dd", 57: "yyyy-mm-dd"}
-
-
-@dataclass(frozen=True)
-class Style:
-    kind: int
-    code: str = ""  # for CODE: the format, e.g. 00000 or 000-00-0000
-
-
-def style_of(code: str) -> Style:
-    """Classify a number format code by what it does to the shown value."""
-    section = code.split(";")[0]  # the format of positive numbers
-    bare = re.sub(r'"[^"]*"|\\.|_.|\*.', "", section)  # quoted text, escaped and spacing characters
-    if re.match(r"\s*\[[hms]+\]", bare, re.I):
-        return Style(GENERAL)  # elapsed time (a duration), not a time of day
-    lowered = re.sub(r"\[[^\]]*\]", "", bare).lower()  # colours, locales, conditions
-    if lowered.strip() in ("general", "@", ""):
-        return Style(GENERAL)
-    if "%" in lowered:
-        return Style(PERCENT)
-    has_time = bool(re.search(r"[hs]", lowered))
-    has_date = bool(re.search(r"[yd]", lowered)) or ("m" in lowered and not has_time)  # m alone is a month
-    if has_date or has_time:
-        return Style(DATETIME if has_date and has_time else DATE if has_date else TIME)
-    if re.fullmatch(r"0+([^0#?.,Ee]+0+)*", section) and len(section) > 1:
-        return Style(CODE, section)
-    return Style(GENERAL)
-
-
-def styles_of(xml: bytes) -> list[Style]:
-    """Each cell style (``cellXfs`` index) of ``styles.xml``, as its number format's :class:`Style`."""
-    text = xml.decode("utf-8", "replace")
-    codes = dict(_BUILTIN)
-    for num_id, code in re.findall(r'<(?:\w+:)?numFmt\b[^>]*?numFmtId="(\d+)"[^>]*?formatCode="([^"]*)"', text):
-        codes[int(num_id)] = html.unescape(code)
-    xfs = re.search(r"<(?:\w+:)?cellXfs\b[^>]*>(.*?)</(?:\w+:)?cellXfs>", text, re.S)
-    found = re.findall(r"<(?:\w+:)?xf\b([^>]*)", xfs.group(1)) if xfs else []
-    ids = [int(m.group(1)) if (m := re.search(r'numFmtId="(\d+)"', a)) else 0 for a in found]
-    return [style_of(codes[i]) if i in codes else Style(GENERAL) for i in ids]
+#: Excel's longest cell, in its characters (UTF-16 code units: an emoji is two). A longer text is no
+#: workbook Excel wrote, and one shared string named by many cells would be copied once for each of them.
+MAX_CELL_CHARS = 32_767
+#: The text one block of cells may unpack to: a piece of sheet XML whose cells name long shared strings
+#: more than this is read in smaller pieces; a single row over it is refused (no sheet Excel writes has one).
+MAX_BLOCK_TEXT = 32 << 20
 
 
 def decode_text(values: pa.Array) -> pa.Array:
@@ -152,6 +117,43 @@ def text_array(piece: bytes) -> pa.Array:
         raise InvalidInput("the workbook is damaged (its text is not UTF-8) — " + AGAIN) from e
 
 
+@dataclass(frozen=True)
+class Shared:
+    """A workbook's shared strings: their texts, each one's size in UTF-8 bytes, and which are longer than
+    a cell holds (their text is dropped: a cell that names one is refused)."""
+
+    texts: pa.Array
+    sizes: np.ndarray
+    too_long: np.ndarray
+
+    @classmethod
+    def of(cls, texts: pa.Array) -> Shared:
+        sizes = pc.binary_length(texts.cast(pa.large_binary())).to_numpy(zero_copy_only=False).astype(np.int64)
+        too_long = np.zeros(len(texts), bool)
+        for i in np.flatnonzero(sizes > MAX_CELL_CHARS).tolist():  # UTF-16 units never outnumber UTF-8 bytes
+            too_long[i] = excel_length(texts[i].as_py()) > MAX_CELL_CHARS
+        if too_long.any():
+            texts = pc.if_else(pa.array(too_long), pa.scalar("", texts.type), texts)
+            sizes = np.where(too_long, 0, sizes)
+        return cls(texts, sizes, too_long)
+
+    @classmethod
+    def concat(cls, parts: list[Shared]) -> Shared:
+        if not parts:
+            return cls.of(pa.array([], TEXT))
+        texts = pa.concat_arrays([p.texts for p in parts])
+        return cls(texts, np.concatenate([p.sizes for p in parts]), np.concatenate([p.too_long for p in parts]))
+
+
+def excel_length(text: str) -> int:
+    """A text's length as Excel counts it: UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+class TooMuchText(Exception):
+    """A piece of several rows whose cells would unpack to more than :data:`MAX_BLOCK_TEXT`: read it in halves."""
+
+
 @dataclass
 class Cells:
     """The cells of a piece of a sheet: Excel row number, column number (A = 1), shown text, text-typed."""
@@ -162,9 +164,13 @@ class Cells:
     is_text: np.ndarray
 
 
-def cells_of(piece: bytes, shared: pa.Array, styles: list[Style], date1904: bool, beyond: str | None = None) -> Cells:
+def cells_of(
+    piece: bytes, shared: Shared, styles: list[Style], date1904: bool, beyond: str | None = None, sheet: str = ""
+) -> Cells:
     """The non-empty cells of ``piece``, whole ``<row>`` elements of a worksheet's ``sheetData``. ``beyond``: the
-    text of a cell whose shared string is past those in ``shared`` (None: such a cell is damage)."""
+    text of a cell whose shared string is past those in ``shared`` (None: such a cell is damage). ``sheet``
+    names the sheet in what is refused: a text longer than Excel's cell, a row of more text than any sheet has.
+    Raises :class:`TooMuchText` for a piece of several rows whose texts unpack to more than a block holds."""
     tag = b"<c "
     if tag not in piece and (prefixed := re.search(rb"<(\w+:)c ", piece)):
         tag = b"<" + prefixed.group(1) + b"c "
@@ -179,14 +185,79 @@ def cells_of(piece: bytes, shared: pa.Array, styles: list[Style], date1904: bool
     columns = _column_numbers(fields["col"])
     kinds = _or(fields["t"], "n")
     raw = pc.fill_null(fields["v"], "")
-    values = _text_values(fields["is"], kinds, raw, shared, beyond)
+    strings = pc.equal(kinds, "s")
+    index = _shared_index(pc.filter(raw, strings), shared, beyond)
+    picked = strings.to_numpy(zero_copy_only=False)
+    _check_shared(index, shared, rows[picked], columns[picked], sheet, len(piece))
+    values = _text_values(fields["is"], kinds, raw, strings, _texts(shared, beyond).take(index))
+    _check_lengths(values, rows, columns, sheet)
     numbers = pc.equal(kinds, "n")
     if pc.any(numbers).as_py():
         style_ids = _or(fields["s"], "0").cast(pa.int64()).to_numpy()
-        values = _numbers(values, numbers, raw, style_ids, styles, date1904)
+        values = numbers_shown(values, numbers, raw, style_ids, styles, date1904)
     keep = pc.not_equal(values, "").to_numpy(zero_copy_only=False)
     is_text = pc.is_in(kinds, pa.array(["s", "inlineStr", "str"])).to_numpy(zero_copy_only=False)
     return Cells(rows[keep], columns[keep], pc.filter(values, pa.array(keep)), is_text[keep])
+
+
+def column_letters(number: int) -> str:
+    letters = ""
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
+def _shared_index(refs: pa.Array, shared: Shared, beyond: str | None) -> np.ndarray:
+    """The shared string each ``t="s"`` cell names; past the last one (a preview's): the ``beyond`` marker's."""
+    index = refs.cast(pa.int64()).to_numpy(zero_copy_only=False) if len(refs) else np.zeros(0, np.int64)
+    count = len(shared.texts)
+    if beyond is not None:
+        index = np.minimum(index, count)
+        count += 1
+    if len(index) and (int(index.max()) >= count or int(index.min()) < 0):
+        raise InvalidInput("the workbook is damaged (a cell refers to a text that is not there) — " + AGAIN)
+    return index
+
+
+def _texts(shared: Shared, beyond: str | None) -> pa.Array:
+    return shared.texts if beyond is None else pa.concat_arrays([shared.texts, pa.array([beyond], shared.texts.type)])
+
+
+def _check_shared(
+    index: np.ndarray, shared: Shared, rows: np.ndarray, columns: np.ndarray, sheet: str, xml: int
+) -> None:
+    """Refuse a cell naming a shared string longer than a cell holds, before any is copied for the cells that
+    name it; a piece whose cells would copy more text than a block holds is read in halves (one row: refused)."""
+    known = index < len(shared.texts)  # the rest: a preview's marker for a text not sent
+    too_long = np.zeros(len(index), bool)
+    too_long[known] = shared.too_long[index[known]]
+    if too_long.any():
+        at = int(np.flatnonzero(too_long)[0])
+        raise InvalidInput(_too_long(int(rows[at]), int(columns[at]), sheet))
+    text = int(shared.sizes[index[known]].sum()) + xml
+    if text > MAX_BLOCK_TEXT:
+        if len(np.unique(rows)) > 1:
+            raise TooMuchText
+        raise InvalidInput(
+            f"row {int(rows[0]):,} of sheet {sheet!r} holds more than {MAX_BLOCK_TEXT >> 20} MB of text, "
+            "which no sheet Excel writes does — " + AGAIN
+        )
+
+
+def _check_lengths(values: pa.Array, rows: np.ndarray, columns: np.ndarray, sheet: str) -> None:
+    """Refuse an inline string, a formula's text or a saved value longer than a cell holds, naming its cell."""
+    sizes = pc.binary_length(values.cast(pa.large_binary())).to_numpy(zero_copy_only=False)
+    for at in np.flatnonzero(sizes > MAX_CELL_CHARS).tolist():  # UTF-16 units never outnumber UTF-8 bytes
+        if excel_length(values[at].as_py()) > MAX_CELL_CHARS:
+            raise InvalidInput(_too_long(int(rows[at]), int(columns[at]), sheet))
+
+
+def _too_long(row: int, column: int, sheet: str) -> str:
+    return (
+        f"cell {column_letters(column)}{row} of sheet {sheet!r} holds a text longer than {MAX_CELL_CHARS:,} "
+        "characters, the most a cell in Excel holds — shorten it, save the workbook and upload it again"
+    )
 
 
 def _column_numbers(letters: pa.Array) -> np.ndarray:
@@ -199,19 +270,12 @@ def _column_numbers(letters: pa.Array) -> np.ndarray:
     return numbers
 
 
-def _text_values(
-    inline_xml: pa.Array, kinds: pa.Array, raw: pa.Array, shared: pa.Array, beyond: str | None
-) -> pa.Array:
+def _text_values(inline_xml: pa.Array, kinds: pa.Array, raw: pa.Array, strings: pa.Array, named: pa.Array) -> pa.Array:
+    """Each cell's text: its saved value, the shared string it names (``named``, for the ``strings`` cells),
+    its inline string or TRUE/FALSE; a number's raw value for :func:`~.sheetnumbers.numbers_shown`."""
     values = pc.if_else(pc.equal(kinds, "n"), raw, decode_text(raw))  # str, e (#N/A), d: the saved text
-    strings = pc.equal(kinds, "s")
-    if pc.any(strings).as_py():
-        index = pc.filter(raw, strings).cast(pa.int64())
-        if beyond is not None and len(index):
-            shared = pa.concat_arrays([shared, pa.array([beyond], shared.type)])
-            index = pc.min_element_wise(index, pa.scalar(len(shared) - 1, pa.int64()))
-        if len(index) and (pc.max(index).as_py() >= len(shared) or pc.min(index).as_py() < 0):
-            raise InvalidInput("the workbook is damaged (a cell refers to a text that is not there) — " + AGAIN)
-        values = pc.replace_with_mask(values, strings, shared.take(index))
+    if len(named):
+        values = pc.replace_with_mask(values, strings, named)
     inline = pc.equal(kinds, "inlineStr")
     if pc.any(inline).as_py():
         values = pc.replace_with_mask(values, inline, string_texts(pc.filter(inline_xml, inline)))
@@ -220,107 +284,3 @@ def _text_values(
         shown = pc.if_else(pc.equal(pc.filter(raw, booleans), "1"), pa.scalar("TRUE", TEXT), pa.scalar("FALSE", TEXT))
         values = pc.replace_with_mask(values, booleans, shown)
     return values
-
-
-def _numbers(
-    values: pa.Array, numbers: pa.Array, raw: pa.Array, style_ids: np.ndarray, styles: list[Style], date1904: bool
-) -> pa.Array:
-    """Each number shown by its style: shortest form, or date, time, percentage or code."""
-    kind_of = np.array([s.kind for s in styles] + [GENERAL], np.int8)  # the last: a style that is not there
-    kinds = kind_of[np.minimum(style_ids, len(styles))]
-    is_number = pc.and_(numbers, pc.not_equal(raw, ""))
-    try:
-        floats = pc.if_else(is_number, raw, "0").cast(pa.float64())
-    except pa.ArrowInvalid as e:
-        raise InvalidInput("the workbook is damaged (a number cell holds no number) — " + AGAIN) from e
-    as_float = floats.to_numpy()
-    shown = _general(as_float)
-    mask = is_number.to_numpy(zero_copy_only=False)
-    dated = mask & np.isin(kinds, (DATE, DATETIME, TIME)) & (as_float >= 0) & (as_float < 2958466)  # to 9999-12-31
-    if dated.any():
-        shown = pc.replace_with_mask(shown, pa.array(dated), _dates(as_float[dated], kinds[dated], date1904))
-    for style_id in np.unique(style_ids[mask & np.isin(kinds, (PERCENT, CODE))]).tolist():
-        chosen = mask & (style_ids == style_id)
-        shown = pc.replace_with_mask(shown, pa.array(chosen), _special(_shown(as_float[chosen]), styles[style_id]))
-    return pc.if_else(is_number, shown, values)
-
-
-def _shown(numbers: np.ndarray) -> np.ndarray:
-    """Numbers as Excel shows them: rounded to 15 significant digits (a saved ``0.30000000000000004`` is
-    0.3), the float nearest to that rounding."""
-    out = numbers.copy()
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        finite = np.isfinite(numbers) & (numbers != 0)
-        mag = np.zeros_like(numbers)
-        mag[finite] = np.floor(np.log10(np.abs(numbers[finite])))
-        small = finite & (mag < 15) & (mag > -290)  # scale by an exact power of ten up to 10**22
-        scale = 10.0 ** (14 - mag[small])
-        out[small] = np.rint(numbers[small] * scale) / scale
-        big = finite & (mag >= 15)
-        unit = 10.0 ** (mag[big] - 14)
-        out[big] = np.rint(numbers[big] / unit) * unit
-    return out
-
-
-def _general(numbers: np.ndarray) -> pa.Array:
-    """Numbers under the General format: 15 significant digits; whole numbers below 10**15 in full digits
-    (a barcode ``4006381333931``, never ``4.006381333931e+12``; ``0``, never ``-0``); others in the shortest
-    text that reads back as the rounded number (``0.1``, ``1e-07``)."""
-    rounded = _shown(numbers)
-    shown = pc.cast(pa.array(rounded), TEXT)
-    whole = np.isfinite(rounded) & (np.abs(rounded) < 1e15) & (rounded == np.rint(rounded))
-    if whole.any():
-        digits = pc.cast(pa.array(rounded[whole].astype(np.int64)), TEXT)
-        shown = pc.replace_with_mask(shown, pa.array(whole), digits)
-    return shown
-
-
-#: Days from Excel's day 0 to 1970-01-01: 1899-12-30 (1900 dates, past Excel's made-up 1900-02-29) or 1904-01-01.
-_EPOCH_1900, _EPOCH_1904 = 25_569, 24_107
-
-
-def _dates(serials: np.ndarray, kinds: np.ndarray, date1904: bool) -> pa.Array:
-    """Excel date serials as ISO 8601: a date, a date and time (to the second), or a time of day."""
-    days = np.where(serials < 60, serials + 1, serials) if not date1904 else serials  # before 1900-03-01
-    seconds = np.rint(days * 86_400).astype(np.int64) - (_EPOCH_1904 if date1904 else _EPOCH_1900) * 86_400
-    stamps = pa.array(seconds, pa.timestamp("s"))
-    as_date = stamps.cast(pa.date32()).cast(TEXT)
-    as_time = stamps.cast(pa.time32("s")).cast(TEXT)
-    as_datetime = pc.replace_substring(stamps.cast(TEXT), " ", "T")
-    kind = pa.array(kinds)
-    return pc.if_else(pc.equal(kind, DATE), as_date, pc.if_else(pc.equal(kind, TIME), as_time, as_datetime))
-
-
-def _special(numbers: np.ndarray, style: Style) -> pa.Array:
-    """Numbers under a percentage or code format, as shown; a code of zeros alone (``00000``) all at once."""
-    if style.kind == CODE and set(style.code) == {"0"}:
-        whole = np.floor(np.abs(numbers) + 0.5)  # Excel rounds half away from zero
-        if whole.max() < 1e15:
-            digits = pc.utf8_lpad(pa.array(whole.astype(np.int64)).cast(TEXT), len(style.code), "0")
-            return pc.if_else(
-                pa.array(numbers < 0),
-                pc.binary_join_element_wise(pa.scalar("-", TEXT), digits, pa.scalar("", TEXT)),
-                digits,
-            )
-    render = _percent if style.kind == PERCENT else lambda number: _code(number, style.code)
-    return pa.array([render(number) for number in numbers.tolist()], TEXT)
-
-
-def _percent(number: float) -> str:
-    """A percentage as shown, in full (0.125 is 12.5%; the format's count of decimals is not applied)."""
-    shifted = Decimal(repr(number)).scaleb(2).normalize()
-    return f"{shifted:f}%"
-
-
-def _code(number: float, code: str) -> str:
-    """A number under a format of zeros (``00000``, ``000-00-0000``): rounded, padded, placed as Excel does."""
-    if number != number or abs(number) >= 1e15:  # NaN or too big for digits: as it is
-        return repr(number)
-    digits = str(int(Decimal(repr(abs(number))).quantize(Decimal(1), "ROUND_HALF_UP")))
-    places = code.count("0")
-    digits = digits.rjust(places, "0")
-    extra, digits = digits[: len(digits) - places], digits[len(digits) - places :]
-    parts, it = [], iter(digits)
-    for char in code:
-        parts.append(next(it) if char == "0" else char)
-    return ("-" if number < 0 else "") + extra + "".join(parts)

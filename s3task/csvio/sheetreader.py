@@ -13,9 +13,20 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidInput, NotSent
 from .common import TEXT
-from .sheetcells import AGAIN, MAX_ROWS, Cells, cells_of, string_texts, styles_of, text_array
+from .sheetcells import (
+    MAX_BLOCK_TEXT,
+    MAX_ROWS,
+    Cells,
+    Shared,
+    TooMuchText,
+    cells_of,
+    column_letters,
+    string_texts,
+    text_array,
+)
+from .sheetnumbers import AGAIN, styles_of
 from .sparse import NOT_SENT_TEXT
-from .workbook import MAX_SHEET_XML, MAX_STRINGS_XML, Workbook, open_part, open_workbook, read_part
+from .workbook import DAMAGED, MAX_SHEET_XML, MAX_STRINGS_XML, Workbook, open_part, open_workbook, read_part
 
 #: XML read per piece: the unit of a block, of progress and of memory. Measured on Excel's largest sheet
 #: (1,048,575 rows × 6, bench/workbook.py), peak RSS and CPU: 4 MB 271 MB, 7.9 s; 2 MB 243 MB, 8.7 s
@@ -61,28 +72,21 @@ def _pieces(stream: IO[bytes], root: bytes, item: bytes, size: int) -> Iterator[
         pending = buf[cut:]
 
 
-def shared_strings(book: Workbook) -> pa.Array:
-    """The workbook's shared strings (the texts cells refer to by number), in order."""
+def shared_strings(book: Workbook) -> Shared:
+    """The workbook's shared strings (the texts cells refer to by number), in order; one longer than a cell
+    holds is marked, its text dropped (a cell that names it is refused)."""
     if book.strings_part is None:
-        return pa.array([], TEXT)
+        return Shared.concat([])
     parts = []
     with open_part(book.zip, book.strings_part, MAX_STRINGS_XML) as stream:
         for piece, _offset in _pieces(stream, b"sst", b"si", PIECE_BYTES):
             text = text_array(piece)
             split = pc.split_pattern(text, "<si>") if b"<si>" in piece else pc.split_pattern_regex(text, r"<\w+:si>")
             items = pc.list_flatten(split)[1:]  # what comes before the first is no string
-            parts.append(string_texts(items))
+            parts.append(Shared.of(string_texts(items)))
             del text, split, items
             release()
-    return pa.concat_arrays(parts) if parts else pa.array([], TEXT)
-
-
-def column_letters(number: int) -> str:
-    letters = ""
-    while number:
-        number, rest = divmod(number - 1, 26)
-        letters = chr(65 + rest) + letters
-    return letters
+    return Shared.concat(parts)
 
 
 def find_header(cells: Cells) -> int:
@@ -138,7 +142,7 @@ class WorkbookReader:
         header_row: int | None = None,
         piece_bytes: int = PIECE_BYTES,
     ) -> None:
-        self._book = source if isinstance(source, Workbook) else open_workbook(source)
+        self._book = source if isinstance(source, Workbook) else open_workbook(source, count_rows=False)
         try:
             self._start(source, sheet, header_row, piece_bytes)
         except BaseException:
@@ -161,16 +165,25 @@ class WorkbookReader:
         self.input_size = os.stat(source).st_size if isinstance(source, (str, os.PathLike)) else _size(source)
         self._xml_size = book.zip.getinfo(part).file_size
         styles = styles_of(read_part(book.zip, book.styles_part)) if book.styles_part else []
-        shared = shared_strings(book)
+        self._shared, self._styles = shared_strings(book), styles
         self._stream = open_part(book.zip, part, MAX_SHEET_XML)
         pieces = _pieces(self._stream, b"worksheet", b"row", piece_bytes)
-        # A preview's copy may end before the shared strings do: a text past those sent is shown as a marker.
-        beyond = NOT_SENT_TEXT if book.partial else None
-        self._cells = (
-            (_released(cells_of(_sheet_data(p), shared, styles, book.date1904, beyond)), end) for p, end in pieces
-        )
+        self._cells = ((cells, end) for p, end in pieces for cells in self._cells_of(_sheet_data(p)))
         self.bytes_consumed = 0
         self.header_row, self.names, self._first_column, self._pending = self._header(header_row)
+
+    def _cells_of(self, piece: bytes) -> Iterator[Cells]:
+        """The cells of a piece; in halves (and so on) when its cells name more long shared text than a block holds."""
+        book = self._book
+        # A preview's copy may end before the shared strings do: a text past those sent is shown as a marker.
+        beyond = NOT_SENT_TEXT if book.partial else None
+        try:
+            cells = cells_of(piece, self._shared, self._styles, book.date1904, beyond, self.sheet)
+        except TooMuchText:
+            for half in _halves(piece):
+                yield from self._cells_of(half)
+            return
+        yield _released(cells)
 
     def _header(self, chosen: int | None) -> tuple[int, list[str], int, tuple[Cells, int]]:
         """Read pieces until the header row is among them; what follows it is the first block."""
@@ -181,6 +194,8 @@ class WorkbookReader:
             parts.append(piece if chosen is None else _select(piece, piece.rows >= chosen))  # rows above: let go
             seen = np.unique(np.concatenate([c.rows for c in parts]))
             if len(seen) >= HEADER_SCAN_ROWS if chosen is None else len(seen) > 0:
+                break
+            if sum(c.values.nbytes for c in parts) > MAX_BLOCK_TEXT:  # long rows: the header is among those read
                 break
         if not any(len(c.rows) for c in parts):
             if chosen is None:
@@ -267,6 +282,15 @@ def release() -> None:
 def _released(cells: Cells) -> Cells:
     release()
     return cells
+
+
+def _halves(piece: bytes) -> tuple[bytes, bytes]:
+    """A piece of several whole rows cut in two at the end of a row near its middle."""
+    ends = [m.end() for m in re.finditer(rb"</(?:\w+:)?row>", piece)][:-1]  # the last row's end is the piece's
+    if not ends:  # rows that are not closed: no sheet a spreadsheet program wrote
+        raise InvalidInput(DAMAGED)
+    cut = min(ends, key=lambda end: abs(end - len(piece) // 2))
+    return piece[:cut], piece[cut:]
 
 
 def _chain(first: tuple[Cells, int], rest: Iterator[tuple[Cells, int]]) -> Iterator[tuple[Cells, int]]:

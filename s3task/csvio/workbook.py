@@ -34,7 +34,8 @@ from pathlib import PurePosixPath
 from typing import IO, cast
 
 from ..errors import InvalidInput, NotSent
-from .sheetcells import AGAIN, MAX_ROWS
+from .sheetcells import MAX_ROWS
+from .sheetnumbers import AGAIN
 from .sparse import SentPart, SparseFile
 
 #: A sheet's XML may unpack to at most this. Excel's largest sheet of 6 columns is 256 MB of XML
@@ -48,6 +49,12 @@ MAX_PART_XML = 16 << 20
 #: a zip bomb does (~1,000×). Checked above :data:`RATIO_FROM` bytes, as Apache POI's ZipSecureFile does.
 MAX_RATIO = 100
 RATIO_FROM = 16 << 20
+#: All of a workbook's parts together may unpack to at most this, and it may have at most this many sheets.
+MAX_WORKBOOK_XML = 4_000_000_000
+MAX_SHEETS = 1_000
+#: Sheets without a ``<dimension>`` have their rows counted by reading them through, for the choice of sheet:
+#: at most this much XML in all, so a workbook of many such sheets is listed in a second (the rest: not counted).
+ROW_COUNT_XML = 128 << 20
 
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _RELS = "http://schemas.openxmlformats.org/"
@@ -117,8 +124,9 @@ def _ole2_message(data: bytes) -> str:
     )
 
 
-def open_workbook(source: str | os.PathLike[str] | IO[bytes]) -> Workbook:
-    """Open and check a workbook: its signature, its zip, its parts and their sizes; list its sheets."""
+def open_workbook(source: str | os.PathLike[str] | IO[bytes], count_rows: bool = True) -> Workbook:
+    """Open and check a workbook: its signature, its zip, its parts and their sizes; list its sheets, with
+    their rows counted (``count_rows``, for a choice of sheet: within :data:`ROW_COUNT_XML`) or not (None)."""
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as file:
             start = _start(file)
@@ -130,12 +138,18 @@ def open_workbook(source: str | os.PathLike[str] | IO[bytes]) -> Workbook:
     except (zipfile.BadZipFile, OSError, NotImplementedError, ValueError) as e:  # a version, an offset no zip has
         raise InvalidInput("the workbook is damaged (not a complete zip file) — " + AGAIN) from e
     names = set(archive.namelist())
+    unpacked = sum(info.file_size for info in archive.infolist())
+    if unpacked > MAX_WORKBOOK_XML:
+        raise InvalidInput(
+            f"the workbook would unpack to {unpacked / 1e9:,.1f} GB, more than the {MAX_WORKBOOK_XML / 1e9:,.1f} GB "
+            "s3task reads — save the sheet you need as a workbook of its own and upload that"
+        )
     if "xl/workbook.bin" in names:
         raise InvalidInput("this is an Excel binary workbook (.xlsb) — " + AGAIN)
     main = _office_document(archive, names)
     if main is None:
         raise InvalidInput("this is a zip file but not an Excel workbook (it holds no workbook) — " + AGAIN)
-    return _workbook(archive, main, names)
+    return _workbook(archive, main, names, [ROW_COUNT_XML] if count_rows else [0])
 
 
 def _start(file: IO[bytes]) -> bytes:
@@ -166,7 +180,7 @@ def _attribute(attributes: bytes, name: bytes) -> str:
     return match.group(1).decode("utf-8", "replace") if match else ""
 
 
-def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
+def _workbook(archive: zipfile.ZipFile, main: str, names: set[str], budget: list[int]) -> Workbook:
     folder = PurePosixPath(main).parent
     rels_part = str(folder / "_rels" / (PurePosixPath(main).name + ".rels"))
     targets: dict[str, str] = {}
@@ -182,7 +196,13 @@ def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
     tab = _attribute(view.group(1), b"activeTab") if view else ""
     active_tab = int(tab) if re.fullmatch(r"[0-9]{1,6}", tab) else 0  # it counts every tab, chart sheets too
     active = None
-    for index, attributes in enumerate(re.findall(rb"<(?:\w+:)?sheet\b([^>]*)", xml)):
+    listed = re.findall(rb"<(?:\w+:)?sheet\b([^>]*)", xml)
+    if len(listed) > MAX_SHEETS:
+        raise InvalidInput(
+            f"the workbook has {len(listed):,} sheets, more than the {MAX_SHEETS:,} s3task reads — "
+            "copy the sheet you need into a workbook of its own and upload that"
+        )
+    for index, attributes in enumerate(listed):
         rid = _attribute(attributes, b"r:id") or _attribute(attributes, b"id")
         part = targets.get(rid, "")
         if kinds.get(rid) != "worksheet" or part not in names:
@@ -192,7 +212,7 @@ def _workbook(archive: zipfile.ZipFile, main: str, names: set[str]) -> Workbook:
             active = name
         hidden = _attribute(attributes, b"state") in ("hidden", "veryHidden")
         if part not in rows:
-            rows[part] = _used_rows(archive, part)
+            rows[part] = _used_rows(archive, part, budget)
         sheets.append(Sheet(name, not hidden, rows[part], part))
     if not sheets:
         raise InvalidInput("the workbook has no worksheet — " + AGAIN)
@@ -251,29 +271,36 @@ class CheckedPart:
         self.close()
 
 
-def _used_rows(archive: zipfile.ZipFile, part: str) -> int | None:
+def _used_rows(archive: zipfile.ZipFile, part: str, budget: list[int]) -> int | None:
     """The number of a sheet's last row: from the ``<dimension>`` at its start (Excel writes one), or else
-    the last row's number, the sheet streamed through (openpyxl's and xlsxwriter's fast modes write none).
-    None: the bytes a preview was sent end before either shows."""
+    the last row's number, the sheet streamed through (openpyxl's and xlsxwriter's fast modes write none)
+    while ``budget`` (the XML left to read for counting, in one list shared by the workbook's sheets) lasts.
+    None: not counted (no budget left, or the bytes a preview was sent end before either shows)."""
+    if budget[0] <= 0:
+        return None
     try:
-        return _last_row(archive, part)
+        return _last_row(archive, part, budget)
     except NotSent:
         return None
 
 
-def _last_row(archive: zipfile.ZipFile, part: str) -> int:
+def _last_row(archive: zipfile.ZipFile, part: str, budget: list[int]) -> int | None:
     with open_part(archive, part, MAX_SHEET_XML) as stream:
         data = stream.read(64 << 10)
+        budget[0] -= len(data)
         match = re.search(rb'<(?:\w+:)?dimension\b[^>]*\bref="[A-Z]*\d+:[A-Z]*(\d+)"', data)
         if match:
             return min(int(match.group(1)), MAX_ROWS)
         last_row, tail = 0, b""
         while data:
+            if budget[0] < 0:
+                return None
             chunk = tail + data
             at = chunk.rfind(b"<row ") if b"<row " in chunk else chunk.rfind(b":row ")
             if at >= 0 and (found := re.match(rb'[<:]row\b[^>]*?\br="(\d+)"', chunk[at:])):
                 last_row = int(found.group(1))
             tail, data = chunk[-256:], stream.read(4 << 20)
+            budget[0] -= len(data)
     return min(last_row, MAX_ROWS)
 
 

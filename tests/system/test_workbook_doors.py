@@ -14,11 +14,11 @@ import io
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import requests
+from apiclient import TOKEN, api_call, api_get, api_submit
 from apps.http_server import serve
 from conftest import boto_client, wait_for
 from procs import ROOT, Procs, child_env, cli
@@ -37,7 +37,6 @@ from s3task.web.transfer import signer_for
 
 LAYOUT = Layout()
 OPERATOR = Actor("olga", operator=True)
-TOKEN = "ada-token"
 
 
 def run_cli(store: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -216,37 +215,6 @@ def test_workbooks_through_the_api_server_and_a_worker(tmp_path: Path, procs: Pr
 
 
 # --- the API, as a client calls it -------------------------------------------------------------------
-
-
-def api_call(base: str, method: str, path: str, **kw: Any) -> requests.Response:
-    return requests.request(method, base + path, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60, **kw)
-
-
-def api_get(base: str, task_id: str) -> dict[str, Any]:
-    task: dict[str, Any] = api_call(base, "GET", f"/api/tasks/{task_id}").json()["task"]
-    return task
-
-
-@dataclass
-class Submitted:
-    task_id: str
-    upload: dict[str, Any]  # where its input may be PUT again while it waits for one
-    response: requests.Response  # the submit's
-
-    def put(self, body: bytes) -> None:
-        r = requests.put(self.upload["url"], data=body, headers=self.upload["headers"], timeout=60)
-        assert r.status_code == 200, r.text
-
-
-def api_submit(base: str, body: bytes, read_as: dict[str, Any] | None = None) -> Submitted:
-    """Create a task (with ``read_as`` as its input_format), PUT ``body`` to its upload URL, submit it."""
-    new: dict[str, Any] = {"name": "book", "type": "copy", **({"input_format": read_as} if read_as else {})}
-    created = api_call(base, "POST", "/api/tasks", json=new)
-    assert created.status_code == 201, created.text
-    task = Submitted(created.json()["task"]["task_id"], created.json()["upload"], created)
-    task.put(body)
-    task.response = api_call(base, "POST", f"/api/tasks/{task.task_id}/submit")
-    return task
 
 
 @contextmanager

@@ -21,7 +21,7 @@ import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 from openpyxl import Workbook as OpenpyxlWorkbook
 
-from s3task.csvio.sheetcells import CODE, DATE, DATETIME, GENERAL, PERCENT, TIME, style_of
+from s3task.csvio.sheetnumbers import CODE, DATE, DATETIME, GENERAL, PERCENT, TIME, style_of
 from s3task.csvio.sheetreader import WorkbookReader
 from s3task.csvio.workbook import list_sheets
 from s3task.errors import InvalidInput

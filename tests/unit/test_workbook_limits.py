@@ -1,0 +1,108 @@
+"""What the workbook reader refuses or bounds before it builds it (issue 36, items 1 and 2): a text longer
+than a cell in Excel holds, a shared string named so often its copies would fill memory, a workbook of too
+many sheets or parts too large in all, and the rows of sheets counted only while a budget lasts.
+The doors, each a real process measured: tests/system/test_workbook_attacks.py."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pytest
+from workbooks import header_row, long_text_book, many_sheets_book, naming_shared, sheets_book, table_rows
+
+from s3task.csvio import sheetcells, workbook
+from s3task.csvio.sheetreader import WorkbookReader
+from s3task.csvio.workbook import list_sheets, open_workbook
+from s3task.errors import InvalidInput
+
+REFUSED = "holds a text longer than 32,767 characters, the most a cell in Excel holds"
+
+
+def read_all(data: bytes) -> tuple[list[str], pa.Table]:
+    with WorkbookReader(io.BytesIO(data)) as reader:
+        tables = [table for table, _end in reader.tables()]
+        return reader.names, pa.concat_tables(tables)
+
+
+def test_a_shared_string_longer_than_a_cell_is_refused_naming_the_first_cell_that_names_it() -> None:
+    with pytest.raises(InvalidInput) as e:
+        read_all(long_text_book())
+    assert e.value.message.startswith("cell B2 of sheet 'Data' " + REFUSED)
+
+
+@pytest.mark.parametrize(
+    ("text", "fits"),
+    [
+        ("x" * 32_767, True),
+        ("x" * 32_768, False),
+        ("é" * 32_767, True),  # two bytes each in UTF-8, one character in Excel
+        ("😀" * 16_383 + "x", True),  # an emoji is two of Excel's characters: 32,767
+        ("😀" * 16_384, False),  # 32,768
+    ],
+    ids=["32767", "32768", "accents", "emoji-fits", "emoji-over"],
+)
+def test_excel_s_limit_is_counted_as_excel_counts_characters(text: str, fits: bool) -> None:
+    shared = sheets_book({"Data": header_row() + naming_shared(2, 1)}, [text])
+    inline = header_row() + f'<row r="2"><c r="A2"><v>2</v></c><c r="B2" t="inlineStr"><is><t>{text}</t></is></c></row>'
+    for data in (shared, sheets_book({"Data": inline})):
+        if fits:
+            assert read_all(data)[1].column("note").to_pylist() == [text]
+        else:
+            with pytest.raises(InvalidInput, match="cell B2 of sheet 'Data' holds a text longer than 32,767"):
+                read_all(data)
+
+
+def test_a_long_shared_string_no_cell_names_is_no_reason_to_refuse() -> None:
+    data = sheets_book({"Data": header_row() + naming_shared(2, 2, index=1)}, ["x" * 40_000, "fine"])
+    assert read_all(data)[1].column("note").to_pylist() == ["fine", "fine"]
+
+
+def test_many_cells_naming_one_long_string_are_read_in_blocks_of_bounded_text() -> None:
+    """3,000 cells naming a text of 30,000 characters: 90 MB of text from a file of about 33 KB. Every row is
+    read, in order, and no block holds much more than the reader's bound (its pieces are halved)."""
+    text = "y" * 30_000
+    data = sheets_book({"Data": header_row() + table_rows(2, 5) + naming_shared(7, 3_000)}, [text])
+    assert len(data) < 50_000
+    with WorkbookReader(io.BytesIO(data)) as reader:
+        blocks = [table for table, _end in reader.tables()]
+    assert max(block.nbytes for block in blocks) < 2 * sheetcells.MAX_BLOCK_TEXT
+    rows = pa.concat_tables(blocks)
+    assert rows.column("id").to_pylist() == [str(r) for r in range(2, 3_007)]
+    assert rows.column("note").to_pylist() == [f"row {r}" for r in range(2, 7)] + [text] * 3_000
+
+
+def test_one_row_of_more_text_than_a_block_holds_is_refused_naming_it() -> None:
+    cells = "".join(f'<c r="{col}2" t="s"><v>0</v></c>' for col in _columns(1_200))  # 1,200 × 30,000 characters
+    header = "".join(f'<c r="{col}1" t="inlineStr"><is><t>c{i}</t></is></c>' for i, col in enumerate(_columns(1_200)))
+    data = sheets_book({"Wide": f'<row r="1">{header}</row><row r="2">{cells}</row>'}, ["z" * 30_000])
+    with pytest.raises(InvalidInput, match="row 2 of sheet 'Wide' holds more than 32 MB of text"):
+        read_all(data)
+
+
+def _columns(count: int) -> list[str]:
+    from s3task.csvio.sheetcells import column_letters
+
+    return [column_letters(n) for n in range(1, count + 1)]
+
+
+def test_rows_are_counted_for_the_choice_of_sheet_only_while_the_budget_lasts() -> None:
+    data = many_sheets_book(filler=1_600_000)  # 1,000 sheets, 1.6 GB of XML, no <dimension>
+    sheets = list_sheets(io.BytesIO(data))
+    assert len(sheets) == 1_000 and sheets[0].rows == 101 and sheets[1].rows == 2
+    counted = [s for s in sheets if s.rows is not None]
+    assert 1 < len(counted) <= workbook.ROW_COUNT_XML // 1_600_000 + 1
+    assert all(s.rows is None for s in sheets[len(counted) :])  # the rest: "counted when the task runs"
+    # The reader, which reads one sheet, counts none.
+    book = open_workbook(io.BytesIO(data), count_rows=False)
+    assert all(s.rows is None for s in book.sheets)
+    with WorkbookReader(book) as reader:
+        assert sum(table.num_rows for table, _end in reader.tables()) == 100
+
+
+def test_too_many_sheets_or_too_much_xml_in_all_is_refused_in_words() -> None:
+    data = sheets_book({f"S{i}": header_row() for i in range(1, 1_002)})
+    with pytest.raises(InvalidInput, match="the workbook has 1,001 sheets, more than the 1,000 s3task reads"):
+        open_workbook(io.BytesIO(data))
+    with pytest.raises(InvalidInput, match=r"would unpack to 15\.0 GB, more than the 4\.0 GB s3task reads"):
+        open_workbook(io.BytesIO(many_sheets_book()))
