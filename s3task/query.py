@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 WINDOW = 10_000
 #: The most rows a sorted "download this view" holds (in file order, a download has no limit).
 SORTED_DOWNLOAD_MAX = 100_000
+#: The longest search or filter text, in characters: a question, not a file (a 1 MB search of a wide
+#: result took 110 s before this bound and the one kernel call per block below).
+MAX_SEARCH = 1_000
 #: A number as a cell may hold it: optional sign, digits with an optional fraction, optional exponent.
 NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 #: Columns of s3task's own, added while scanning: a NUL starts them, which no column name of a CSV or a
@@ -72,7 +75,13 @@ class Answer:
 
 
 def check(query: Query, columns: list[str], window: int = WINDOW) -> None:
-    """Refuse, with the reason, a query that names no column of the output or reaches past ``window``."""
+    """Refuse, with the reason, a query that names no column of the output, reaches past ``window``, or
+    searches for more than :data:`MAX_SEARCH` characters."""
+    for label, text in [("the search", query.search)] + [(f"the filter of {n!r}", v) for n, v in query.filters]:
+        if len(text) > MAX_SEARCH:
+            raise InvalidInput(
+                f"{label} is {len(text):,} characters long; a search or a filter holds at most {MAX_SEARCH:,}"
+            )
     for name in [n for n, _ in query.filters] + ([query.sort] if query.sort else []):
         if name not in columns:
             raise InvalidInput(f"the result has no column {name!r}")
@@ -90,16 +99,29 @@ def _mask(table: pa.Table, query: Query) -> Any:
 
     # Lower case then a plain substring test: measured faster than ``ignore_case=True`` (a regex), same matches.
     mask = None
-    if query.search:
-        word = _lower(query.search)
-        for col in table.columns:
-            hit = pc.match_substring(pc.utf8_lower(col), word)
-            mask = hit if mask is None else pc.or_(mask, hit)
+    if query.search and table.num_columns and table.num_rows:
+        mask = _anywhere(table, _lower(query.search))
     for name, value in query.filters:
         if value:
             hit = pc.match_substring(pc.utf8_lower(table.column(name)), _lower(value))
             mask = hit if mask is None else pc.and_(mask, hit)
     return mask
+
+
+def _anywhere(table: pa.Table, word: str) -> Any:
+    """Which rows hold ``word`` in any cell: every cell of the block in one array and one kernel call, so a
+    result of 16,384 columns costs what one of a few columns and as many cells does (a call per column
+    prepared the search text once per column: 16,384 times a block)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = table.columns
+    if len({col.type for col in columns}) > 1:  # one array holds one type (the readers give text columns)
+        columns = [col.cast(pa.large_string()) for col in columns]
+    cells = pa.chunked_array([c for col in columns for c in col.chunks], columns[0].type).combine_chunks()
+    hit = pc.fill_null(pc.match_substring(pc.utf8_lower(cells), word), False).to_numpy(zero_copy_only=False)
+    return pa.array(np.asarray(hit, bool).reshape(table.num_columns, table.num_rows).any(axis=0))
 
 
 def _lower(text: str) -> str:

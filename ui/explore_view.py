@@ -51,6 +51,7 @@ def _question(record: TaskRecord, columns: list[str]) -> query.Query:
         key=f"explore_search_{tid}",
         placeholder="A name, an id, any text",
         help="Case-insensitive; finds the text inside any cell of any column.",
+        max_chars=query.MAX_SEARCH,
     )
     st.caption(
         f":material/travel_explore: The search, the filter and the sort act on every row of the result "
@@ -61,7 +62,11 @@ def _question(record: TaskRecord, columns: list[str]) -> query.Query:
     order = order_col.selectbox("Order", [ASCENDING, DESCENDING], key=f"explore_order_{tid}")
     column = filter_col.selectbox("Filter a column", [ANY_COLUMN, *columns], key=f"explore_fcol_{tid}")
     value = value_col.text_input(
-        "contains", key=f"explore_fval_{tid}", disabled=column == ANY_COLUMN, placeholder="text in that column"
+        "contains",
+        key=f"explore_fval_{tid}",
+        disabled=column == ANY_COLUMN,
+        placeholder="text in that column",
+        max_chars=query.MAX_SEARCH,
     )
     filters = ((column, value),) if column != ANY_COLUMN and value else ()
     return query.Query(

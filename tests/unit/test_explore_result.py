@@ -296,3 +296,36 @@ def test_a_city_is_found_however_its_capitals_are_typed(service, typed: str) -> 
     for question in ({"search": typed}, {"filters": (("city", typed),)}):
         answer = ask(service, record, **question)
         assert sorted(r["city"] for r in answer.rows) == ["ISTANBUL", "istanbul", "İstanbul"], question
+
+
+def test_a_search_or_filter_longer_than_a_thousand_characters_is_refused_in_words(service, customer_task) -> None:
+    long = "x" * (query.MAX_SEARCH + 1)
+    with pytest.raises(InvalidInput, match="the search is 1,001 characters long; a search or a filter holds at most"):
+        ask(service, customer_task, search=long)
+    with pytest.raises(InvalidInput, match="the filter of 'name' is 1,001 characters long"):
+        ask(service, customer_task, filters=(("name", long),))
+    assert ask(service, customer_task, search="x" * query.MAX_SEARCH).matching == 0  # at the bound: asked
+
+
+def test_a_long_search_of_a_result_16384_columns_wide_costs_what_a_short_one_does(service) -> None:
+    """Issue 36 item 3: 50 rows × 16,384 columns; a 1,000-character search took 3.1 s there (1 MB: 110 s),
+    as each column prepared the search text anew. Both searches are timed in this process and compared."""
+    import time
+
+    width, needle = 16_384, "N" * 1_000
+    header = ",".join(f"c{j}" for j in range(width))
+    rows = [",".join(f"{r}.{j}" for j in range(width)) for r in range(50)]
+    rows[37] = rows[37].replace(",37.16000,", f",a{needle}b,")
+    record = completed(service, (header + "\n" + "\n".join(rows) + "\n").encode())
+
+    def timed(search: str) -> tuple[float, query.Answer]:
+        began = time.perf_counter()
+        found = ask(service, record, search=search)
+        return time.perf_counter() - began, found
+
+    short_seconds, short = timed("37.16001")
+    long_seconds, found = timed(needle.lower())
+    assert (short.matching, found.matching) == (1, 1)
+    assert found.rows[0]["c0"] == "37.0" and found.rows[0]["c16000"] == f"a{needle}b"
+    # Reading the file dominates both; the long search may not cost more than a short one several times over.
+    assert long_seconds < 3 * short_seconds + 0.5, (long_seconds, short_seconds)
