@@ -3,7 +3,8 @@
 A name is printed by ``s3task list`` / ``show`` and in log lines, where a control character
 rewrites the operator's screen (``ESC[31m``, ``\\r`` over a line, a fake row after ``\\n``, NUL) and
 a bidirectional override or a zero-width character makes text read as something it is not. So
-new names refuse them (:func:`unsafe_character`), and whatever is printed from records already
+new names refuse them (:func:`unsafe_character`; :func:`check_name`, the one rule for every name a
+user gives: a task's, a recipe's), and whatever is printed from records already
 stored shows them as escapes instead (:func:`visible`).
 
 Refused: Unicode categories Cc (C0, DEL, C1 controls), Cf (format characters: the bidirectional
@@ -18,6 +19,8 @@ U+E0020–E007F that follow a black flag (the flags of Scotland, Wales, England)
 from __future__ import annotations
 
 import unicodedata
+
+from .errors import InvalidInput
 
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
@@ -54,6 +57,19 @@ def unsafe_character(text: str) -> str | None:
         if _unsafe_at(text, i):
             return describe(char)
     return None
+
+
+def check_name(name: str, what: str, longest: int) -> str:
+    """``name`` without the spaces around it, if it may name a ``what`` (``"task"``, ``"recipe"``): 1 to
+    ``longest`` characters of visible text and spaces. Otherwise :class:`InvalidInput` in plain words."""
+    name = (name or "").strip()
+    if not name:
+        raise InvalidInput(f"give the {what} a name")
+    if len(name) > longest:
+        raise InvalidInput(f"the {what} name is longer than {longest} characters")
+    if unsafe := unsafe_character(name):
+        raise InvalidInput(f"the {what} name may hold only visible text and spaces, not {unsafe}")
+    return name
 
 
 def describe(char: str) -> str:

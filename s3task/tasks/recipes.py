@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from .. import handlers
+from .. import handlers, safetext
 from ..csvio import parse_input_format
 from ..errors import AccessDenied, AlreadyExists, InvalidInput, NotFound, PreconditionFailed
 from ..handlers import columns
@@ -120,10 +120,13 @@ class Recipes:
         refused unless ``replace``, and then replaced only if no one changed it since it was read."""
         if recipe.shared and not actor.operator:
             raise AccessDenied("only an operator can share a recipe with everyone")
+        # The rule a task's name keeps (no control or invisible character), then spaces run together.
+        name = " ".join(safetext.check_name(recipe.name, "recipe", NAME_CHARS).split())
         handlers.get(recipe.task_type).validate(recipe.params)  # a recipe that could not make a task is refused
         parse_input_format(recipe.input_format, allow_detect=True)
-        key = self._key(None if recipe.shared else actor.name, recipe.name)
-        saved = Recipe(**{**asdict(recipe), "owner": actor.name, "saved_at": to_iso(self.store.now())})
+        key = self._key(None if recipe.shared else actor.name, name)
+        stamped = {"name": name, "owner": actor.name, "saved_at": to_iso(self.store.now())}
+        saved = Recipe(**{**asdict(recipe), **stamped})
         try:
             if replace:
                 self.store.put(key, saved.to_json(), PutMode.update(self._etag(key)), content_type=JSON_TYPE)
@@ -135,11 +138,11 @@ class Recipes:
             got = self.store.get(key)
             if got.body:
                 raise InvalidInput(
-                    f"there is already a recipe named {recipe.name!r}; replace it or choose another name"
+                    f"there is already a recipe named {name!r}; replace it or choose another name"
                 ) from None
             self.store.put(key, saved.to_json(), PutMode.update(got.meta.etag), content_type=JSON_TYPE)
         except PreconditionFailed as e:
-            raise InvalidInput(f"recipe {recipe.name!r} was changed by someone else just now; try again") from e
+            raise InvalidInput(f"recipe {name!r} was changed by someone else just now; try again") from e
         return saved
 
     def _etag(self, key: str) -> str:
@@ -188,9 +191,10 @@ class Recipes:
 
 
 def from_task(record: TaskRecord, name: str, header: Sequence[str], *, shared: bool = False) -> Recipe:
-    """A recipe that makes tasks like ``record``: its type, parameters and input format as settled."""
+    """A recipe that makes tasks like ``record``: its type, parameters and input format as settled (its
+    name as given: :meth:`Recipes.save` checks it)."""
     return Recipe(
-        name=" ".join(name.split()),
+        name=name,
         owner=record.created_by,
         task_type=record.task_type,
         params=dict(record.payload or {}),

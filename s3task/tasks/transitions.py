@@ -121,14 +121,8 @@ class Transitions:
     ) -> TaskRecord:
         """Every check :meth:`create` makes (the rate limit's count taken last), and the record it would
         write, written by nothing yet: a correction lists its id on the original between the two."""
-        name = (name or "").strip()
-        if not name:
-            raise InvalidInput("give the task a name")
-        if len(name) > MAX_NAME:
-            raise InvalidInput(f"the task name is longer than {MAX_NAME} characters")
-        if unsafe := safetext.unsafe_character(name):
-            # Names reach operators' terminals (``s3task list``) and logs: no control or invisible characters.
-            raise InvalidInput(f"the task name may hold only visible text and spaces, not {unsafe}")
+        # Names reach operators' terminals (``s3task list``) and logs: no control or invisible characters.
+        name = safetext.check_name(name, "task", MAX_NAME)
         params = handlers.get(task_type).validate(payload)
         read_as = csvio.parse_input_format(input_format, allow_detect=True)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:

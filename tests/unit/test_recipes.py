@@ -128,7 +128,7 @@ def test_recipes_that_could_not_make_a_task_are_refused(service: TaskService) ->
         service.recipes.save(ALICE, Recipe("Bad", "alice", "nope"))
     with pytest.raises(InvalidInput, match="has no parameter 'colour'"):
         service.recipes.save(ALICE, Recipe("Bad", "alice", "copy", params={"colour": "red"}))
-    with pytest.raises(InvalidInput, match="a recipe needs a name"):
+    with pytest.raises(InvalidInput, match="give the recipe a name"):  # as a task is told
         service.recipes.save(ALICE, Recipe("   ", "alice", "copy"))
     assert service.recipes.list(ALICE) == []
 
@@ -157,3 +157,45 @@ def test_names_too_long_for_a_key_and_objects_that_are_no_recipe_are_plain_refus
         with pytest.raises(InvalidInput, match=rf"recipes/own/alice/{name}\.json is (not a recipe|larger than)"):
             service.recipes.get(ALICE, name)
     assert service.recipes.list(ALICE) == []  # none of them listed as a recipe
+
+
+#: Characters a task name refuses (s3task.safetext), each with the words the refusal names it by.
+NOT_IN_A_NAME = {
+    "RLO": ("invoice\u202egpj.exe", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    "ESC[31m": ("red \x1b[31malert", "U+001B ESCAPE"),
+    "CR LF": ("ok\r\nfake  row", "U+000D CARRIAGE RETURN"),
+    "TAB": ("one\ttwo", "U+0009 TAB"),
+    "NUL": ("nul\x00here", "U+0000 NUL"),
+    "C1 CSI": ("c1\x9b31m", "U+009B CONTROL SEQUENCE INTRODUCER"),
+    "isolate": ("a\u2066b", "U+2066 LEFT-TO-RIGHT ISOLATE"),
+    "zero width space": ("ad\u200bmin", "U+200B ZERO WIDTH SPACE"),
+    "BOM": ("x\ufeffy", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+    "line separator": ("one\u2028two", "U+2028 LINE SEPARATOR"),
+}
+
+
+@pytest.mark.parametrize(("name", "named"), NOT_IN_A_NAME.values(), ids=NOT_IN_A_NAME.keys())
+def test_a_recipe_name_refuses_what_a_task_name_refuses_in_the_same_words(
+    service: TaskService, name: str, named: str
+) -> None:
+    # Found by the outside review (issue 36 item 7): a right-to-left override and ESC were saved in
+    # recipe names, which task names refuse. One rule for every name a user gives.
+    with pytest.raises(InvalidInput) as task_refused:
+        service.create(ALICE, name, "copy")
+    assert task_refused.value.message == f"the task name may hold only visible text and spaces, not {named}"
+    task_id = first_month(service)
+    with pytest.raises(InvalidInput) as from_a_task:
+        service.save_recipe(ALICE, name, task_id)
+    with pytest.raises(InvalidInput) as saved_directly:
+        service.recipes.save(ALICE, Recipe(name, "alice", "copy"))
+    for refused in (from_a_task, saved_directly):
+        assert refused.value.message == task_refused.value.message.replace("task name", "recipe name")
+    assert service.recipes.list(ALICE) == []
+
+
+def test_a_plain_recipe_name_in_any_script_is_still_saved(service: TaskService) -> None:
+    task_id = first_month(service)
+    for name in ("CRM monthly export", "Müller & Søn – März", "月次レポート", "👩\u200d💻 dev report", "هیچ\u200cکس"):
+        assert service.save_recipe(ALICE, name, task_id).name == name
+    assert service.save_recipe(ALICE, "  spaced   out  ", task_id).name == "spaced out"
+    assert len(service.recipes.list(ALICE)) == 6
