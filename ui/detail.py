@@ -48,6 +48,8 @@ CANCEL_WARNING = (
     "Cancel this task? It stops within a couple of seconds and gives no result: the rows it has processed so "
     "far are not kept, only their counts. A cancelled task cannot be restarted."
 )
+#: A waiting task, to a user who may not act on it (its owner is offered to continue or cancel: ui/resume_upload.py).
+NOT_SUBMITTED = "This task was created but its file was never submitted."
 #: Steps whose note is for staff too (who cancelled, who asked for a retry); other notes name workers and leases.
 STAFF_NOTES = {"cancel"}
 
@@ -78,13 +80,15 @@ def status(ctx: Context, record: TaskRecord, now: datetime) -> None:
         # In a container of its own: a new, full bar, not the running one sliding up from where it was.
         with st.container():
             st.progress(1.0, text=f"Done in {fmt.done_in(fmt.elapsed_seconds(record, now))}")
-    elif record.status == "created":
+    elif record.status == "created" and ctx.service.may_act(ctx.actor, record):
         resume_upload.offer(ctx, record)  # "Continue upload", where the file's upload can be continued
+    elif record.status == "created":  # another user's: whose it is is said under the actions, and no more
+        st.info(NOT_SUBMITTED)
     shown = counts_of(record).shown()
     for column, (name, label, value) in zip(st.columns(len(shown)), shown, strict=True):
         column.metric(label, "–" if value is None else f"{value:,}", help=count_help(record, name))
     if record.status == "failed" and record.last_error:
-        _failure(record)
+        _failure(record, ctx.service.may_act(ctx.actor, record))
 
 
 def _rows(record: TaskRecord) -> int:
@@ -111,12 +115,21 @@ def input_failure(record: TaskRecord) -> bool:
     return record.final and record.final_reason == "input"
 
 
-def _failure(record: TaskRecord) -> None:
+def _failure(record: TaskRecord, mine: bool) -> None:
+    """What went wrong, and what can be done: told to one who may act (the owner, an operator), of whom to
+    anyone else (they have no button for it)."""
     tz = st.context.timezone
+    who = f"{fmt.plain(record.created_by)} or an operator can"
     if input_failure(record):
-        what = "The file cannot be processed as it is. Correct it and start again with the corrected file."
+        what = "The file cannot be processed as it is. " + (
+            "Correct it and start again with the corrected file." if mine else f"{who} correct it and start again."
+        )
     elif record.final:
-        what = "Processing kept failing, so s3task stopped trying. Running it again may work if the problem has passed."
+        what = "Processing kept failing, so s3task stopped trying. " + (
+            "Running it again may work if the problem has passed."
+            if mine
+            else f"{who} run it again, which may work if the problem has passed."
+        )
     elif record.retry_at:
         when = fmt.local_time(record.retry_at, tz)
         what = f"Processing stopped by a problem. s3task tries again by itself at {when}."

@@ -1,5 +1,5 @@
 """The Task page of a task waiting for its upload (AppTest): *Continue upload* is offered where the task
-records its file and the user may act on it; otherwise the page says, as before, that the file was never
+records its file and the user may act on it; otherwise the page says that the file was never
 submitted (the browser side: tests/browser/test_resume_upload_browser.py)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from s3task.fingerprint import Fingerprint
 from s3task.tasks import Actor, TaskService
+from ui.detail import NOT_SUBMITTED
 from ui.resume_upload import NEVER_SUBMITTED
 
 # The pages' fixtures (tests/app_pages.py): a fresh local store, the embedded worker off, users told apart.
@@ -39,10 +40,12 @@ def test_a_task_that_records_its_file_offers_continue_upload(service: TaskServic
     assert button.disabled  # until the same file is chosen
 
 
-def test_a_task_without_its_file_recorded_or_of_another_user_only_offers_cancel(
+def test_a_task_without_its_file_recorded_or_of_another_user_offers_no_upload(
     service: TaskService, app: Callable[..., AppTest]
 ) -> None:
     for task_id, viewer in ((waiting(service, "ann", None), "ann"), (waiting(service, "ann", FILE), "bob")):
         at = task_page(app(viewer), task_id)
-        assert NEVER_SUBMITTED in texts(at) and "did not finish" not in texts(at)
+        assert NOT_SUBMITTED in texts(at) and "did not finish" not in texts(at)
+        # Cancel is promised to ann, who has the button; bob has neither (tests/unit/test_promised_actions.py).
+        assert (NEVER_SUBMITTED in texts(at)) == (viewer == "ann")
         assert "Continue upload" not in [b.label for b in at.button]
