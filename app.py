@@ -46,7 +46,9 @@ def _stop_with(title: str, message: str) -> NoReturn:
 def _sign_in() -> NoReturn:
     def welcome() -> None:
         st.title("s3task")
-        st.write("Upload a CSV file, let it be processed in the background, and download the result.")
+        st.write(
+            "Upload a CSV file or an Excel workbook, let it be processed in the background, and download the result."
+        )
         st.button("Sign in to continue", type="primary", on_click=st.login, icon=":material/login:")
 
     st.navigation([st.Page(welcome, title="Sign in", url_path="signin")], position="hidden").run()

@@ -65,8 +65,8 @@ def load() -> Page | None:
 
 def first_visit() -> None:
     st.info(
-        "**No tasks yet.** s3task processes CSV files for you in the background:\n\n"
-        "1. Open **New task**, give it a name and upload a CSV file.\n"
+        "**No tasks yet.** s3task processes CSV files and Excel workbooks for you in the background:\n\n"
+        "1. Open **New task**, give it a name and upload a CSV file or an Excel workbook.\n"
         "2. Check the preview and press **Submit**.\n"
         "3. Follow the progress here, then preview and download the result.",
         icon=":material/waving_hand:",

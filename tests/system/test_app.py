@@ -91,6 +91,9 @@ def test_first_visit_says_what_to_do(app: Callable[..., AppTest]) -> None:
     at = app().run()
     assert not at.exception
     assert "No tasks yet" in at.info[0].value and "New task" in at.info[0].value
+    # As the New task page says: a workbook is taken as well as a CSV (issue 36 item 20).
+    assert "CSV files and Excel workbooks" in at.info[0].value
+    assert "upload a CSV file or an Excel workbook" in at.info[0].value
     assert "Start a new task" in buttons(at)
     sidebar = texts(at.sidebar)
     assert "local (operator)" in sidebar and "Development mode" in sidebar
@@ -111,6 +114,7 @@ def test_oidc_asks_to_sign_in(app: Callable[..., AppTest]) -> None:
     at.user = {"is_logged_in": False}
     at.run()
     assert buttons(at) == ["Sign in to continue"]
+    assert "Upload a CSV file or an Excel workbook" in texts(at)
 
 
 @pytest.mark.parametrize(
