@@ -55,7 +55,7 @@ def panel() -> None:
     if fmt.is_live(current) != live:
         st.rerun()
     notify.watch(ctx, [current], page_task=current)  # tab title + desktop notification when it ends; its top shown
-    detail.status(ctx, current, ctx.service.store.now())
+    detail.status(ctx, current, ctx.service.now())
     detail.actions(ctx, current)
     if current.status == "completed":
         if current.task_type == "profile":

@@ -118,7 +118,7 @@ def show(page: Page) -> None:
         more = " Load older tasks to search further back." if page.next_cursor else ""
         st.write("No task loaded here matches." + more)
     else:
-        now = ctx.service.store.now()
+        now = ctx.service.now()
         chosen = tables.task_table(matching, now, key="tasks_open", show_owner=not mine)
         if chosen:
             st.switch_page("pages/task.py", query_params={"id": chosen})

@@ -136,7 +136,7 @@ def board() -> None:
             icon=":material/hourglass_empty:",
         )
         return
-    now = ctx.service.store.now()
+    now = ctx.service.now()
     workers = [Seen(w, [(i, task_of(i)) for i in holds(w)]) for w in reports]
     states = [w.state for w in workers]
     parts = [f"{states.count('Busy')} busy", f"{states.count('Idle')} idle"]

@@ -8,34 +8,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING
 
-from . import handlers, markers, notify
+from . import handlers, notify
 from .cli_recipes import add_recipe_parser, cmd_recipe
+from .cli_store import STORE_COMMANDS, add_store_commands
 from .cli_submit import add_submit_parser, cmd_submit
 from .config import Settings
 from .counts import LABELS, counts_of
 from .csvio import InputFormat
-from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
+from .errors import S3TaskError, SettingsError, UnknownTaskType
 from .safetext import visible
 from .store import open_store
-from .store.probe import cas_probe
 
 if TYPE_CHECKING:
-    from .store.azure import AzureStore
+    pass
 from .tasks import Actor, CreateLimits, TaskService
 
 EXIT_ERROR = 1
 #: A setting s3task cannot use (as for a bad flag: argparse exits with 2 too).
 EXIT_SETTINGS = 2
-#: Where ./run.sh serves the app: the origins init allows when none is given.
-DEV_ORIGINS = ("http://127.0.0.1:8501", "http://localhost:8501")
 
 
 HANDLERS_HELP = "module that registers more task types, as for the workers (repeatable; env S3TASK_HANDLERS)"
@@ -51,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--handlers", action="append", metavar="MODULE", help=HANDLERS_HELP)
     sub = p.add_subparsers(dest="command", required=True)
     _add_task_commands(sub)
-    _add_store_commands(sub)
+    add_store_commands(sub)
     return p
 
 
@@ -99,35 +95,6 @@ DOWNLOAD_FLAGS = (
 )
 
 
-def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The commands on the store itself: repair, doctor, init."""
-    sub.add_parser("repair", help="recreate missing active markers and drop stale ones (scans all tasks)")
-    s = sub.add_parser(
-        "doctor", help="check the store enforces conditional writes, we may use it, and browsers may too"
-    )
-    s.add_argument("--origin", action="append", default=[], help="the app's origin to check CORS for (repeatable)")
-
-    s = sub.add_parser(
-        "init",
-        help="set up the bucket: create it, let the app's origin upload and download (CORS), "
-        "abort abandoned multipart uploads after a day, optionally expire old task files",
-    )
-    s.add_argument(
-        "--origin",
-        action="append",
-        default=[],
-        help="where browsers load the app from, e.g. https://tasks.example.org (repeatable; "
-        f"env S3TASK_APP_ORIGIN; default {', '.join(DEV_ORIGINS)})",
-    )
-    s.add_argument(
-        "--retain-days",
-        type=int,
-        metavar="N",
-        help="delete task inputs and outputs N days after they were written (0 removes that rule; "
-        "records stay, so the task history does)",
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     flags = (args.handlers or []) + (getattr(args, "sub_handlers", None) or [])
@@ -145,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The CLI is an operator tool: whoever can run it with the store's credentials can already
         # change every object. S3TASK_CLI_OPERATOR=0 makes it act as a plain user.
         actor = Actor(user, operator=user in settings.operators or settings.cli_operator)
+        if args.command in STORE_COMMANDS:  # on the store itself, not on tasks
+            return STORE_COMMANDS[args.command](args, store, layout)
         service = TaskService(
             store,
             layout,
@@ -250,13 +219,13 @@ def cmd_retry(args: argparse.Namespace, service: TaskService, actor: Actor) -> i
 def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
     combined = args.variant == "combined"
-    name = service.corrections.combined_filename(record) if combined else service.output_filename(record, args.variant)
+    name = service.combined_filename(record) if combined else service.output_filename(record, args.variant)
     target = Path(args.output or name)
     tmp = target.with_name(target.name + ".part")
     # A copy (or the combined result) is made in the store if it is not yet.
     if combined:
-        service.corrections.ensure_combined(actor, args.task_id)
-        source = service.corrections.open_combined(actor, args.task_id)
+        service.ensure_combined(actor, args.task_id)
+        source = service.open_combined(actor, args.task_id)
     else:
         service.ensure_output(actor, args.task_id, args.variant)
         source = service.open_output(actor, args.task_id, args.variant)
@@ -267,124 +236,6 @@ def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -
     return 0
 
 
-def cmd_repair(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
-    added, removed, problems = markers.repair(service.store, service.layout)
-    for p in problems:
-        print(f"warning: {p}", file=sys.stderr)
-    print(f"markers added: {added}, removed: {removed}, unreadable records: {len(problems)}")
-    return 0
-
-
-def cmd_doctor(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
-    store = service.store
-    print(f"store: {store.description}, prefix {service.layout.prefix}")
-    cas_probe(store, service.layout.prefix)
-    print("ok: conditional writes are enforced (create-once, If-Match, one winner of a parallel burst)")
-    store.list_keys(service.layout.active_root, limit=1)
-    print("ok: listing works")
-    skew = (store.now() - datetime.now(UTC)).total_seconds()
-    print(f"ok: store clock is {skew:+.1f}s from this machine's (leases follow the store's clock)")
-    signing = _doctor_signing(service.store)
-    return _doctor_cors(args, service) or signing
-
-
-def _doctor_signing(store: object) -> int:
-    """Signed in to Azure with a token, browser URLs need a user delegation key: can the identity get one?"""
-    if not _on_azure(store):
-        return 0
-    from .store import azure_account
-
-    if (signing := azure_account.delegation_check(store)) is None:  # the account key signs them
-        return 0
-    ok, what = signing
-    print(f"{'ok' if ok else 'problem'}: {what}", file=sys.stdout if ok else sys.stderr)
-    if not ok:
-        print(f"fix: {azure_account.DELEGATION_FIX}", file=sys.stderr)
-    return 0 if ok else EXIT_ERROR
-
-
-def _on_azure(store: object) -> TypeGuard[AzureStore]:
-    """An Azure Blob store? (Its module, and the SDK, are loaded only if the store was made by it.)"""
-    azure = sys.modules.get("s3task.store.azure")
-    return azure is not None and isinstance(store, azure.AzureStore)
-
-
-def _doctor_cors(args: argparse.Namespace, service: TaskService) -> int:
-    """Browsers upload and download directly: the bucket's (Azure: the account's) CORS rule must let them."""
-    from .store.s3 import S3Store
-
-    origins = _origins(args.origin, default=())
-    if _on_azure(service.store):
-        from .store import azure_account
-
-        problems, whose = azure_account.browser_problems(service.store, origins), "storage account's"
-    elif isinstance(service.store, S3Store):
-        from .store import bucket
-
-        problems, whose = bucket.cors_problems(bucket.get_cors(service.store), origins), "bucket's"
-    else:
-        print("ok: no CORS rule needed: browsers upload through the app's signed /transfer routes")
-        return 0
-    if not problems:
-        where = ", ".join(origins) if origins else "any origin"
-        print(f"ok: the {whose} CORS rule lets browsers at {where} upload (PUT) and download (GET, HEAD)")
-        return 0
-    for problem in problems:
-        print(f"problem: {problem}", file=sys.stderr)
-    print(
-        "fix: python -m s3task init --origin <the app's origin>   (without it, the app falls back to "
-        "uploading through itself)",
-        file=sys.stderr,
-    )
-    return EXIT_ERROR
-
-
-def cmd_init(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
-    from .store.s3 import S3Store
-
-    store = service.store
-    if _on_azure(store):
-        return _init_azure(args, store)
-    if not isinstance(store, S3Store):
-        store.list_keys(service.layout.active_root, limit=1)
-        print(f"{store.description}: nothing to set up (no CORS rule needed: browsers upload through the app)")
-        return 0
-    from .store import bucket
-
-    if args.retain_days is not None and args.retain_days < 0:
-        raise InvalidInput("--retain-days must be 0 (no expiry rule) or more")
-    origins = _origins(args.origin, default=DEV_ORIGINS)
-    changes = [bucket.ensure_bucket(store), bucket.apply_cors(store, origins)]
-    changes += bucket.apply_lifecycle(store, service.layout.prefix, args.retain_days)
-    for change in changes:
-        print(change)
-    return 0
-
-
-def _init_azure(args: argparse.Namespace, store: AzureStore) -> int:
-    """The container, and the account's CORS rule for the app's origin (no lifecycle rule: see docs/STORES.md)."""
-    from .store import azure_account
-
-    if args.retain_days is not None:
-        raise InvalidInput("--retain-days sets an S3 lifecycle rule; on Azure, set a lifecycle management policy")
-    origins = _origins(args.origin, default=DEV_ORIGINS)
-    for change in (azure_account.ensure_container(store), azure_account.apply_cors(store, origins)):
-        print(change)
-    return 0
-
-
-def _origins(given: Sequence[str], default: Sequence[str]) -> list[str]:
-    """--origin flags, else S3TASK_APP_ORIGIN, else ``default``; each an origin (scheme://host[:port])."""
-    raw = list(given) or [Settings.load().app_origin]
-    origins = [o.strip().rstrip("/") for item in raw for o in item.split(",") if o.strip()] or list(default)
-    for origin in origins:
-        if origin != "*" and not re.fullmatch(r"https?://[^/\s?#]+", origin):
-            raise InvalidInput(
-                f"{origin!r} is not an origin; write it as scheme://host[:port], e.g. https://tasks.example.org"
-            )
-    return origins
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "submit": cmd_submit,
     "recipe": cmd_recipe,
@@ -393,7 +244,4 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "cancel": cmd_cancel,
     "retry": cmd_retry,
     "download": cmd_download,
-    "repair": cmd_repair,
-    "doctor": cmd_doctor,
-    "init": cmd_init,
 }

@@ -37,10 +37,10 @@ def cmd_recipe(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         print(f"saved recipe {recipe.describe()}: {InputFormat.from_dict(recipe.input_format).describe()}")
         return 0
     if args.recipe_command == "remove":
-        service.recipes.remove(actor, args.name, shared=args.shared)
+        service.remove_recipe(actor, args.name, shared=args.shared)
         print(f"removed recipe {args.name!r}")
         return 0
-    recipes = service.recipes.list(actor)
+    recipes = service.list_recipes(actor)
     if args.json:
         print(json.dumps([asdict(r) for r in recipes], indent=1, ensure_ascii=False))
         return 0

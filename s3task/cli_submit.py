@@ -82,7 +82,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         given = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
         given = {key: value for key, value in given.items() if value is not None}
         if args.recipe:
-            recipe = service.recipes.get(actor, args.recipe)
+            recipe = service.recipe(actor, args.recipe)
             if args.task_type not in (None, recipe.task_type):
                 raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {args.task_type}")
             args.task_type = recipe.task_type
@@ -108,20 +108,19 @@ def _send(
     read_as: dict[str, Any],
 ) -> TaskRecord:
     """The file into a new task, or with ``--resume`` into the task waiting for it."""
-    uploads = service.resumable
     file = fingerprint.of_stream(f, Path(args.path).name, Path(args.path).stat().st_size)
     if args.resume:
-        waiting = uploads.find(actor, args.name, args.task_type, file)  # refuses a different file in words
+        waiting = service.waiting_upload(actor, args.name, args.task_type, file)  # refuses a different file in words
         if waiting is not None:
             _same_settings(waiting, params, read_as)
             print(_continuing(service, waiting, file.size), file=sys.stderr)
-            return uploads.resume(actor, waiting, f, file)
+            return service.resume_upload(actor, waiting, f, file)
         print(f"no upload of {file.name!r} as {args.name!r} ({args.task_type}) waits to be continued; "
               "starting a new one", file=sys.stderr)  # fmt: skip
     try:
-        return uploads.submit(actor, args.name, args.task_type, params, f, file, read_as)
+        return service.submit_resumable(actor, args.name, args.task_type, params, f, file, read_as)
     except KeyboardInterrupt:
-        if uploads.in_parts(file.size):
+        if service.uploads_in_parts(file.size):
             print("stopped: the parts sent are kept; run the same command with --resume to continue", file=sys.stderr)
         raise
 
@@ -164,10 +163,10 @@ def _columns(items: list[str], task_type: str) -> dict[str, str]:
 
 
 def _continuing(service: TaskService, record: TaskRecord, size: int) -> str:
-    if service.resumable.in_parts(size):
+    if service.uploads_in_parts(size):
         return f"continuing the upload into task {record.task_id}: only the parts the store does not hold are sent"
     return (
-        f"continuing task {record.task_id}: {service.store.description} takes a file in one piece, "
+        f"continuing task {record.task_id}: {service.store_description} takes a file in one piece, "
         "so the whole file is sent again"
     )
 

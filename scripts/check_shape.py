@@ -5,8 +5,8 @@
 Prints each violation on one line (``file:line: what (limit)``) and exits 1 if
 there is any. The rules, read from the source with ``ast`` (nothing is imported):
 
-- **No runtime import circle** among the modules of ``s3task/`` and ``ui/``
-  (one graph over both, so a circle through the two is found too). Every import
+- **No runtime import circle** among the modules of ``s3task/``, ``ui/`` and
+  ``pages/`` (one graph over all three, so a circle through them is found too). Every import
   statement counts wherever it is, a lazy one inside a function included, and so
   does ``importlib.import_module("a.constant.name")``. Imports in the body of
   ``if TYPE_CHECKING:`` do not count: they never run. Importing ``a.b.c`` runs
@@ -14,8 +14,9 @@ there is any. The rules, read from the source with ``ast`` (nothing is imported)
   importer's own packages, which Python has run before the importer anyway (a
   module reaching into its own package's ``__init__`` is no new dependency; a
   package's ``__init__`` importing one of its modules is one, as any import).
-- **No module in s3task/ over 400 lines** (physical lines, as ``wc -l``).
-- **No function in s3task/ over 60 lines**, counted from its ``def`` line to its
+- **No module in s3task/ or ui/ over 400 lines, no page in pages/ over 200**
+  (physical lines, as ``wc -l``): a page is layout; what it does lives below it.
+- **No function in s3task/, ui/ or pages/ over 60 lines**, counted from its ``def`` line to its
   last line (decorators aside; docstring, comments and blank lines included;
   nested functions count in the outer one and are checked on their own too).
   Data literals aside: a multi-line dict, list, tuple or set display whose
@@ -28,9 +29,19 @@ there is any. The rules, read from the source with ``ast`` (nothing is imported)
   first, each a list of module or package names such as ``"s3task.store"``): a
   module never imports, at run time, one of a higher layer. Each module is in
   the layer of the longest name that covers it (a top-level name such as
-  ``"s3task"`` covers only its ``__init__``); a module of a layered package that
+  ``"s3task"`` covers only its ``__init__`` where names inside it are declared
+  too; ``"ui"``, declared alone, covers the package); a module of a layered package that
   no layer names is a violation of its own, so a new module is placed before it
-  can point anywhere.
+  can point anywhere. ``ui`` and ``pages`` are layers too, above the core: the
+  core imports neither, and ``ui`` does not import ``pages``.
+- **No framework below its layer**: ``[tool.check_shape] forbidden`` maps a
+  package to the outside packages its modules never import at run time (the core
+  never imports ``streamlit``: the app is one door of several).
+- **Nobody reaches past the service's door**: outside ``s3task/tasks/``, no code
+  goes through a ``service`` to one of its parts (``service.store.head(…)``,
+  ``ctx.service.transitions.discard(…)``, ``service._inputs``): each action is a
+  method of :class:`~s3task.tasks.TaskService`. The parts are the names in
+  :data:`DOOR_PARTS`, and any name starting with ``_``.
 """
 
 from __future__ import annotations
@@ -45,9 +56,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODULE_LINES = 400
+PAGE_LINES = 200
 FUNCTION_LINES = 60
-CIRCLE_PACKAGES = ("s3task", "ui")
-SIZE_PACKAGES = ("s3task",)
+CIRCLE_PACKAGES = ("s3task", "ui", "pages")
+SIZE_PACKAGES = ("s3task", "ui", "pages")
+#: The service's parts, which only s3task/tasks/ may reach.
+DOOR_PARTS = frozenset({"store", "transitions", "inputs", "outputs", "corrections", "resumable", "records", "urls",
+                        "recipes", "browser"})  # fmt: skip
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Tuple, ast.Set)
 
@@ -73,6 +88,8 @@ class Module:
 def find_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Module]:
     mods: dict[str, Module] = {}
     for package in packages:
+        if not (root / package).is_dir():
+            continue
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root)
             parts = list(rel.with_suffix("").parts)
@@ -250,9 +267,11 @@ def declared_layers(root: Path) -> list[list[str]]:
 
 
 def _layer_of(name: str, rank: dict[str, int]) -> int | None:
-    """The layer of the longest declared name covering ``name``; a top-level name covers its ``__init__`` only."""
+    """The layer of the longest declared name covering ``name``. A top-level name covers its ``__init__`` only
+    where names inside its package are declared too (``s3task``); alone, it covers the package (``ui``)."""
     parts = name.split(".")
-    for i in range(len(parts), 1 if len(parts) > 1 else 0, -1):
+    whole = not any(declared.startswith(parts[0] + ".") for declared in rank)
+    for i in range(len(parts), 0 if whole or len(parts) == 1 else 1, -1):
         if ".".join(parts[:i]) in rank:
             return rank[".".join(parts[:i])]
     return None
@@ -280,6 +299,64 @@ def layer_violations(root: Path, packages: tuple[str, ...] = CIRCLE_PACKAGES) ->
                 what = f"{name} (layer {mine + 1}) imports {target} (layer {theirs + 1}), a layer above it"
                 out.append(Violation(str(mod.path), line, what, "dependencies point down"))
     return out
+
+
+def declared_forbidden(root: Path) -> dict[str, list[str]]:
+    """``[tool.check_shape] forbidden``: package → outside packages its modules never import at run time."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    config = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("check_shape", {})
+    return {str(k): [str(x) for x in v] for k, v in config.get("forbidden", {}).items()}
+
+
+def forbidden_violations(root: Path, packages: tuple[str, ...] = CIRCLE_PACKAGES) -> list[Violation]:
+    rules = declared_forbidden(root)
+    out = []
+    for mod in find_modules(root, packages).values():
+        banned = {name for package, names in rules.items() if mod.name.split(".")[0] == package for name in names}
+        if not banned:
+            continue
+        tree = ast.parse((root / mod.path).read_text(encoding="utf-8"), str(mod.path))
+        typing_only = _typing_only_nodes(tree)
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            for name in _imported_names(mod, node):
+                if name.split(".")[0] in banned:
+                    what = f"{mod.name} imports {name.split('.')[0]}"
+                    out.append(Violation(str(mod.path), getattr(node, "lineno", 1), what, "not below its layer"))
+                    break
+    return out
+
+
+# --- the service's door ------------------------------------------------------------------------------------
+
+
+def _names_service(node: ast.expr) -> bool:
+    """``service``, ``self.service``, ``ctx.service``, ``_service`` …: an expression naming a service."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.lstrip("_") == "service"
+
+
+def door_violations(root: Path, packages: tuple[str, ...] = CIRCLE_PACKAGES) -> list[Violation]:
+    out = []
+    for mod in find_modules(root, packages).values():
+        if mod.name == "s3task.tasks" or mod.name.startswith("s3task.tasks."):
+            continue
+        tree = ast.parse((root / mod.path).read_text(encoding="utf-8"), str(mod.path))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _names_service(node.value)):
+                continue
+            if (node.attr in DOOR_PARTS and _reached_through(tree, node)) or node.attr.startswith("_"):
+                what = f"reaches past the service to its part {node.attr!r}"
+                out.append(Violation(str(mod.path), node.lineno, what, "one method an action on TaskService"))
+    return out
+
+
+def _reached_through(tree: ast.AST, part: ast.Attribute) -> bool:
+    """Whether ``service.<part>`` is gone through (``service.store.head``) rather than handed on as a value."""
+    return any(isinstance(n, ast.Attribute) and n.value is part for n in ast.walk(tree))
 
 
 # --- sizes -------------------------------------------------------------------------------------------------
@@ -324,8 +401,10 @@ def size_violations(root: Path, packages: tuple[str, ...] = SIZE_PACKAGES) -> li
     for mod in find_modules(root, packages).values():
         text = (root / mod.path).read_text(encoding="utf-8")
         n = len(text.splitlines())
-        if n > MODULE_LINES:
-            out.append(Violation(str(mod.path), 1, f"module is {n} lines", f"limit {MODULE_LINES}"))
+        limit = PAGE_LINES if mod.name.split(".")[0] == "pages" else MODULE_LINES
+        if n > limit:
+            kind = "page" if limit == PAGE_LINES else "module"
+            out.append(Violation(str(mod.path), 1, f"{kind} is {n} lines", f"limit {limit}"))
         for qualname, func in _functions(ast.parse(text, str(mod.path))):
             n = counted_lines(func)
             if n > FUNCTION_LINES:
@@ -338,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent, help="the checkout")
     args = parser.parse_args(argv)
-    violations = circle_violations(args.root) + layer_violations(args.root) + size_violations(args.root)
+    violations = circle_violations(args.root) + layer_violations(args.root) + forbidden_violations(args.root)
+    violations += door_violations(args.root) + size_violations(args.root)
     for v in violations:
         print(v)
     print(f"check_shape: {len(violations)} violation(s)", file=sys.stderr)

@@ -356,3 +356,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if tier in SLOW_TIERS or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)
+
+
+# --- each tier's time, at the end of a run (CI prints it with the slowest tests: --durations) ----------
+
+_TIER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add each test's setup, call and teardown to its tier (on the controller, with pytest-xdist, too)."""
+    rel = Path(report.fspath) if report.fspath else None
+    tier = rel.parts[1] if rel is not None and len(rel.parts) > 2 and rel.parts[0] == "tests" else None
+    if tier in TIERS:
+        _TIER_SECONDS[tier] = _TIER_SECONDS.get(tier, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _TIER_SECONDS:
+        spent = ", ".join(f"{tier} {_TIER_SECONDS[tier]:,.0f} s" for tier in TIERS if tier in _TIER_SECONDS)
+        terminalreporter.write_line(f"time in tests by tier (summed over the workers): {spent}")

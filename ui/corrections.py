@@ -65,7 +65,7 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
     if record.status != "completed":
         return
     try:
-        found = service.corrections.of(ctx.actor, record.task_id)
+        found = service.corrections_of(ctx.actor, record.task_id)
     except S3TaskError as e:
         st.caption("The corrections of this task cannot be read now: " + fmt.plain(e))
         return
@@ -95,24 +95,24 @@ def combined(ctx: Context, record: TaskRecord) -> None:
     service, actor, task_id = ctx.service, ctx.actor, record.task_id
     state = st.session_state
     want, url_key = f"want_combined_{task_id}", f"combined_url_{task_id}"
-    polling = service.corrections.combined_state(actor, task_id).kind == "preparing"
+    polling = service.combined_state(actor, task_id).kind == "preparing"
 
     def fetch() -> None:
         try:
-            state[url_key] = service.corrections.combined_url(actor, task_id)
+            state[url_key] = service.combined_url(actor, task_id)
         except S3TaskError as e:
             state[f"combined_error_{task_id}"] = str(e)
 
     def start() -> None:
         state[want] = True
         try:
-            service.corrections.prepare_combined(actor, task_id)
+            service.prepare_combined(actor, task_id)
         except S3TaskError as e:
             state[f"combined_error_{task_id}"] = str(e)
 
     @st.fragment(run_every=POLL_SECONDS if polling else None)
     def row() -> None:
-        now = service.corrections.combined_state(actor, task_id)
+        now = service.combined_state(actor, task_id)
         if (now.kind == "preparing") != polling:
             st.rerun()
         key = f"dl_combined_{task_id}"
@@ -169,7 +169,7 @@ def fix_here(ctx: Context, record: TaskRecord) -> None:
     service, actor, task_id = ctx.service, ctx.actor, record.task_id
     with st.expander(FIX_LABEL, icon=":material/edit:"):
         try:
-            names, rows = service.corrections.rows_to_correct(actor, task_id)
+            names, rows = service.rows_to_correct(actor, task_id)
         except S3TaskError as e:
             st.error("The rows with errors cannot be shown: " + fmt.plain(e), icon=":material/error:")
             return

@@ -194,6 +194,17 @@ def operator_details(ctx: Context, record: TaskRecord) -> None:
         )
 
 
+def _confirm_cancel(
+    act: Callable[[Callable[[], object]], None], cancel: Callable[[], object], keep: Callable[[], None]
+) -> None:
+    """The question before a cancel: yes cancels (through ``act``, which shows a refusal), no keeps the task."""
+    with st.container(border=True):
+        st.warning(CANCEL_WARNING)
+        yes, no = st.columns(2)
+        yes.button("Yes, cancel the task", type="primary", width="stretch", on_click=act, args=(cancel,))
+        no.button("No, keep it", width="stretch", on_click=keep)
+
+
 def actions(ctx: Context, record: TaskRecord) -> None:
     """Cancel (after a confirmation) and Retry, shown only when this user may use them.
 
@@ -215,17 +226,7 @@ def actions(ctx: Context, record: TaskRecord) -> None:
         st.error(fmt.plain(state.pop(error_key)), icon=":material/error:")
     can_cancel, can_retry = service.can_cancel(actor, record), service.can_retry(actor, record)
     if state.get(confirm_key) and can_cancel:
-        with st.container(border=True):
-            st.warning(CANCEL_WARNING)
-            yes, no = st.columns(2)
-            yes.button(
-                "Yes, cancel the task",
-                type="primary",
-                width="stretch",
-                on_click=act,
-                args=(lambda: service.cancel(actor, task_id),),
-            )
-            no.button("No, keep it", width="stretch", on_click=lambda: state.pop(confirm_key, None))
+        _confirm_cancel(act, lambda: service.cancel(actor, task_id), lambda: state.pop(confirm_key, None))
         return
     # One row that wraps, each control as wide as its words: in four equal columns the longest label
     # ("Start again with a corrected file") was clipped on a 1366-px screen.

@@ -42,7 +42,6 @@ picks up an upload in flight instead of starting it twice.
 from __future__ import annotations
 
 import base64
-import math
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -54,20 +53,11 @@ import streamlit as st
 from s3task.csvio import INSPECT_BYTES
 from s3task.csvio.sparse import SparseFile
 from s3task.fingerprint import Fingerprint
-from s3task.tasks import Actor, TaskService
+from s3task.tasks.browser_uploads import UploadPlan
+from s3task.tasks.resumable import PARALLEL_PARTS
 
 #: How much of the chosen file the browser sends for the preview.
 PROBE_BYTES = INSPECT_BYTES  # how much of the file the browser sends for the preview
-#: Files above this go to S3 as a multipart upload (parts in parallel, retried one by one).
-MULTIPART_THRESHOLD = 16 * 2**20
-PART_SIZE = 8 * 2**20
-#: S3 allows 10,000 parts; fewer keep the list of part URLs sent to the browser small (~600 KB at most).
-MAX_PARTS = 1_000
-#: Part URLs must outlive the whole upload (S3 checks expiry when each part starts):
-#: the usual lifetime plus the time the file takes at this slow a rate, at most SigV4's 7 days.
-SLOWEST_BYTES_PER_SECOND = 1 * 2**20
-MAX_URL_SECONDS = 7 * 24 * 3600
-PARALLEL_PARTS = 4
 #: What the browser sends of a workbook for its preview (bytes, before base64). The state it reports goes
 #: back to the app with every run of the page, so it is kept small: 64 KB of a sheet's compressed XML held
 #: 2,694 rows of a 4-column sheet written by xlsxwriter, and 16 KB of its shared strings the texts of all of
@@ -187,86 +177,32 @@ class Chosen:
         return self.head[: end + 1] if end >= 0 else self.head
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """One upload the browser is asked to do, remembered in the session until it ends."""
+    """One upload the browser is asked to do (the service's plan, s3task.tasks.browser_uploads) for the file it
+    chose, remembered in the session until it ends."""
 
-    task_id: str
+    upload: UploadPlan
     file_id: str
-    size: int
-    url: str | None = None
     content_type: str = "text/csv"
-    upload_id: str | None = None  # a multipart upload (S3), or blocks (Azure)
-    part_size: int = 0
-    parts: list[str | None] | None = None  # a part's URL; None for one the store holds already
-    held: dict[int, str] | None = None  # the parts the store holds (ETag by number), kept here, not sent
-    #: The single PUT's headers, as the store needs them (Azure's x-ms-blob-type besides the type).
-    headers: dict[str, str] | None = None
-    #: Whether the browser must report each part's ETag (S3; Azure's blocks answer with none).
-    part_etags: bool = True
-
-    def for_browser(self) -> dict[str, Any]:
-        base: dict[str, Any] = {"id": self.task_id, "file": self.file_id, "size": self.size}
-        if self.parts is not None:
-            parts = {"parts": self.parts, "part_size": self.part_size, "parallel": PARALLEL_PARTS}
-            return {**base, **parts, "part_etags": self.part_etags}
-        headers = self.headers or {"Content-Type": self.content_type}
-        return {**base, "url": self.url, "content_type": self.content_type, "headers": headers}
 
     @property
-    def continuable(self) -> bool:
-        """An upload in parts noted on its task (the file's fingerprint known): one that stops can go on later."""
-        return self.held is not None
+    def task_id(self) -> str:
+        return self.upload.task_id
 
-    def joined_parts(self, report: dict[str, Any]) -> list[tuple[int, str]]:
-        """Every part of the file: those the store held when the upload began, and those the browser sent."""
-        sent = {int(n): str(etag or "") for n, etag in report.get("parts") or []}  # "": Azure's blocks have none
-        return sorted({**(self.held or {}), **sent}.items())
-
-
-def part_size_for(size: int) -> int:
-    """8 MB parts, larger (whole MBs) for files of more than 1,000 of them."""
-    return max(PART_SIZE, math.ceil(size / MAX_PARTS / 2**20) * 2**20)
+    def for_browser(self) -> dict[str, Any]:
+        plan = self.upload
+        base: dict[str, Any] = {"id": plan.task_id, "file": self.file_id, "size": plan.size}
+        if plan.parts is not None:
+            parts = {"parts": list(plan.parts), "part_size": plan.part_size, "parallel": PARALLEL_PARTS}
+            return {**base, **parts, "part_etags": plan.part_etags}
+        headers = dict(plan.headers or {"Content-Type": self.content_type})
+        return {**base, "url": plan.url, "content_type": self.content_type, "headers": headers}
 
 
-def part_url_seconds(size: int, usual: int) -> int:
-    return min(MAX_URL_SECONDS, usual + math.ceil(size / SLOWEST_BYTES_PER_SECOND))
-
-
-def plan_upload(
-    service: TaskService, actor: Actor, task_id: str, url: str, chosen: Chosen, headers: Mapping[str, str] | None = None
-) -> Plan:
-    """A single PUT to ``url`` (with ``headers``, the task's ``upload_headers``), or, for a large file on a
-    store with multipart URLs, presigned parts: of the upload noted on the task (s3task.tasks.resumable),
-    only those the store does not hold yet, when the browser gave the file's fingerprint — so the upload
-    can be continued from the task's page."""
-    if not (service.supports_multipart and chosen.size > MULTIPART_THRESHOLD):
-        return Plan(task_id, chosen.id, chosen.size, url=url, headers=dict(headers) if headers else None)
-    file = chosen.fingerprint()
-    if file is not None:
-        return _plan_parts(service, actor, task_id, chosen, file)
-    part_size = part_size_for(chosen.size)
-    count = math.ceil(chosen.size / part_size)
-    upload_id = service.create_multipart(actor, task_id)
-    expires = part_url_seconds(chosen.size, service.url_seconds)
-    parts = service.presign_parts(actor, task_id, upload_id, range(1, count + 1), expires=expires)
-    tags = service.parts_need_etags
-    return Plan(
-        task_id, chosen.id, chosen.size, upload_id=upload_id, part_size=part_size, parts=list(parts), part_etags=tags
-    )
-
-
-def _plan_parts(service: TaskService, actor: Actor, task_id: str, chosen: Chosen, file: Fingerprint) -> Plan:
-    upload = service.resumable.browser_parts(actor, task_id, file)
-    expires = part_url_seconds(chosen.size, service.url_seconds)
-    missing = upload.missing()
-    signed = service.presign_parts(actor, task_id, upload.upload_id, missing, expires=expires)
-    urls = dict(zip(missing, signed, strict=True))
-    parts = [urls.get(n) for n in range(1, upload.count + 1)]
-    return Plan(
-        task_id, chosen.id, chosen.size, upload_id=upload.upload_id, part_size=upload.part_size, parts=parts,
-        held=dict(upload.held), part_etags=service.parts_need_etags,
-    )  # fmt: skip
+def sent_parts(report: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """The parts the browser says it sent, ``(number, ETag)`` as it reports them (checked by the service)."""
+    return [tuple(pair) for pair in report.get("parts") or [] if isinstance(pair, list | tuple) and len(pair) == 2]
 
 
 # --- mounting ---------------------------------------------------------------------------

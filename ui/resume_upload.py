@@ -11,7 +11,6 @@ local directory, the whole file again), and the task is queued as a new task's w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -47,17 +46,9 @@ def _stopped_words(message: str, *, kept: bool) -> str:
 
 def offer(ctx: Context, record: TaskRecord) -> None:
     """The waiting task's words, and, where it can be continued by this user, the picker and the button."""
-    service, actor = ctx.service, ctx.actor
     recorded = Fingerprint.from_dict(record.input_fingerprint)
-    if recorded is None or not service.may_act(actor, record):
-        st.info(NEVER_SUBMITTED)
-        return
-    try:
-        created = service.inputs.created(record)
-    except S3TaskError:  # no upload link now (the store did not answer for one): nothing to continue into
-        created = None
-    url, headers = (created.upload_url, created.upload_headers) if created else (None, {})
-    if url is None:  # a store without upload links: the page's own uploader cannot continue into it
+    # None: no file recorded, another user's task, or a store that gives no upload link (now)
+    if recorded is None or ctx.service.browser_upload_link(ctx.actor, record) is None:
         st.info(NEVER_SUBMITTED)
         return
     st.info(
@@ -66,10 +57,10 @@ def offer(ctx: Context, record: TaskRecord) -> None:
         "is sent. Or cancel the task.",
         icon=":material/upload:",
     )
-    _continue(ctx, record, url, headers)
+    _continue(ctx, record)
 
 
-def _continue(ctx: Context, record: TaskRecord, url: str, headers: Mapping[str, str]) -> None:
+def _continue(ctx: Context, record: TaskRecord) -> None:
     service, actor, task_id, state = ctx.service, ctx.actor, record.task_id, st.session_state
     key, plan_key, note_key = _keys(task_id)
     plan: direct.Plan | None = state.get(plan_key)
@@ -91,16 +82,16 @@ def _continue(ctx: Context, record: TaskRecord, url: str, headers: Mapping[str, 
         refused = "This browser could not tell which file this is (it needs the page at an https address)."
     elif file is not None:
         try:
-            service.resumable.require_same(record, file)
+            service.same_file(record, file)
         except S3TaskError as e:
             refused = str(e)[0].upper() + str(e)[1:] + "."
     if refused:
         st.error(fmt.plain(refused), icon=":material/block:")
 
     def start() -> None:
-        assert chosen is not None
+        assert chosen is not None and file is not None
         try:
-            state[plan_key] = direct.plan_upload(service, actor, task_id, url, chosen, headers)
+            state[plan_key] = direct.Plan(service.continue_browser_upload(actor, record, file), chosen.id)
         except S3TaskError as e:
             state[note_key] = ("error", "The upload could not continue: " + str(e))
 
@@ -112,9 +103,7 @@ def _uploaded(ctx: Context, plan: direct.Plan, report: dict[str, Any], plan_key:
     """The file is whole in the store: join its parts, check it and queue the task (as a new task's)."""
     st.session_state.pop(plan_key, None)
     try:
-        ctx.service.finish_upload(
-            ctx.actor, plan.task_id, size=plan.size, upload_id=plan.upload_id, parts=plan.joined_parts(report)
-        )
+        ctx.service.finish_browser_upload(ctx.actor, plan.upload, direct.sent_parts(report))
     except UploadInterrupted as e:  # the store failed at the join: the task and its parts are kept
         st.session_state[note_key] = ("error", _stopped_words(str(e), kept=True))
     except S3TaskError as e:  # refused: the upload was dropped and the task cancelled, as a new task's
@@ -126,5 +115,5 @@ def _failed(ctx: Context, plan: direct.Plan, report: dict[str, Any], plan_key: s
     """The upload stopped again: what the store holds stays, and the task waits, for another try."""
     st.session_state.pop(plan_key, None)
     message = str(report.get("message") or "unknown error")
-    st.session_state[note_key] = ("error", _stopped_words(message, kept=plan.continuable))
+    st.session_state[note_key] = ("error", _stopped_words(message, kept=plan.upload.continuable))
     st.rerun()

@@ -15,7 +15,7 @@ def render(ctx: Context) -> None:
     with st.sidebar:
         _who(ctx)
         _workers(ctx)
-        st.caption("Tasks are kept in " + fmt.plain(ctx.service.store.description))
+        st.caption("Tasks are kept in " + fmt.plain(ctx.service.store_description))
 
 
 def _who(ctx: Context) -> None:
@@ -49,7 +49,7 @@ def _workers(ctx: Context) -> None:
             icon=":material/hourglass_empty:",
         )
         return
-    now = ctx.service.store.now()
+    now = ctx.service.now()
     beats = [t for w in workers if (t := parse_iso(w.get("last_seen"))) is not None]
     newest = max(beats, default=None)
     busy = sum(1 for w in workers if w.get("task_id"))

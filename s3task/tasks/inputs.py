@@ -9,6 +9,7 @@ that fails, leave no half-made task behind.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -41,6 +42,23 @@ class Inputs:
     def __init__(self, transitions: Transitions, urls: Urls) -> None:
         self.transitions, self.urls = transitions, urls
         self.store = transitions.store
+
+    def create(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None = None,
+        input_format: Mapping[str, Any] | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
+    ) -> Created:
+        """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it;
+        ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued."""
+        record = self.transitions.prepare(actor, name, task_type, payload, input_format, fingerprint)
+        # Its upload URL before the record: a store that cannot sign one now (Azure not answering for a
+        # user delegation key) refuses the create with nothing written, not a task left waiting for a file.
+        created = self.created(record)
+        return dataclasses.replace(created, record=self.transitions.store_new(actor, record))
 
     def created(self, record: TaskRecord) -> Created:
         """A task just created, with the URL its browser may send the file to."""
@@ -121,12 +139,28 @@ class Inputs:
         return record.status == Status.CREATED and (record.input_upload or {}).get("upload_id") == upload_id
 
     def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
-        """Drop an upload that will not finish: its parts, and the task made for it (best effort)."""
+        """Drop an upload that will not finish: its parts, and the task made for it with what was sent of its
+        file (:meth:`cancel`; best effort)."""
         if upload_id:
             with contextlib.suppress(S3TaskError):
                 self.abort_multipart(actor, task_id, upload_id)
         with contextlib.suppress(S3TaskError):
-            self.transitions.cancel(actor, task_id)
+            self.cancel(actor, task_id)
+
+    def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
+        """Cancel the task. One still waiting for its file was never queued, so no worker reads what was sent
+        of it: every unfinished upload of its input goes (S3: each multipart upload started for it, however
+        many), and so does the input itself (a file the finish refused, larger than declared, say), instead
+        of staying in the store until its clean-up rule or someone notices (best effort, after the cancel)."""
+        waiting = self.transitions.get(actor, task_id, fresh=True).status == Status.CREATED
+        record = self.transitions.cancel(actor, task_id)
+        if waiting and record.status == Status.ABANDONED:
+            drop = getattr(self.store, "drop_unfinished", None)
+            with contextlib.suppress(S3TaskError):
+                if drop is not None:
+                    drop(record.input_object_path)
+                self.store.delete(record.input_object_path)
+        return record
 
     # --- the steps ------------------------------------------------------------------------------
 

@@ -1,30 +1,46 @@
-"""The one object the pages, the CLI and the HTTP API call: :class:`TaskService`, made of its parts."""
+"""The one door the pages, the CLI and the HTTP API come through: :class:`TaskService`.
+
+Each method is one thing a user (or an operator's tool) does, and owns the whole of it; the parts that
+do the work (the lifecycle's transitions, the input, the output, corrections, recipes, uploads that
+continue, a browser's upload) are private to it. What callers hold is values: records, plans, answers.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any
+import builtins
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from .. import query
 from ..errors import InvalidInput
+from ..fingerprint import Fingerprint
 from ..layout import Layout
-from ..record import Records, StateHook
-from ..store.base import ObjectStore
+from ..record import Records, StateHook, TaskRecord
+from ..store.base import ObjectMeta, ObjectStore
 from . import access, recipes
 from .access import Actor
-from .corrections import Corrections
+from .browser_uploads import BrowserUploads, UploadPlan
+from .corrections import EDITABLE_ROWS, Corrections
 from .input_check import header_of
 from .inputs import Created, Inputs
 from .limits import CreateLimits
 from .outputs import Outputs
 from .recipes import Recipe, Recipes
 from .resumable import Resumable
-from .transitions import Transitions
+from .transitions import Page, Transitions
 from .urls import Urls, UrlSigner
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .. import exports
 
 
 class TaskService:
-    """Everything a user can do to tasks, each call answered by the part whose job it is.
+    """Everything a user can do to tasks, one method an action (see the module).
 
     ``hook``: who hears of the state changes this service writes (s3task.notify's notifier, built from
     the settings by whoever builds the service); None: nobody, whatever the environment says.
@@ -43,53 +59,47 @@ class TaskService:
         hook: StateHook | None = None,
         limits: CreateLimits | None = None,
     ) -> None:
-        self.store, self.layout = store, layout
-        self.records = Records(store, layout, hook)
-        self.urls = Urls(store, url_seconds, url_signer)
-        self.transitions = Transitions(self.records, max_attempts=max_attempts, limits=limits)
-        self.transitions.on_queued = on_queued
-        self.inputs = Inputs(self.transitions, self.urls)
-        self.outputs = Outputs(self.transitions, self.urls)
-        self.recipes = Recipes(store, layout)  # saved settings for files that come back (s3task.tasks.recipes)
-        #: uploads that can be continued after an interruption (the CLI's, and a browser's in parts)
-        self.resumable = Resumable(self.transitions, self.inputs)
-        # who may act
-        self.may_act = access.may_act
-        self.can_cancel = access.can_cancel
-        self.can_retry = access.can_retry
-        # the way through the states, and looking at tasks
-        self.submit = self.transitions.submit
-        self.get = self.transitions.get
-        self.list = self.transitions.list
-        self.cancel = self.transitions.cancel
-        self.retry = self.transitions.retry
-        # the input
-        self.submit_file = self.inputs.submit_file
-        self.upload_input = self.inputs.upload_input
-        self.finish_upload = self.inputs.finish_upload
-        self.abandon_upload = self.inputs.abandon_upload
-        self.create_multipart = self.inputs.create_multipart
-        self.presign_parts = self.inputs.presign_parts
-        self.complete_multipart = self.inputs.complete_multipart
-        self.abort_multipart = self.inputs.abort_multipart
-        # the output
-        self.output_filename = self.outputs.output_filename
-        self.output_url = self.outputs.output_url
-        self.open_output = self.outputs.open_output
-        self.export_state = self.outputs.export_state
-        self.prepare_output = self.outputs.prepare_output
-        self.ensure_output = self.outputs.ensure_output
-        self.copy_job = self.outputs.copy_job
-        self.read_output = self.outputs.read_output
-        self.output_columns = self.outputs.output_columns
-        self.query_output = self.outputs.query_output
-        self.view_state = self.outputs.view_state
-        self.prepare_view = self.outputs.prepare_view
-        self.view_url = self.outputs.view_url
-        self.exports = self.outputs.exports
-        # a task's rows with errors sent back corrected, as a new task linked to it; their combined result
-        self.corrections = Corrections(self.inputs, self.outputs)
-        self.submit_correction = self.corrections.submit
+        self._store, self._layout = store, layout
+        self._records = Records(store, layout, hook)
+        self._urls = Urls(store, url_seconds, url_signer)
+        self._transitions = Transitions(self._records, max_attempts=max_attempts, limits=limits)
+        self._transitions.on_queued = on_queued
+        self._inputs = Inputs(self._transitions, self._urls)
+        self._outputs = Outputs(self._transitions, self._urls)
+        self._recipes = Recipes(store, layout)  # saved settings for files that come back
+        self._resumable = Resumable(self._transitions, self._inputs)  # uploads that continue after a break
+        self._browser = BrowserUploads(self._inputs, self._resumable)
+        self._corrections = Corrections(self._inputs, self._outputs)  # rows with errors sent back corrected
+
+    # --- what the service works on ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> ObjectStore:
+        """The object store the tasks live in: for what works on the store itself, not on tasks (the local
+        store's ``/transfer`` routes, tests); pages, the CLI and the API act on tasks through the methods."""
+        return self._store
+
+    @property
+    def layout(self) -> Layout:
+        """Where each object of a task lives (a value: key names only)."""
+        return self._layout
+
+    @property
+    def store_description(self) -> str:
+        """The store in words ("S3 bucket tasks", "local directory ./s3task-data")."""
+        return self._store.description
+
+    def now(self) -> datetime:
+        """The store's clock, which leases and the pages' "2 minutes ago" follow."""
+        return self._store.now()
+
+    # --- who may act ----------------------------------------------------------------------------------------
+
+    may_act = staticmethod(access.may_act)
+    can_cancel = staticmethod(access.can_cancel)
+    can_retry = staticmethod(access.can_retry)
+
+    # --- a task's way through its states, and looking at tasks ---------------------------------------------
 
     def create(
         self,
@@ -100,50 +110,281 @@ class TaskService:
         input_format: Mapping[str, Any] | None = None,
         fingerprint: Mapping[str, Any] | None = None,
     ) -> Created:
-        """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it;
-        ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued."""
-        record = self.transitions.prepare(actor, name, task_type, payload, input_format, fingerprint)
-        # Its upload URL before the record: a store that cannot sign one now (Azure not answering for a
-        # user delegation key) refuses the create with nothing written, not a task left waiting for a file.
-        created = self.inputs.created(record)
-        return dataclasses.replace(created, record=self.transitions.store_new(actor, record))
+        """A new task waiting for its input, and where a browser may send it (``Inputs.create``)."""
+        return self._inputs.create(actor, name, task_type, payload, input_format, fingerprint)
+
+    def submit(self, actor: Actor, task_id: str, *, size: int | None = None) -> TaskRecord:
+        """Queue a task whose input is stored, once its file is checked."""
+        return self._transitions.submit(actor, task_id, size=size)
+
+    def get(self, actor: Actor, task_id: str, *, fresh: bool = False) -> TaskRecord:
+        return self._transitions.get(actor, task_id, fresh=fresh)
+
+    def list(self, actor: Actor, *, limit: int = 50, cursor: str | None = None, mine: bool = False) -> Page:
+        """The newest tasks first, a page at a time."""
+        return self._transitions.list(actor, limit=limit, cursor=cursor, mine=mine)
+
+    def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
+        """Cancel the task; one still waiting for its file also loses what was sent of it (``Inputs.cancel``)."""
+        return self._inputs.cancel(actor, task_id)
+
+    def retry(self, actor: Actor, task_id: str) -> TaskRecord:
+        return self._transitions.retry(actor, task_id)
+
+    # --- the input: sent through the caller ----------------------------------------------------------------
+
+    def submit_file(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None,
+        stream: BinaryIO | bytes | Iterable[bytes],
+        input_format: Mapping[str, Any] | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
+    ) -> TaskRecord:
+        """Create a task, store its input from ``stream`` and queue it; on failure no task is left behind."""
+        return self._inputs.submit_file(actor, name, task_type, payload, stream, input_format, fingerprint)
+
+    def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
+        return self._inputs.upload_input(actor, task_id, stream)
+
+    def finish_upload(
+        self,
+        actor: Actor,
+        task_id: str,
+        *,
+        size: int | None = None,
+        upload_id: str | None = None,
+        parts: Sequence[tuple[int, str]] = (),
+    ) -> TaskRecord:
+        """The file is in the store (sent by a client of the API): join its parts, check it, queue the task."""
+        return self._inputs.finish_upload(actor, task_id, size=size, upload_id=upload_id, parts=parts)
+
+    def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
+        """Drop an upload that will not finish: its parts, and the task made for it."""
+        self._inputs.abandon_upload(actor, task_id, upload_id)
+
+    @property
+    def supports_multipart(self) -> bool:
+        return self._inputs.supports_multipart
+
+    @property
+    def parts_need_etags(self) -> bool:
+        return self._inputs.parts_need_etags
+
+    def create_multipart(self, actor: Actor, task_id: str) -> str:
+        return self._inputs.create_multipart(actor, task_id)
+
+    def presign_parts(
+        self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None
+    ) -> builtins.list[str]:
+        return self._inputs.presign_parts(actor, task_id, upload_id, numbers, expires=expires)
+
+    def complete_multipart(
+        self, actor: Actor, task_id: str, upload_id: str, parts: builtins.list[tuple[int, str]]
+    ) -> ObjectMeta:
+        return self._inputs.complete_multipart(actor, task_id, upload_id, parts)
+
+    def abort_multipart(self, actor: Actor, task_id: str, upload_id: str) -> None:
+        self._inputs.abort_multipart(actor, task_id, upload_id)
+
+    # --- the input: an upload that continues (the CLI's) ---------------------------------------------------
+
+    def uploads_in_parts(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes goes in parts, so that an upload that stops can continue."""
+        return self._resumable.in_parts(size)
+
+    def waiting_upload(self, actor: Actor, name: str, task_type: str, file: Fingerprint) -> TaskRecord | None:
+        """The task of this user's still waiting for this file (refuses a different file under its name)."""
+        return self._resumable.find(actor, name, task_type, file)
+
+    def submit_resumable(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None,
+        stream: BinaryIO,
+        file: Fingerprint,
+        input_format: Mapping[str, Any] | None = None,
+    ) -> TaskRecord:
+        """As :meth:`submit_file`, the upload noted on the task, so that it continues if it stops."""
+        return self._resumable.submit(actor, name, task_type, payload, stream, file, input_format)
+
+    def resume_upload(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
+        """Send the rest of the file a waiting task is for, and queue it."""
+        return self._resumable.resume(actor, record, stream, file)
+
+    # --- the input: a browser's upload straight to the store (s3task.tasks.browser_uploads) ---------------
+
+    def begin_browser_upload(
+        self,
+        actor: Actor,
+        name: str,
+        task_type: str,
+        payload: dict[str, Any] | None,
+        input_format: Mapping[str, Any] | None,
+        size: int,
+        file: Fingerprint | None = None,
+    ) -> UploadPlan:
+        """A new task, and where the browser sends its file (NoUploadLink: send it through the app)."""
+        return self._browser.begin(actor, name, task_type, payload, input_format, size, file)
+
+    def browser_upload_link(self, actor: Actor, record: TaskRecord) -> str | None:
+        """Where a browser may continue the upload of a waiting task: None when it cannot (no file recorded,
+        another user's, or a store that gives no upload link)."""
+        if Fingerprint.from_dict(record.input_fingerprint) is None or not access.may_act(actor, record):
+            return None
+        return self._browser.link(record)[0]
+
+    def same_file(self, record: TaskRecord, file: Fingerprint) -> None:
+        """Refuse, in words, a file that is not the one the waiting task ``record`` is for."""
+        self._resumable.require_same(record, file)
+
+    def continue_browser_upload(self, actor: Actor, record: TaskRecord, file: Fingerprint) -> UploadPlan:
+        return self._browser.resume(actor, record, file)
+
+    def finish_browser_upload(self, actor: Actor, plan: UploadPlan, sent: Iterable[tuple[Any, Any]] = ()) -> TaskRecord:
+        return self._browser.finish(actor, plan, sent)
+
+    def browser_upload_stopped(self, actor: Actor, plan: UploadPlan, *, interrupted: bool) -> bool:
+        """Kept to be continued (True), or given up (False)."""
+        return self._browser.stopped(actor, plan, interrupted=interrupted)
+
+    def give_up_browser_upload(self, actor: Actor, plan: UploadPlan) -> None:
+        self._browser.give_up(actor, plan)
+
+    # --- the output ------------------------------------------------------------------------------------------
+
+    output_filename = staticmethod(Outputs.output_filename)
+
+    def output_url(self, actor: Actor, task_id: str, variant: exports.Variant = "csv") -> str | None:
+        return self._outputs.output_url(actor, task_id, variant)
+
+    def open_output(
+        self, actor: Actor, task_id: str, variant: exports.Variant = "csv"
+    ) -> AbstractContextManager[BinaryIO]:
+        return self._outputs.open_output(actor, task_id, variant)
+
+    def output_size(self, actor: Actor, record: TaskRecord) -> int:
+        """The size of ``record``'s stored output, in bytes (NotFound: it is no longer in the store)."""
+        access.require(actor, record, "download the result of")
+        return self._store.head(record.output_object_path or "").size
+
+    def export_state(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+        return self._outputs.export_state(actor, task_id, variant)
+
+    def prepare_output(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+        return self._outputs.prepare_output(actor, task_id, variant)
+
+    def ensure_output(
+        self, actor: Actor, task_id: str, variant: exports.Variant, *, timeout: float | None = None
+    ) -> None:
+        self._outputs.ensure_output(actor, task_id, variant, timeout=timeout)
+
+    def copy_job(self, actor: Actor, task_id: str, variant: exports.Variant) -> Future[ObjectMeta] | None:
+        return self._outputs.copy_job(actor, task_id, variant)
+
+    def read_output(
+        self, actor: Actor, task_id: str, rows: int = 100, *, errors_only: bool = False, exact: bool = False
+    ) -> pd.DataFrame:
+        return self._outputs.read_output(actor, task_id, rows, errors_only=errors_only, exact=exact)
+
+    def output_columns(self, actor: Actor, task_id: str) -> builtins.list[str]:
+        return self._outputs.output_columns(actor, task_id)
+
+    def query_output(self, actor: Actor, task_id: str, question: query.Query) -> query.Answer:
+        return self._outputs.query_output(actor, task_id, question)
+
+    def view_state(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+        return self._outputs.view_state(actor, task_id, question, suffix)
+
+    def prepare_view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+        return self._outputs.prepare_view(actor, task_id, question, suffix)
+
+    def view_url(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> str | None:
+        return self._outputs.view_url(actor, task_id, question, suffix)
+
+    # --- corrections: the rows with errors sent back, and the combined result ------------------------------
+
+    def submit_correction(self, actor: Actor, task_id: str, data: bytes) -> TaskRecord:
+        return self._corrections.submit(actor, task_id, data)
+
+    def corrections_of(self, actor: Actor, task_id: str) -> builtins.list[TaskRecord]:
+        return self._corrections.of(actor, task_id)
+
+    def rows_to_correct(
+        self, actor: Actor, task_id: str, limit: int = EDITABLE_ROWS
+    ) -> tuple[builtins.list[str], builtins.list[builtins.list[str]]]:
+        return self._corrections.rows_to_correct(actor, task_id, limit)
+
+    def combined_filename(self, record: TaskRecord) -> str:
+        return self._corrections.combined_filename(record)
+
+    def combined_state(self, actor: Actor, task_id: str) -> exports.State:
+        return self._corrections.combined_state(actor, task_id)
+
+    def prepare_combined(self, actor: Actor, task_id: str) -> exports.State:
+        return self._corrections.prepare_combined(actor, task_id)
+
+    def combined_job(self, actor: Actor, task_id: str) -> Future[ObjectMeta] | None:
+        return self._corrections.combined_job(actor, task_id)
+
+    def ensure_combined(self, actor: Actor, task_id: str) -> None:
+        self._corrections.ensure_combined(actor, task_id)
+
+    def open_combined(self, actor: Actor, task_id: str) -> AbstractContextManager[BinaryIO]:
+        return self._corrections.open_combined(actor, task_id)
+
+    def combined_url(self, actor: Actor, task_id: str) -> str | None:
+        return self._corrections.combined_url(actor, task_id)
+
+    # --- recipes ------------------------------------------------------------------------------------------------
 
     def save_recipe(
         self, actor: Actor, name: str, task_id: str, *, shared: bool = False, replace: bool = False
     ) -> Recipe:
         """A recipe made from the task ``task_id`` (submitted: its format and columns are settled)."""
-        record = self.transitions.get(actor, task_id)
+        record = self._transitions.get(actor, task_id)
         access.require(actor, record, "make a recipe of")
         if record.input_etag is None:
             raise InvalidInput(f"task {task_id} was never submitted, so its file's format is not known yet")
-        recipe = recipes.from_task(record, name, header_of(self.store, record), shared=shared)
-        return self.recipes.save(actor, recipe, replace=replace)
+        recipe = recipes.from_task(record, name, header_of(self._store, record), shared=shared)
+        return self._recipes.save(actor, recipe, replace=replace)
+
+    def recipe(self, actor: Actor, name: str) -> Recipe:
+        return self._recipes.get(actor, name)
+
+    def list_recipes(self, actor: Actor) -> builtins.list[Recipe]:
+        return self._recipes.list(actor)
+
+    def remove_recipe(self, actor: Actor, name: str, *, shared: bool = False) -> None:
+        self._recipes.remove(actor, name, shared=shared)
+
+    def recipe_for(self, actor: Actor, header: Sequence[str]) -> Recipe | None:
+        """The recipe this user may use whose columns are the file's ``header``, if any."""
+        return self._recipes.matching(actor, header)
+
+    # --- settings -----------------------------------------------------------------------------------------------
 
     @property
     def on_queued(self) -> Callable[[str], None] | None:
         """Called with the task id after a submit or retry has queued it (the app wakes its embedded worker)."""
-        return self.transitions.on_queued
+        return self._transitions.on_queued
 
     @on_queued.setter
     def on_queued(self, hook: Callable[[str], None] | None) -> None:
-        self.transitions.on_queued = hook
-
-    @property
-    def supports_multipart(self) -> bool:
-        return self.inputs.supports_multipart
-
-    @property
-    def parts_need_etags(self) -> bool:
-        return self.inputs.parts_need_etags
+        self._transitions.on_queued = hook
 
     @property
     def url_seconds(self) -> int:
-        return self.urls.seconds
+        return self._urls.seconds
 
     @property
     def url_signer(self) -> UrlSigner | None:
-        return self.urls.signer
+        return self._urls.signer
 
     @property
     def max_attempts(self) -> int:
-        return self.transitions.max_attempts
+        return self._transitions.max_attempts

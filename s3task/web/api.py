@@ -146,7 +146,7 @@ class Api:
             if body.type is None:
                 raise InvalidInput(_NAME_AND_TYPE + ', or a "recipe"')
             return body.type, body.parameters or {}, body.input_format.model_dump() if body.input_format else None
-        recipe = self.service.recipes.get(actor, body.recipe)
+        recipe = self.service.recipe(actor, body.recipe)
         if body.type is not None and body.type != recipe.task_type:
             raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {body.type}")
         given = body.input_format.model_dump(exclude_unset=True) if body.input_format else None
@@ -206,16 +206,16 @@ class Api:
 
     async def combined_output(self, request: Request, actor: Actor, task_id: str) -> Response:
         """``variant=combined``: the output with the rows its corrections ran again, made and waited for alike."""
-        corrections = self.service.corrections
-        job = await run_in_threadpool(corrections.combined_job, actor, task_id)
+        service = self.service
+        job = await run_in_threadpool(service.combined_job, actor, task_id)
         if job is not None:
             await self.copy_waiters.wait(job, PREPARE_WAIT_SECONDS)
-        url = await run_in_threadpool(corrections.combined_url, actor, task_id)
+        url = await run_in_threadpool(service.combined_url, actor, task_id)
         if url is None:
             raise HttpError(503, "no_download_url", "this store cannot make download links")
-        record = await run_in_threadpool(self.service.get, actor, task_id)
-        name = corrections.combined_filename(record)
-        link = OutputLink(url=absolute_url(request, url), expires_in=self.service.url_seconds, filename=name)
+        record = await run_in_threadpool(service.get, actor, task_id)
+        name = service.combined_filename(record)
+        link = OutputLink(url=absolute_url(request, url), expires_in=service.url_seconds, filename=name)
         return reply(link, headers={"Cache-Control": "no-store"})
 
 

@@ -32,11 +32,11 @@ from procs import cli
 from s3task.errors import NotFound
 from s3task.layout import Layout
 from s3task.record import read_record
+from s3task.tasks.resumable import PART_SIZE, PARTS_ABOVE
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # ui/ lives next to app.py
 
-from ui import direct  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -96,7 +96,7 @@ def test_small_and_multi_block_files_go_from_the_browser_to_the_container(browse
     assert init.returncode == 0, init.stderr
     store = azurite.store(container)
     small, big = tmp_path / "small customers.csv", tmp_path / "big customers.csv"
-    small_rows, big_rows = _csv(small, 200_000), _csv(big, direct.MULTIPART_THRESHOLD + 3 * 2**20)
+    small_rows, big_rows = _csv(small, 200_000), _csv(big, PARTS_ABOVE + 3 * 2**20)
     page = browser.new_page(viewport={"width": 1300, "height": 1000})
     sent: list[tuple[str, str, dict[str, str]]] = []
     page.on("request", lambda r: sent.append((r.method, r.url, r.headers)))
@@ -114,7 +114,7 @@ def test_small_and_multi_block_files_go_from_the_browser_to_the_container(browse
                     single_url = puts[0][0]
                 else:
                     blocks = [u for u, _ in puts if "comp=block&blockid=" in u]
-                    assert len(blocks) == len(puts) == math.ceil(data.stat().st_size / direct.PART_SIZE) >= 2
+                    assert len(blocks) == len(puts) == math.ceil(data.stat().st_size / PART_SIZE) >= 2
                 record = wait_for(lambda t=task_id: _completed(store, t), timeout=180, what=f"{name} task completed")
                 assert store.get(record.input_object_path).body == data.read_bytes()  # byte-identical
                 assert record.input_etag == store.head(record.input_object_path).etag  # what the worker read

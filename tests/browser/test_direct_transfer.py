@@ -47,6 +47,8 @@ from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
+from s3task.tasks.browser_uploads import MAX_URL_SECONDS, part_url_seconds
+from s3task.tasks.resumable import PART_SIZE, part_size_for
 from s3task.web.transfer import TransferDenied, UrlSigner, local_secret, signer_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,7 +209,7 @@ def test_big_upload_to_s3_goes_browser_to_bucket(browser, cors_moto, big_csv, tm
             assert growth < MEMORY_BOUND_KB, f"the app grew by {growth} kB during a {BIG_MB} MB upload"
             # Every byte went to the bucket, in parallel parts; none through the app.
             parts = [u for m, u in sent if m == "PUT" and u.startswith(cors_moto) and "partNumber=" in u]
-            assert len(parts) == -(-data.stat().st_size // direct.PART_SIZE) >= 2
+            assert len(parts) == -(-data.stat().st_size // PART_SIZE) >= 2
             assert f"/{bucket}/batch-tasks/{task_id}/input.csv?" in parts[0]
             assert not [u for m, u in sent if m == "PUT" and u.startswith(url)]
 
@@ -402,20 +404,19 @@ def test_presigned_urls_carry_expiry_signed_content_type_and_the_exact_key(tmp_p
 
     # A large file: a multipart upload whose part URLs outlive the upload at a slow rate.
     size = 100 * 2**20
-    chosen = direct.Chosen("f", "big.csv", size, b"a\n")
-    plan = direct.plan_upload(service, ALICE, task_id, created.upload_url, chosen)
-    assert plan.upload_id and plan.part_size == direct.PART_SIZE and len(plan.parts) == 13
+    plan = service.begin_browser_upload(ALICE, "big", "copy", None, None, size)  # no fingerprint: not noted
+    assert plan.upload_id and plan.part_size == PART_SIZE and plan.parts and len(plan.parts) == 13
     parts = [query_of(u) for u in plan.parts]
     assert [p["partNumber"] for p in parts] == [str(n) for n in range(1, 14)]
     assert {p["uploadId"] for p in parts} == {plan.upload_id}
     assert {p["X-Amz-Expires"] for p in parts} == {str(600 + 100)}  # + 100 s at 1 MB/s
-    browser_view = plan.for_browser()
-    assert browser_view["parts"] == plan.parts and "url" not in browser_view
+    browser_view = direct.Plan(plan, "f").for_browser()
+    assert browser_view["parts"] == list(plan.parts) and "url" not in browser_view
     huge = 200 * 2**30
-    assert direct.part_size_for(huge) > direct.PART_SIZE and -(-huge // direct.part_size_for(huge)) <= 1000
-    assert direct.part_url_seconds(10**13, 600) == direct.MAX_URL_SECONDS
-    small = direct.plan_upload(service, ALICE, task_id, created.upload_url, direct.Chosen("f", "s.csv", 10, b""))
-    assert small.parts is None and small.for_browser()["content_type"] == "text/csv"
+    assert part_size_for(huge) > PART_SIZE and -(-huge // part_size_for(huge)) <= 1000
+    assert part_url_seconds(10**13, 600) == MAX_URL_SECONDS
+    small = service.begin_browser_upload(ALICE, "small", "copy", None, None, 10)
+    assert small.parts is None and direct.Plan(small, "f").for_browser()["content_type"] == "text/csv"
 
     # The download: the output's key, a friendly file name, the same short life.
     store.put(service.layout.input_key(task_id), b"a\n1\n", PutMode.OVERWRITE)

@@ -162,14 +162,14 @@ def test_the_clis_upload_in_parts_stops_and_a_resume_sends_every_part_again(stor
     service = TaskService(dropping, Layout("batch-tasks"))
     stream = io.BytesIO(data)
     file = of_stream(stream, "data.csv", len(data))
-    assert service.resumable.in_parts(len(data))
+    assert service.uploads_in_parts(len(data))
     with pytest.raises(UploadInterrupted, match="stopped with 1 of 3 parts in the store"):
-        service.resumable.submit(ADA, "dropped", "copy", None, stream, file)
+        service.submit_resumable(ADA, "dropped", "copy", None, stream, file)
     dropping.allowed, before = 10, len(dropping.sent)
     again = TaskService(dropping, Layout("batch-tasks"))  # another process: nothing remembered
-    found = again.resumable.find(ADA, "dropped", "copy", file)
+    found = again.waiting_upload(ADA, "dropped", "copy", file)
     assert found is not None and found.input_upload["upload_id"]
-    queued = again.resumable.resume(ADA, found, stream, file)
+    queued = again.resume_upload(ADA, found, stream, file)
     assert (queued.task_id, queued.status) == (found.task_id, "queued")
     assert sorted(dropping.sent[before:]) == [1, 2, 3]
     assert store.get(queued.input_object_path).body == data

@@ -1,10 +1,12 @@
-"""A browser's upload in parts, continued from the task's page (s3task.tasks.resumable ``browser_parts``,
-ui/direct.py's plan): noted on the task before its first part, continued only with the file recorded on
-the task, presigning only the parts the store does not hold (on the S3 store over moto)."""
+"""A browser's upload in parts, continued from the task's page, through the service's door
+(s3task.tasks.browser_uploads; the parts from s3task.tasks.resumable ``browser_parts``): noted on the task
+before its first part, continued only with the file recorded on the task, presigning only the parts the
+store does not hold (on the S3 store over moto)."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from conftest import make_store
 
 from s3task.errors import InvalidInput
-from s3task.fingerprint import of_stream
+from s3task.fingerprint import Fingerprint, of_stream
 from s3task.layout import Layout
 from s3task.record import read_record
 from s3task.tasks import Actor, TaskService
@@ -51,9 +53,8 @@ def test_a_browser_upload_is_noted_then_continued_with_only_the_missing_parts(s3
     picked = chosen(DATA)
     file = picked.fingerprint()
     assert file is not None and file == of_stream(io.BytesIO(DATA), "data.csv", len(DATA))
-    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
-    task_id = created.record.task_id
-    first = direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    first = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    task_id = first.task_id
     assert first.parts is not None and len(first.parts) == 4 and all(first.parts) and first.held == {}
     noted = read_record(s3, LAYOUT, task_id)[0]
     assert noted.status == "created" and noted.input_upload == {"upload_id": first.upload_id, "part_size": PART_SIZE}
@@ -65,13 +66,12 @@ def test_a_browser_upload_is_noted_then_continued_with_only_the_missing_parts(s3
     s3.upload_part(key, first.upload_id, 4, part(DATA, 4)[:-1])  # cut short: not kept
 
     again = TaskService(s3, LAYOUT)  # the page reloaded, or another app process: nothing remembered
-    plan = direct.plan_upload(again, ADA, task_id, str(again.inputs.created(noted).upload_url), picked)
+    plan = again.continue_browser_upload(ADA, noted, file)
     assert plan.upload_id == first.upload_id and plan.held == sent
     assert plan.parts is not None and [bool(u) for u in plan.parts] == [False, True, False, True]
     browser_sent = {"parts": [[2, s3.upload_part(key, first.upload_id, 2, part(DATA, 2))],
                               [4, s3.upload_part(key, first.upload_id, 4, part(DATA, 4))]]}  # fmt: skip
-    queued = again.finish_upload(ADA, task_id, size=len(DATA), upload_id=plan.upload_id,
-                                 parts=plan.joined_parts(browser_sent))  # fmt: skip
+    queued = again.finish_browser_upload(ADA, plan, direct.sent_parts(browser_sent))
     assert (queued.task_id, queued.status) == (task_id, "queued")
     assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(DATA).digest()
 
@@ -81,20 +81,23 @@ def test_another_file_is_refused_in_words_and_the_task_and_its_upload_stay(s3) -
     picked = chosen(DATA)
     file = picked.fingerprint()
     assert file is not None
-    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
-    task_id = created.record.task_id
-    direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    task_id = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file).task_id
     before = read_record(s3, LAYOUT, task_id)
+
+    def other(data: bytes, name: str = "data.csv") -> Fingerprint:
+        found = chosen(data, name).fingerprint()
+        assert found is not None
+        return found
 
     edited = DATA[:-10] + b"9999999999"  # the same size and name, another end
     with pytest.raises(InvalidInput) as refused:
-        direct.plan_upload(service, ADA, task_id, str(created.upload_url), chosen(edited))
+        service.continue_browser_upload(ADA, before[0], other(edited))
     assert str(refused.value) == (
         f"this is not the file task {task_id} was made for ('data.csv' has the same size but other content at its "
         "start or end); nothing was sent, and the task still waits for 'data.csv'"
     )
     with pytest.raises(InvalidInput, match=r"made for 'data\.csv', not 'other\.csv'"):
-        direct.plan_upload(service, ADA, task_id, str(created.upload_url), chosen(DATA, "other.csv"))
+        service.continue_browser_upload(ADA, before[0], other(DATA, "other.csv"))
     assert read_record(s3, LAYOUT, task_id) == before  # nothing written, nothing started
 
 
@@ -102,13 +105,12 @@ def test_a_browser_without_a_digest_uploads_as_before_and_the_task_cannot_be_con
     service = TaskService(s3, LAYOUT)
     picked = chosen(DATA)
     blind = direct.Chosen(picked.id, picked.name, picked.size, picked.head)  # no Web Crypto on the page
-    created = service.create(ADA, "big", "copy", fingerprint=None)
-    plan = direct.plan_upload(service, ADA, created.record.task_id, str(created.upload_url), blind)
-    assert plan.parts is not None and len(plan.parts) == 4 and plan.upload_id
-    record = read_record(s3, LAYOUT, created.record.task_id)[0]
+    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, blind.size, blind.fingerprint())
+    assert plan.parts is not None and len(plan.parts) == 4 and plan.upload_id and not plan.continuable
+    record = read_record(s3, LAYOUT, plan.task_id)[0]
     assert record.input_upload == {} and record.input_fingerprint == {}
     with pytest.raises(InvalidInput, match="has no record of the file it was made for"):
-        service.resumable.require_same(record, of_stream(io.BytesIO(DATA), "data.csv", len(DATA)))
+        service.same_file(record, of_stream(io.BytesIO(DATA), "data.csv", len(DATA)))
 
 
 def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(s3, monkeypatch) -> None:
@@ -120,9 +122,8 @@ def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(
     picked = chosen(DATA)
     file = picked.fingerprint()
     assert file is not None
-    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
-    task_id = created.record.task_id
-    plan = direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    task_id = plan.task_id
     assert plan.upload_id is not None
     key = read_record(s3, LAYOUT, task_id)[0].input_object_path
     report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(DATA, n))] for n in (1, 2, 3, 4)]}
@@ -133,14 +134,13 @@ def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(
     with monkeypatch.context() as patched:
         patched.setattr(s3, "complete_multipart", unavailable)
         with pytest.raises(UploadInterrupted, match="the task store failed while joining the file's parts"):
-            service.finish_upload(ADA, task_id, size=len(DATA), upload_id=plan.upload_id,
-                                  parts=plan.joined_parts(report))  # fmt: skip
-    assert read_record(s3, LAYOUT, task_id)[0].status == "created"  # still waiting, not cancelled
+            service.finish_browser_upload(ADA, plan, direct.sent_parts(report))
+    waiting = read_record(s3, LAYOUT, task_id)[0]
+    assert waiting.status == "created"  # still waiting, not cancelled
     assert len(s3.list_parts(key, plan.upload_id)) == 4  # every part still held
-    again = direct.plan_upload(TaskService(s3, LAYOUT), ADA, task_id, str(created.upload_url), picked)
-    assert again.parts == [None, None, None, None]  # continuing sends nothing: the store holds it all
-    queued = service.finish_upload(ADA, task_id, size=len(DATA), upload_id=again.upload_id,
-                                   parts=again.joined_parts({"parts": []}))  # fmt: skip
+    again = TaskService(s3, LAYOUT).continue_browser_upload(ADA, waiting, file)
+    assert again.parts == (None, None, None, None)  # continuing sends nothing: the store holds it all
+    queued = service.finish_browser_upload(ADA, again)
     assert queued.status == "queued"
     assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(DATA).digest()
 
@@ -151,13 +151,11 @@ def test_a_refusal_at_the_join_still_cancels_the_task_and_drops_its_parts(s3) ->
     picked = chosen(DATA)
     file = picked.fingerprint()
     assert file is not None
-    created = service.create(ADA, "big", "copy", fingerprint=file.to_dict())
-    task_id = created.record.task_id
-    plan = direct.plan_upload(service, ADA, task_id, str(created.upload_url), picked)
+    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    task_id = plan.task_id
     assert plan.upload_id is not None
     key = read_record(s3, LAYOUT, task_id)[0].input_object_path
     report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(DATA, n))] for n in (1, 2, 3, 4)]}
     with pytest.raises(InvalidInput):
-        service.finish_upload(ADA, task_id, size=len(DATA) + 1, upload_id=plan.upload_id,
-                              parts=plan.joined_parts(report))  # fmt: skip
+        service.finish_browser_upload(ADA, dataclasses.replace(plan, size=len(DATA) + 1), direct.sent_parts(report))
     assert read_record(s3, LAYOUT, task_id)[0].status == "abandoned"

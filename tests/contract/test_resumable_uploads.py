@@ -58,7 +58,7 @@ def test_a_dropped_network_keeps_the_task_and_its_parts_and_the_rest_goes_later(
     stream = io.BytesIO(DATA)
     file = of_stream(stream, "data.csv", len(DATA))
     with pytest.raises(UploadInterrupted) as stopped:
-        service.resumable.submit(ADA, "flaky", "copy", None, stream, file)
+        service.submit_resumable(ADA, "flaky", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
     assert str(stopped.value) == (
         f"the upload of 'data.csv' stopped with 1 of 4 parts in the store (the store did not answer for "
@@ -70,13 +70,13 @@ def test_a_dropped_network_keeps_the_task_and_its_parts_and_the_rest_goes_later(
 
     flaky.allowed, first = 10, list(flaky.sent)
     again = TaskService(flaky, LAYOUT)  # another process: nothing remembered
-    found = again.resumable.find(ADA, "flaky", "copy", file)
+    found = again.waiting_upload(ADA, "flaky", "copy", file)
     assert found is not None and found.task_id == task_id
-    queued = again.resumable.resume(ADA, found, stream, file)
+    queued = again.resume_upload(ADA, found, stream, file)
     assert queued.task_id == task_id and queued.status == "queued"
     assert sorted(flaky.sent[len(first) :]) == [n for n in (1, 2, 3, 4) if n not in first]
     assert s3.get(queued.input_object_path).body == DATA
-    assert again.resumable.find(ADA, "flaky", "copy", file) is None  # queued: nothing waits any more
+    assert again.waiting_upload(ADA, "flaky", "copy", file) is None  # queued: nothing waits any more
 
 
 def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
@@ -84,7 +84,7 @@ def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
     bad = b"a,a\n" + DATA[9:]  # a header that repeats a name
     stream = io.BytesIO(bad)
     with pytest.raises(Exception, match="repeats column names"):
-        service.resumable.submit(ADA, "bad", "copy", None, stream, of_stream(stream, "bad.csv", len(bad)))
+        service.submit_resumable(ADA, "bad", "copy", None, stream, of_stream(stream, "bad.csv", len(bad)))
     assert task_ids(s3) == []
     assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
 
@@ -95,14 +95,14 @@ def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
     stream = io.BytesIO(DATA)
     file = of_stream(stream, "data.csv", len(DATA))
     with pytest.raises(UploadInterrupted):
-        TaskService(flaky, LAYOUT).resumable.submit(ADA, "dropped", "copy", None, stream, file)
+        TaskService(flaky, LAYOUT).submit_resumable(ADA, "dropped", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
     waiting = read_record(s3, LAYOUT, task_id)[0]
     s3.abort_multipart(waiting.input_object_path, waiting.input_upload["upload_id"])  # as the rule does
 
     flaky.allowed, flaky.sent = 10, []
     again = TaskService(flaky, LAYOUT)
-    queued = again.resumable.resume(ADA, again.resumable.find(ADA, "dropped", "copy", file), stream, file)
+    queued = again.resume_upload(ADA, again.waiting_upload(ADA, "dropped", "copy", file), stream, file)
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
     assert queued.input_upload["upload_id"] != waiting.input_upload["upload_id"]
     assert s3.get(queued.input_object_path).body == DATA and task_ids(s3) == [task_id]
@@ -116,11 +116,11 @@ def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) 
     stream = io.BytesIO(DATA)
     file = of_stream(stream, "data.csv", len(DATA))
     with pytest.raises(UploadInterrupted, match="stopped with 0 of 4 parts in the store"):
-        TaskService(NoStart(s3, allowed=10), LAYOUT).resumable.submit(ADA, "late", "copy", None, stream, file)
+        TaskService(NoStart(s3, allowed=10), LAYOUT).submit_resumable(ADA, "late", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
     flaky = Flaky(s3, allowed=10)
     again = TaskService(flaky, LAYOUT)
-    queued = again.resumable.resume(ADA, again.resumable.find(ADA, "late", "copy", file), stream, file)
+    queued = again.resume_upload(ADA, again.waiting_upload(ADA, "late", "copy", file), stream, file)
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
     assert s3.get(queued.input_object_path).body == DATA
 
@@ -131,7 +131,7 @@ def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_i
     service = TaskService(flaky, LAYOUT)
     stream = io.BytesIO(DATA)
     file = of_stream(stream, "data.csv", len(DATA))
-    real_queue, failures = service.transitions.queue, []
+    real_queue, failures = service._transitions.queue, []
 
     def queue_once_failing(*args: Any, **kwargs: Any) -> Any:
         if not failures:
@@ -139,16 +139,16 @@ def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_i
             raise StoreUnavailable("the store did not answer for status.json: read timed out")
         return real_queue(*args, **kwargs)
 
-    monkeypatch.setattr(service.transitions, "queue", queue_once_failing)
+    monkeypatch.setattr(service._transitions, "queue", queue_once_failing)
     with pytest.raises(UploadInterrupted, match=r"is in the store, but the task could not be queued .* --resume"):
-        service.resumable.submit(ADA, "joined", "copy", None, stream, file)
+        service.submit_resumable(ADA, "joined", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
     assert read_record(s3, LAYOUT, task_id)[0].status == "created"  # kept, with its whole file
     sent = len(flaky.sent)
     again = TaskService(flaky, LAYOUT)
-    found = again.resumable.find(ADA, "joined", "copy", file)
+    found = again.waiting_upload(ADA, "joined", "copy", file)
     assert found is not None and found.task_id == task_id
-    queued = again.resumable.resume(ADA, found, stream, file)
+    queued = again.resume_upload(ADA, found, stream, file)
     assert (queued.task_id, queued.status) == (task_id, "queued")
     assert len(flaky.sent) == sent  # the joined file was recognised: no part sent again
     assert s3.get(queued.input_object_path).body == DATA
@@ -164,7 +164,7 @@ def test_cancelling_a_task_that_waits_for_its_upload_drops_its_parts(s3) -> None
     stream = io.BytesIO(DATA)
     file = of_stream(stream, "data.csv", len(DATA))
     with pytest.raises(UploadInterrupted):
-        service.resumable.submit(ADA, "dropped", "copy", None, stream, file)
+        service.submit_resumable(ADA, "dropped", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
     waiting = read_record(s3, LAYOUT, task_id)[0]
     upload_id = waiting.input_upload["upload_id"]
@@ -173,4 +173,4 @@ def test_cancelling_a_task_that_waits_for_its_upload_drops_its_parts(s3) -> None
     with pytest.raises(NotFound):
         s3.list_parts(waiting.input_object_path, upload_id)  # its parts are gone
     # (A part still being sent is then refused by S3, NoSuchUpload; moto fails it with a KeyError: not asserted.)
-    assert service.resumable.find(ADA, "dropped", "copy", file) is None  # nothing waits: --resume starts anew
+    assert service.waiting_upload(ADA, "dropped", "copy", file) is None  # nothing waits: --resume starts anew

@@ -29,7 +29,7 @@ MONTHLY = csv_bytes([["Kunde", "Mail"], ["Anna", "anna@example.com"], ["Ben", "b
 def api(tmp_path: Path) -> Iterator[tuple[str, TaskService]]:
     store = tmp_path / "store"
     service = TaskService(LocalStore(store), Layout())
-    service.recipes.save(
+    service._recipes.save(
         ANN,
         Recipe(
             "CRM monthly", "ann", "email_enrichment", {"email_column": "Mail"}, {"delimiter": ";"}, ["Kunde", "Mail"]

@@ -128,9 +128,26 @@ def test_a_module_over_400_lines_is_found_and_one_of_400_is_not(tmp_path: Path) 
     assert check(root) == (1, ["s3task/big.py:1: module is 401 lines (limit 400)"])
 
 
-def test_sizes_are_checked_in_s3task_only(tmp_path: Path) -> None:
-    root = write(tmp_path, {"ui/big.py": "x = 1\n" * 401 + function("long", 61)})
-    assert check(root) == (0, [])
+def test_sizes_are_checked_in_ui_and_pages_too_and_a_page_holds_200_lines(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "ui/big.py": "x = 1\n" * 401,
+            "ui/long.py": function("long", 61),
+            "ui/fits.py": "x = 1\n" * 340 + function("fits", 60),
+            "pages/page.py": "x = 1\n" * 201,
+            "pages/layout.py": "x = 1\n" * 200,
+            "tests/huge.py": "x = 1\n" * 900,  # tests are not held to it
+        },
+    )
+    assert check(root) == (
+        1,
+        [
+            "ui/big.py:1: module is 401 lines (limit 400)",
+            "ui/long.py:1: function long is 61 lines (limit 60)",
+            "pages/page.py:1: page is 201 lines (limit 200)",
+        ],
+    )
 
 
 def test_a_function_over_60_lines_is_found_and_one_of_60_is_not(tmp_path: Path) -> None:
@@ -203,3 +220,55 @@ def test_a_module_in_no_layer_is_found_once_layers_are_declared(tmp_path: Path) 
     rc, out = check(write(tmp_path / "declared", {"pyproject.toml": LAYERS, **files}))
     assert rc == 1
     assert out == ["s3task/stray.py:1: s3task.stray is in no layer (pyproject.toml [tool.check_shape])"]
+
+
+APP_LAYERS = """
+[tool.check_shape]
+layers = [["s3task"], ["ui"], ["pages"]]
+forbidden = {s3task = ["streamlit"]}
+"""
+
+
+def test_the_core_imports_neither_the_app_nor_streamlit_and_ui_does_not_import_pages(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pyproject.toml": APP_LAYERS,
+            "s3task/core.py": "def later():\n    from ui import helper\n    return helper\n",
+            "s3task/drawn.py": "import streamlit as st\n",
+            "s3task/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import streamlit\n",
+            "ui/helper.py": "import streamlit\n",
+            "ui/back.py": "from pages import home\n",
+            "pages/home.py": "from ui import helper\nimport s3task.core\n",
+        },
+    )
+    rc, out = check(root)
+    assert rc == 1
+    assert sorted(out) == [
+        "s3task/core.py:2: s3task.core (layer 1) imports ui (layer 2), a layer above it (dependencies point down)",
+        "s3task/core.py:2: s3task.core (layer 1) imports ui.helper (layer 2), a layer above it"
+        " (dependencies point down)",
+        "s3task/drawn.py:1: s3task.drawn imports streamlit (not below its layer)",
+        "ui/back.py:1: ui.back (layer 2) imports pages.home (layer 3), a layer above it (dependencies point down)",
+    ]
+
+
+def test_nobody_outside_the_tasks_package_reaches_past_the_service_to_its_parts(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "ui/result.py": "def size(service, key):\n    return service.store.head(key).size\n",
+            "pages/new.py": "def drop(ctx, record):\n    ctx.service.transitions.discard(record)\n",
+            "s3task/cli.py": "def parts(self):\n    return self.service._inputs\n",
+            "s3task/web.py": "def mount(service, key):\n    return make(service.store, service.layout.prefix, key)\n",
+            "s3task/tasks/__init__.py": "",
+            "s3task/tasks/service.py": "def inside(service):\n    return service.transitions.get\n",
+        },
+    )
+    rc, out = check(root)
+    assert rc == 1
+    assert sorted(out) == [
+        "pages/new.py:2: reaches past the service to its part 'transitions' (one method an action on TaskService)",
+        "s3task/cli.py:2: reaches past the service to its part '_inputs' (one method an action on TaskService)",
+        "ui/result.py:2: reaches past the service to its part 'store' (one method an action on TaskService)",
+    ]

@@ -58,10 +58,10 @@ def correct(service: TaskService, task_id: str, fix: dict[str, str]) -> str:
 
 
 def combined(service: TaskService, task_id: str) -> bytes:
-    service.corrections.prepare_combined(ADA, task_id)
-    state = wait_for(lambda: (s := service.corrections.combined_state(ADA, task_id)).kind != "preparing" and s, 60)
+    service.prepare_combined(ADA, task_id)
+    state = wait_for(lambda: (s := service.combined_state(ADA, task_id)).kind != "preparing" and s, 60)
     assert state.kind == "ready", state
-    with service.corrections.open_combined(ADA, task_id) as f:
+    with service.open_combined(ADA, task_id) as f:
         return f.read()
 
 
@@ -73,7 +73,7 @@ def test_the_combined_result_is_the_task_over_the_input_with_the_corrections_app
     rows = customers()
     data = csv_bytes(rows[:1201]) + b"\n" + csv_bytes(rows[1201:])  # a blank line between
     original = run(service, data)
-    assert service.corrections.combined_state(ADA, original).kind == "refused"  # no correction completed yet
+    assert service.combined_state(ADA, original).kind == "refused"  # no correction completed yet
     first = {"C00250": "c250@example.com", "C01000": "c1000@example.com", "C02500": "c2500@example.com"}
     correct(service, original, first)
     second = {"C00500": "c500@example.com", "C02500": "c2500@example.org"}  # a later correction's row wins

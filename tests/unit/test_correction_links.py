@@ -72,7 +72,7 @@ def test_a_correction_refused_by_the_create_limit_writes_nothing_on_the_original
             tasks.submit_correction(ADA, original.task_id, data)
     after = stored(tasks, original.task_id)
     assert after.corrections == [made.task_id] and after.revision == before.revision
-    assert [c.task_id for c in tasks.corrections.of(ADA, original.task_id)] == [made.task_id]
+    assert [c.task_id for c in tasks.corrections_of(ADA, original.task_id)] == [made.task_id]
 
 
 def test_a_task_takes_at_most_max_corrections_and_keeps_its_own_steps(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_a_task_takes_at_most_max_corrections_and_keeps_its_own_steps(tmp_path: 
         tasks.submit_correction(ADA, original.task_id, data)
     after = stored(tasks, original.task_id)
     assert len(after.corrections) == MAX_CORRECTIONS and after.revision == full.revision
-    assert len(tasks.corrections.of(ADA, original.task_id)) == MAX_CORRECTIONS  # none made for the refusal
+    assert len(tasks.corrections_of(ADA, original.task_id)) == MAX_CORRECTIONS  # none made for the refusal
     # The corrections list is their record: the timeline is still the task's own steps, first to last.
     assert [h["event"] for h in after.history] == OWN_STEPS
 
@@ -106,8 +106,8 @@ def test_rows_fixed_on_a_correction_page_correct_the_original_with_its_row_numbe
     assert c2.corrects == original.task_id and c2.task_name == "March list (corrected)"
     assert stored(tasks, original.task_id).corrections == [c1.task_id, c2.task_id]
     assert stored(tasks, c1.task_id).corrections == []
-    tasks.corrections.ensure_combined(ADA, original.task_id)
-    with tasks.corrections.open_combined(ADA, original.task_id) as f:
+    tasks.ensure_combined(ADA, original.task_id)
+    with tasks.open_combined(ADA, original.task_id) as f:
         combined = pd.read_csv(f, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     assert combined["mail"].tolist() == ["ada@example.com", "bob@example.com", "cy@example.com", "dee@example.com"]
     assert (combined["error"] == "").all()

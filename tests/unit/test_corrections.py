@@ -91,7 +91,7 @@ def test_the_corrected_rows_make_a_linked_task_of_only_those_rows(service: TaskS
     ]
     done = work(service, made.task_id)
     assert (done.row_count, done.error_count) == (2, 0)
-    assert [r.task_id for r in service.corrections.of(ADA, original.task_id)] == [made.task_id]
+    assert [r.task_id for r in service.corrections_of(ADA, original.task_id)] == [made.task_id]
 
 
 def test_a_csv_saved_without_the_error_column_is_taken(service: TaskService, original: TaskRecord) -> None:
@@ -157,14 +157,14 @@ def test_a_death_between_the_link_and_the_create_leaves_no_correction_behind(
         raise SystemExit("killed")  # what a process killed between the two writes leaves
 
     with monkeypatch.context() as patch:
-        patch.setattr(service.transitions, "store_new", dies)  # the create's write, after its checks
+        patch.setattr(service._transitions, "store_new", dies)  # the create's write, after its checks
         with pytest.raises(SystemExit):
             service.submit_correction(ADA, original.task_id, data)
     listed = stored(service, original.task_id)
     assert len(listed.corrections) == 1  # the original lists the id it was about to make...
-    assert service.corrections.of(ADA, original.task_id) == []  # ...which is no task, and shown as none
+    assert service.corrections_of(ADA, original.task_id) == []  # ...which is no task, and shown as none
     again = service.submit_correction(ADA, original.task_id, data)  # and the upload can be sent again
-    assert [r.task_id for r in service.corrections.of(ADA, original.task_id)] == [again.task_id]
+    assert [r.task_id for r in service.corrections_of(ADA, original.task_id)] == [again.task_id]
 
 
 def test_a_failure_after_the_create_cancels_the_new_task(
@@ -175,10 +175,10 @@ def test_a_failure_after_the_create_cancels_the_new_task(
     def fails(*_args: object, **_kwargs: object) -> None:
         raise S3TaskError("the store is down")
 
-    monkeypatch.setattr(service.inputs, "upload_input", fails)
+    monkeypatch.setattr(service._inputs, "upload_input", fails)
     with pytest.raises(S3TaskError, match="the store is down"):
         service.submit_correction(ADA, original.task_id, data)
-    (listed,) = service.corrections.of(ADA, original.task_id)
+    (listed,) = service.corrections_of(ADA, original.task_id)
     assert listed.status == Status.ABANDONED and listed.corrects == original.task_id
 
 

@@ -96,7 +96,7 @@ def test_the_combined_result_is_made_when_asked_for_once_a_correction_completed(
     assert not at.exception, at.exception
 
     def made_by_the_app() -> bool:
-        with service.corrections.open_combined(ANN, original) as f:
+        with service.open_combined(ANN, original) as f:
             return bool(f.read())
 
     wait_for(lambda: _quietly(made_by_the_app), 60, what="the combined result in the store")
@@ -144,7 +144,7 @@ def test_a_few_rows_fixed_in_the_grid_run_again_as_the_same_linked_task(app, ser
     made = service.get(ANN, at.query_params["id"])  # its page opened
     assert made.corrects == original
     # What the grid sends once a person has edited it: a CSV of its columns, read as an uploaded file is.
-    names, rows = service.corrections.rows_to_correct(ANN, original)
+    names, rows = service.rows_to_correct(ANN, original)
     edited = pd.DataFrame(rows, columns=pd.Index(names), dtype=object).iloc[[1]]  # Bob's row deleted
     edited.loc[edited.index[0], "mail"] = "cy@example.com; cy@example.org"  # a ; in a value: still one value
     again = service.submit_correction(ANN, original, grid_csv(names, edited))

@@ -40,7 +40,7 @@ def test_what_a_service_keeps_of_thousands_of_large_tasks_is_bounded_in_bytes() 
         kept = tracemalloc.get_traced_memory()[0] - before - store_bytes
     finally:
         tracemalloc.stop()
-    transitions = service.transitions
+    transitions = service._transitions
     assert transitions._created.bytes <= REMEMBERED_CREATES_BYTES
     assert transitions._finished.bytes <= REMEMBERED_FINISHED_BYTES
     bound = REMEMBERED_CREATES_BYTES + REMEMBERED_FINISHED_BYTES

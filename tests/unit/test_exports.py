@@ -163,12 +163,12 @@ def test_copies_are_made_in_the_background_once(service: TaskService) -> None:
         made.append(1)
         return exports.make(service.store, record, "xlsx", key, error_column=None)
 
-    job = service.exports.start(key, slow)
-    assert service.exports.start(key, slow) is job  # asked twice while it is being made: made once
+    job = service._outputs.exports.start(key, slow)
+    assert service._outputs.exports.start(key, slow) is job  # asked twice while it is being made: made once
     assert service.export_state(ADA, record.task_id, "xlsx").kind == "preparing"
     gate.set()
     job.result(10)
-    service.exports.start(key, slow).result(10)  # asked again once made: nothing more is made
+    service._outputs.exports.start(key, slow).result(10)  # asked again once made: nothing more is made
     state = service.export_state(ADA, record.task_id, "xlsx")
     assert state.kind == "ready" and state.size and made == [1]
     # Another replica (its own service) finds it made; making it again is harmless (create-only put).

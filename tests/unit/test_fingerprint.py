@@ -63,10 +63,10 @@ def test_the_fingerprint_is_in_the_first_write_and_the_upload_noted_by_the_lifec
     store, layout = LocalStore(tmp_path / "store"), Layout()
     service, ada = TaskService(store, layout), Actor("ada")
     file = of_stream(io.BytesIO(b"a,b\n1,2\n"), "in.csv", 8)
-    created = service.transitions.create(ada, "t", "copy", None, None, file.to_dict())
-    stored, _ = service.records.read(created.task_id)
+    created = service._transitions.create(ada, "t", "copy", None, None, file.to_dict())
+    stored, _ = service._records.read(created.task_id)
     assert stored.input_fingerprint == file.to_dict() and stored.revision == 1
-    noted = service.records.update(
+    noted = service._records.update(
         created.task_id, lambda r, now: lifecycle.note_upload(r, now, upload={"upload_id": "u1", "part_size": 8})
     )
     assert noted.input_upload == {"upload_id": "u1", "part_size": 8} and noted.input_fingerprint == file.to_dict()

@@ -99,7 +99,7 @@ def test_without_an_email_column_submit_waits_for_one(page, service: TaskService
 def test_a_file_with_a_recipes_header_is_offered_it_and_using_it_fills_the_form(page, service: TaskService) -> None:
     recipe = Recipe("CRM monthly", "ann", "email_enrichment", {"email_column": "Contact"},
                     {"delimiter": ";", "encoding": "utf-8"}, ["ID", "contact", "CITY"])  # fmt: skip
-    service.recipes.save(ANN, recipe)
+    service._recipes.save(ANN, recipe)
     at = choose_file(page, "april.csv", csv_bytes(CONTACTS).replace(b",", b";"))
     assert "Looks like **CRM monthly** — use that recipe?" in texts(at)  # the name in bold
     next(b for b in at.button if b.label == "Use this recipe").click().run()
@@ -123,7 +123,7 @@ def test_a_tasks_page_keeps_its_settings_as_a_recipe(app, service: TaskService) 
     assert not any(c.label == "Share with everyone" for c in at.checkbox)  # sharing is an operator's
     next(b for b in at.button if b.label == "Save recipe").click().run()
     assert "Saved the recipe “CRM monthly”." in texts(at)
-    saved = service.recipes.get(ANN, "CRM monthly")
+    saved = service.recipe(ANN, "CRM monthly")
     assert (saved.task_type, saved.params["email_column"], saved.header) == (
         "email_enrichment", "Contact", ["id", "Contact", "City"])  # fmt: skip
     next(b for b in at.button if b.label == "Save recipe").click().run()  # the same name again

@@ -43,13 +43,13 @@ def test_a_recipe_keeps_the_type_format_and_columns_and_is_offered_for_the_same_
     assert (saved.task_type, saved.params["email_column"]) == ("email_enrichment", "Mail")
     assert saved.input_format == {"delimiter": ";", "encoding": "utf-8"}
     assert saved.header == ["Kunde", "Mail", "Betrag"]
-    assert [r.name for r in service.recipes.list(ALICE)] == ["CRM monthly export"]
+    assert [r.name for r in service.list_recipes(ALICE)] == ["CRM monthly export"]
     # Next month's file: the same columns in another order and case.
-    offered = service.recipes.matching(ALICE, ["betrag", "KUNDE", "mail"])
+    offered = service.recipe_for(ALICE, ["betrag", "KUNDE", "mail"])
     assert offered is not None and offered.name == "CRM monthly export"
-    assert service.recipes.matching(ALICE, ["Kunde", "Mail"]) is None  # a column fewer: another file
-    assert service.recipes.matching(BOB, ["Kunde", "Mail", "Betrag"]) is None  # alice's own, not bob's
-    params, read_as = applied(service.recipes.get(ALICE, "crm monthly export"), None, None)
+    assert service.recipe_for(ALICE, ["Kunde", "Mail"]) is None  # a column fewer: another file
+    assert service.recipe_for(BOB, ["Kunde", "Mail", "Betrag"]) is None  # alice's own, not bob's
+    params, read_as = applied(service.recipe(ALICE, "crm monthly export"), None, None)
     april = service.submit_file(ALICE, "April", offered.task_type, params, semicolons(MONTHLY), read_as)
     assert (april.payload["email_column"], april.input_format["delimiter"]) == ("Mail", ";")
 
@@ -60,7 +60,7 @@ def test_a_name_taken_is_refused_unless_replaced(service: TaskService) -> None:
     with pytest.raises(InvalidInput, match="there is already a recipe named 'monthly'"):
         service.save_recipe(ALICE, "monthly", task_id)  # names that differ in case are one recipe
     again = service.save_recipe(ALICE, "Monthly", task_id, replace=True)
-    assert [r.saved_at for r in service.recipes.list(ALICE)] == [again.saved_at]
+    assert [r.saved_at for r in service.list_recipes(ALICE)] == [again.saved_at]
 
 
 def test_a_replace_that_lost_a_race_is_told_and_keeps_the_winner(service: TaskService) -> None:
@@ -82,28 +82,28 @@ def test_a_replace_that_lost_a_race_is_told_and_keeps_the_winner(service: TaskSe
             service.save_recipe(ALICE, "Monthly", task_id, replace=True)
     finally:
         store.get = real_get  # type: ignore[method-assign]
-    assert service.recipes.get(ALICE, "Monthly").task_type == "copy"  # the winner's, not overwritten
+    assert service.recipe(ALICE, "Monthly").task_type == "copy"  # the winner's, not overwritten
 
 
 def test_shared_recipes_are_an_operators_and_everyone_is_offered_them(service: TaskService) -> None:
     task_id = first_month(service, OPS)
     with pytest.raises(AccessDenied, match="only an operator can share"):
-        service.recipes.save(ALICE, Recipe("Team", "alice", "copy", shared=True))
+        service._recipes.save(ALICE, Recipe("Team", "alice", "copy", shared=True))
     service.save_recipe(OPS, "Team export", task_id, shared=True)
-    assert [r.describe() for r in service.recipes.list(BOB)] == ["“Team export” (shared: email_enrichment)"]
-    offered = service.recipes.matching(BOB, MONTHLY[0])
+    assert [r.describe() for r in service.list_recipes(BOB)] == ["“Team export” (shared: email_enrichment)"]
+    offered = service.recipe_for(BOB, MONTHLY[0])
     assert offered is not None and offered.shared
     # Bob's own recipe for the same header is offered before the shared one.
-    service.recipes.save(BOB, Recipe("Mine", "bob", "copy", header=list(MONTHLY[0])))
-    mine = service.recipes.matching(BOB, MONTHLY[0])
+    service._recipes.save(BOB, Recipe("Mine", "bob", "copy", header=list(MONTHLY[0])))
+    mine = service.recipe_for(BOB, MONTHLY[0])
     assert mine is not None and mine.name == "Mine"
     with pytest.raises(AccessDenied, match="only an operator can remove a shared recipe"):
-        service.recipes.remove(BOB, "Team export", shared=True)
-    service.recipes.remove(OPS, "Team export", shared=True)
-    service.recipes.remove(BOB, "Mine")
-    assert service.recipes.list(BOB) == []
+        service.remove_recipe(BOB, "Team export", shared=True)
+    service.remove_recipe(OPS, "Team export", shared=True)
+    service.remove_recipe(BOB, "Mine")
+    assert service.list_recipes(BOB) == []
     with pytest.raises(InvalidInput, match="there is no recipe named 'Mine' to remove"):
-        service.recipes.remove(BOB, "Mine")
+        service.remove_recipe(BOB, "Mine")
 
 
 def test_a_workbook_recipe_keeps_its_sheet_and_header_row(service: TaskService) -> None:
@@ -125,38 +125,38 @@ def test_a_workbook_recipe_keeps_its_sheet_and_header_row(service: TaskService) 
 
 def test_recipes_that_could_not_make_a_task_are_refused(service: TaskService) -> None:
     with pytest.raises(UnknownTaskType, match="no task type named 'nope'"):
-        service.recipes.save(ALICE, Recipe("Bad", "alice", "nope"))
+        service._recipes.save(ALICE, Recipe("Bad", "alice", "nope"))
     with pytest.raises(InvalidInput, match="has no parameter 'colour'"):
-        service.recipes.save(ALICE, Recipe("Bad", "alice", "copy", params={"colour": "red"}))
+        service._recipes.save(ALICE, Recipe("Bad", "alice", "copy", params={"colour": "red"}))
     with pytest.raises(InvalidInput, match="give the recipe a name"):  # as a task is told
-        service.recipes.save(ALICE, Recipe("   ", "alice", "copy"))
-    assert service.recipes.list(ALICE) == []
+        service._recipes.save(ALICE, Recipe("   ", "alice", "copy"))
+    assert service.list_recipes(ALICE) == []
 
 
 def test_a_half_done_delete_is_no_recipe_and_its_name_is_free(service: TaskService) -> None:
     # A store without conditional deletes (LocalStack) leaves an empty object where a recipe was.
     key = service.layout.recipe_key("alice", "monthly")
     service.store.put(key, b"", PutMode.CREATE)
-    assert service.recipes.list(ALICE) == []
+    assert service.list_recipes(ALICE) == []
     with pytest.raises(InvalidInput, match="there is no recipe named 'Monthly'"):
-        service.recipes.get(ALICE, "Monthly")
+        service.recipe(ALICE, "Monthly")
     service.save_recipe(ALICE, "Monthly", first_month(service))
-    assert service.recipes.get(ALICE, "Monthly").params["email_column"] == "Mail"
+    assert service.recipe(ALICE, "Monthly").params["email_column"] == "Mail"
 
 
 def test_names_too_long_for_a_key_and_objects_that_are_no_recipe_are_plain_refusals(service: TaskService) -> None:
     # Found by the outside review: 30 CJK letters (under the 80) made a key too long, a bare ValueError;
     # a stored object that was not a recipe's JSON was a traceback.
     with pytest.raises(InvalidInput, match="is too long for a recipe; choose a shorter one"):
-        service.recipes.save(ALICE, Recipe("中" * 30, "alice", "copy"))
+        service._recipes.save(ALICE, Recipe("中" * 30, "alice", "copy"))
     from s3task.layout import MAX_RECORD_BYTES
 
     stored = {"a": b"not json{", "b": b"[1,2]", "c": b'{"params": [1]}', "d": b" " * (MAX_RECORD_BYTES + 1)}
     for name, body in stored.items():
         service.store.put(service.layout.recipe_key("alice", name), body, PutMode.CREATE)
         with pytest.raises(InvalidInput, match=rf"recipes/own/alice/{name}\.json is (not a recipe|larger than)"):
-            service.recipes.get(ALICE, name)
-    assert service.recipes.list(ALICE) == []  # none of them listed as a recipe
+            service.recipe(ALICE, name)
+    assert service.list_recipes(ALICE) == []  # none of them listed as a recipe
 
 
 #: Characters a task name refuses (s3task.safetext), each with the words the refusal names it by.
@@ -187,10 +187,10 @@ def test_a_recipe_name_refuses_what_a_task_name_refuses_in_the_same_words(
     with pytest.raises(InvalidInput) as from_a_task:
         service.save_recipe(ALICE, name, task_id)
     with pytest.raises(InvalidInput) as saved_directly:
-        service.recipes.save(ALICE, Recipe(name, "alice", "copy"))
+        service._recipes.save(ALICE, Recipe(name, "alice", "copy"))
     for refused in (from_a_task, saved_directly):
         assert refused.value.message == task_refused.value.message.replace("task name", "recipe name")
-    assert service.recipes.list(ALICE) == []
+    assert service.list_recipes(ALICE) == []
 
 
 def test_a_plain_recipe_name_in_any_script_is_still_saved(service: TaskService) -> None:
@@ -198,4 +198,4 @@ def test_a_plain_recipe_name_in_any_script_is_still_saved(service: TaskService) 
     for name in ("CRM monthly export", "Müller & Søn – März", "月次レポート", "👩\u200d💻 dev report", "هیچ\u200cکس"):
         assert service.save_recipe(ALICE, name, task_id).name == name
     assert service.save_recipe(ALICE, "  spaced   out  ", task_id).name == "spaced out"
-    assert len(service.recipes.list(ALICE)) == 6
+    assert len(service.list_recipes(ALICE)) == 6
