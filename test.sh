@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: ./test.sh [pytest args]
+# The whole test suite, on both cores (pytest-xdist): ./test.sh [pytest args]
 # ./test.sh --fast: the development loop: tests/unit and tests/contract on the local and in-memory
 # stores (everything not marked slow; a test's tier is its folder, see tests/conftest.py), on both cores.
 # Installs what it needs: a virtualenv with the runtime and pyproject.toml's
@@ -25,5 +25,9 @@ fi
 if [ "${1:-}" = "--fast" ]; then
   shift
   set -- -m "not slow and not browser" -n 2 "$@"
+else
+  # Everything, on both cores: a module's tests stay on one worker (its servers and its app started once),
+  # each tier's time and the 25 slowest tests are printed at the end.
+  set -- -n 2 --dist loadscope --durations=25 "$@"
 fi
 exec .venv/bin/python -m pytest "$@"

@@ -192,7 +192,14 @@ class Transitions:
         access.require(actor, record, "submit")
         if record.status != Status.CREATED:
             raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
-        meta, judged = check_input(self.store, record, size)
+        try:
+            meta, judged = check_input(self.store, record, size)
+        except S3TaskError:
+            # A record remembered here may be stale: cancelled meanwhile, its input went with it. Say so.
+            fresh = self.records.read(task_id)[0] if known is not None else record
+            if fresh.status != Status.CREATED:
+                raise InvalidTransition(f"cannot submit {lifecycle.describe(fresh)}") from None
+            raise
         return self.queue(record, etag, meta, judged)
 
     def _remember(self, record: TaskRecord, etag: str) -> None:

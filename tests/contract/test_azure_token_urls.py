@@ -27,7 +27,7 @@ import requests
 from fake_identity import STORAGE, TokenService, token_service
 from sas_urls import aimed_at, tampered
 
-from s3task import cli
+from s3task import cli_store
 from s3task.clock import Clock
 from s3task.config import MAX_URL_SECONDS
 from s3task.errors import (
@@ -207,7 +207,7 @@ def test_doctors_check_says_whether_the_identity_can_get_a_delegation_key(
         assert ok is False
         assert "needs the role Storage Blob Delegator" in what and "the app makes no download links" in what
         capsys.readouterr()
-        assert cli._doctor_signing(signed_in(azurite_oauth, refused, monkeypatch)) == cli.EXIT_ERROR
+        assert cli_store._doctor_signing(signed_in(azurite_oauth, refused, monkeypatch)) == cli_store.EXIT_ERROR
     said = capsys.readouterr()
     assert said.out == "" and said.err.startswith("problem: Azure refused a user delegation key")
     assert "\nfix: give the identity the role Storage Blob Delegator on the storage account" in said.err

@@ -145,7 +145,7 @@ def test_a_worker_on_s3_reports_what_it_did(
         assert value(after, "s3task_store_errors_total", operation="put", error="AlreadyExists") >= 1
         assert value(after, "s3task_queue_depth") == 0
         assert value(after, "s3task_worker_up") == 1
-        # The README's example alerts use only metrics (and labels) a worker exports.
+        # docs/OPERATIONS.md's example alerts use only metrics (and labels) a worker exports.
         families = {name.removesuffix("_total") for name, _ in after}
         for rule in readme_alert_rules():
             for name in re.findall(r"\bs3task_\w+", rule["expr"]):
@@ -156,8 +156,8 @@ def test_a_worker_on_s3_reports_what_it_did(
 
 
 def readme_alert_rules() -> list[dict]:
-    """The README's example rule file, checked against Prometheus' documented rule format."""
-    text = (ROOT / "README.md").read_text()
+    """docs/OPERATIONS.md's example rule file, checked against Prometheus' documented rule format."""
+    text = (ROOT / "docs" / "OPERATIONS.md").read_text()
     section = text.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
     assert len(blocks) == 1, "one rule file in the Metrics section"
