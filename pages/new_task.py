@@ -30,7 +30,7 @@ from s3task import handlers
 from s3task.errors import S3TaskError
 from s3task.handlers import TaskType
 from s3task.tasks.browser_uploads import NoUploadLink
-from ui import context, file_preview, recipe_offer, type_settings
+from ui import context, file_preview, recipe_offer, type_settings, unfinished_uploads
 from ui import format as fmt
 from ui import task_form as tf
 from ui.direct import Plan
@@ -45,6 +45,7 @@ st.write(
 )
 page = NewTaskForm.start(ctx)
 state, keys, prefilled = page.state, page.keys, page.prefilled
+unfinished_uploads.offer(ctx, f"unfinished_uploads_{page.number}")  # a reload mid-upload lands here
 service, actor = ctx.service, ctx.actor
 
 mode = tf.upload_mode(

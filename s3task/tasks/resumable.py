@@ -90,19 +90,7 @@ class Resumable:
         """``actor``'s newest task named ``name`` of ``task_type`` still waiting for its upload of
         ``file`` (created in the last week); None if there is none. A task waiting for another file of
         the same file name is refused in words (a different file is never continued into it)."""
-        root = self.layout.user_root(actor.name)
-        since = self.store.now() - FIND_WITHIN
-        ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(root, limit=MAX_LIST)) if i]
-        recent = [i for i in ids if created_at(i) >= since]
-        records, _ = self.transitions._read_many(actor, recent)
-        waiting = [
-            r
-            for r in records
-            if r.status == Status.CREATED
-            and r.created_by == actor.name
-            and (r.task_name, r.task_type) == (name, task_type)
-            and Fingerprint.from_dict(r.input_fingerprint) is not None
-        ]
+        waiting = [r for r in self.waiting(actor) if (r.task_name, r.task_type) == (name, task_type)]
         for record in waiting:  # newest first, as listed
             if Fingerprint.from_dict(record.input_fingerprint) == file:
                 return record
@@ -115,6 +103,21 @@ class Resumable:
                     "or submit without --resume"
                 )
         return None
+
+    def waiting(self, actor: Actor) -> list[TaskRecord]:
+        """``actor``'s own tasks of the last week still waiting for an upload that can be continued (the file
+        recorded on them), newest first: one listing of their tasks and a read of each recent one."""
+        root = self.layout.user_root(actor.name)
+        since = self.store.now() - FIND_WITHIN
+        ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(root, limit=MAX_LIST)) if i]
+        records, _ = self.transitions._read_many(actor, [i for i in ids if created_at(i) >= since])
+        return [
+            r
+            for r in records
+            if r.status == Status.CREATED
+            and r.created_by == actor.name
+            and Fingerprint.from_dict(r.input_fingerprint) is not None
+        ]
 
     def require_same(self, record: TaskRecord, file: Fingerprint) -> None:
         """Refuse, in words, to continue ``record``'s upload with a file other than the one it was made for."""

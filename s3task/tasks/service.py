@@ -212,6 +212,10 @@ class TaskService:
         """As :meth:`submit_file`, the upload noted on the task, so that it continues if it stops."""
         return self._resumable.submit(actor, name, task_type, payload, stream, file, input_format)
 
+    def unfinished_uploads(self, actor: Actor) -> builtins.list[TaskRecord]:
+        """This user's tasks of the last week whose upload stopped and can be continued, newest first."""
+        return self._resumable.waiting(actor)
+
     def resume_upload(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
         """Send the rest of the file a waiting task is for, and queue it."""
         return self._resumable.resume(actor, record, stream, file)

@@ -151,6 +151,8 @@ def keep_figure(name: str, value: dict) -> None:
 def test_a_reload_mid_upload_then_continue_upload_sends_only_the_missing_parts(
     browser, cors_moto: str, big: Path, tmp_path: Path
 ) -> None:
+    from playwright.sync_api import expect
+
     port = free_port()
     bucket, env = bucket_for(cors_moto, port)
     s3 = boto_client(cors_moto)
@@ -170,6 +172,12 @@ def test_a_reload_mid_upload_then_continue_upload_sends_only_the_missing_parts(
                 page.evaluate("() => location.reload()")  # the person reloads mid-upload
                 settle(page)
                 assert record_of(s3, bucket, task_id)["status"] == "created"
+                # The New task page they land on offers it (issue 36 item 13); its link is the task's page.
+                offered = page.get_by_text("did not finish.").filter(has_text=big.name)
+                expect(offered).to_be_visible(timeout=30_000)
+                link = page.get_by_role("link", name="Continue it")
+                assert link.get_attribute("href", timeout=10_000).endswith(f"task?id={task_id}")
+                shot(page, "new-task-unfinished-upload")
                 before = counted.received
                 throttle(page, -1)
                 continue_on_task_page(page, url, task_id, big, screenshot=True)
