@@ -86,9 +86,17 @@ def status(ctx: Context, record: TaskRecord, now: datetime) -> None:
         st.info(NOT_SUBMITTED)
     shown = counts_of(record).shown()
     for column, (name, label, value) in zip(st.columns(len(shown)), shown, strict=True):
-        column.metric(label, "–" if value is None else f"{value:,}", help=count_help(record, name))
+        help_ = count_help(record, name)
+        if record.status == "abandoned" and name == "rows_written":  # no count that reads like a result
+            label, help_ = CANCELLED_ROWS, CANCELLED_ROWS_HELP
+        column.metric(label, "–" if value is None else f"{value:,}", help=help_)
     if record.status == "failed" and record.last_error:
         _failure(record, ctx.service.may_act(ctx.actor, record))
+
+
+#: A cancelled task's rows written: what it had reached, not a result (issue 36 item 16).
+CANCELLED_ROWS = "Rows written before the cancel (not kept)"
+CANCELLED_ROWS_HELP = "The task was cancelled: the rows it had written are not kept, so it gives no result file."
 
 
 def _rows(record: TaskRecord) -> int:

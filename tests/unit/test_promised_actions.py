@@ -54,3 +54,35 @@ def test_a_failed_task_of_another_user_does_not_tell_them_to_start_again(
     assert "Correct it and start again" not in said, said
     assert "ann or an operator can correct it and start again" in said
     assert list(page_links(other)) == ["All tasks"] and [b.label for b in other.button] == []
+
+
+def test_a_cancelled_task_shows_no_count_that_reads_like_a_result(
+    service: TaskService, app: Callable[..., AppTest]
+) -> None:
+    """Issue 36 item 16: a task cancelled mid-run said "Rows written 75,037" and offered nothing."""
+    from s3task import lifecycle
+    from s3task.progress import Progress
+    from s3task.record import TaskRecord, update_record
+    from ui.detail import CANCELLED_ROWS
+
+    ann = Actor("ann")
+    task_id = service.create(ann, "Big list", "copy").record.task_id
+    service.upload_input(ann, task_id, b"a,b\n1,2\n")
+    service.submit(ann, task_id)
+    held: dict[str, object] = {}
+
+    def claim(r: TaskRecord, now: object) -> TaskRecord:
+        new, held["lease"] = lifecycle.claim(r, now, worker_id="w1", lease_seconds=60)
+        return new
+
+    update_record(service.store, service.layout, task_id, claim)
+    progress = Progress(processed_count=75_037, success_count=75_037, row_count=75_037, bytes_processed=5)
+    update_record(service.store, service.layout, task_id, lambda r, now: lifecycle.heartbeat(
+        r, now, lease=held["lease"], lease_seconds=60, progress=progress))  # fmt: skip
+    service.cancel(ann, task_id)
+    at = app("ann")
+    at.query_params["id"] = task_id
+    at = goto(at, "pages/task.py")
+    labels = [m.label for m in at.metric]
+    assert CANCELLED_ROWS in labels and "Rows written" not in labels
+    assert "75,037" in [m.value for m in at.metric]
