@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 #: Rows with errors a task's page shows to be fixed in place (more: the errors workbook, fixed in Excel).
 EDITABLE_ROWS = 1000
 #: What a task of corrected rows is called: the original's name, then this.
-SUFFIX = " (corrected)"
+#: A correction is named after its original, numbered: "March list (correction 2)".
+NUMBERED = " (correction {n})"
 
 
 class Corrections:
@@ -78,7 +79,8 @@ class Corrections:
         added = added_names(self._error_column(page), names)
         corrected = read_corrected(data, names, added, self.error_rows(actor, task_id))
         new_id = new_task_id()
-        name = root.task_name[: MAX_NAME - len(SUFFIX)] + SUFFIX
+        suffix = NUMBERED.format(n=len(root.corrections) + 1)  # the root lists every correction made of it
+        name = root.task_name[: MAX_NAME - len(suffix)] + suffix
         record = self.transitions.prepare(
             actor, name, root.task_type, dict(root.payload), {"delimiter": ",", "encoding": "utf-8"},
             corrects=root.task_id, task_id=new_id,

@@ -103,7 +103,8 @@ def test_rows_fixed_on_a_correction_page_correct_the_original_with_its_row_numbe
     assert [(r[1], r[2]) for r in left[1:]] == [("5", "Dee")]
     c2 = tasks.submit_correction(ADA, c1.task_id, fixed(left, {"dee@": "dee@example.com"}))
     c2 = work(tasks, c2.task_id)
-    assert c2.corrects == original.task_id and c2.task_name == "March list (corrected)"
+    assert c1.task_name == "March list (correction 1)"  # numbered in the order they were sent (issue 36 item 15)
+    assert c2.corrects == original.task_id and c2.task_name == "March list (correction 2)"
     assert stored(tasks, original.task_id).corrections == [c1.task_id, c2.task_id]
     assert stored(tasks, c1.task_id).corrections == []
     tasks.ensure_combined(ADA, original.task_id)

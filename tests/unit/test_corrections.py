@@ -77,7 +77,7 @@ def test_the_corrected_rows_make_a_linked_task_of_only_those_rows(service: TaskS
     made = service.submit_correction(ADA, original.task_id, corrected(service, original.task_id, fixes))
     assert made.status == Status.QUEUED and made.corrects == original.task_id
     assert (made.task_type, made.payload) == (original.task_type, original.payload)  # its type and settings
-    assert made.task_name == "March list (corrected)"
+    assert made.task_name == "March list (correction 1)"
     assert stored(service, original.task_id).corrections == [made.task_id]
     # Its input: the original's columns only (the error and row columns dropped), those rows, as corrected.
     rows = list(csv.reader(io.StringIO(stored_text(service, made.input_object_path), newline="")))

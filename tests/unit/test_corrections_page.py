@@ -74,7 +74,7 @@ def test_each_page_names_the_other_with_the_counts_before_and_after(app, service
     at = task_page(app, made.task_id)
     assert "There: 2 rows with errors. Here: no rows with errors." in texts(at)
     at = task_page(app, original)
-    assert links(at)["March list (corrected)"] == f"task?id={made.task_id}"
+    assert links(at)["March list (correction 1)"] == f"task?id={made.task_id}"
     assert "2 rows run again · no rows with errors" in texts(at)
 
 
@@ -123,7 +123,7 @@ def test_the_task_list_shows_a_correction_right_under_its_original(app, service:
     at.run()
     at = at.switch_page("pages/tasks.py").run()
     assert not at.exception, at.exception
-    assert listed(at) == ["April list", "March list", "↳ March list (corrected)"]
+    assert listed(at) == ["April list", "March list", "↳ March list (correction 1)"]
     assert made.corrects == original
 
 
