@@ -74,14 +74,19 @@ class Answer:
     sort_order: str = ""
 
 
-def check(query: Query, columns: list[str], window: int = WINDOW) -> None:
-    """Refuse, with the reason, a query that names no column of the output, reaches past ``window``, or
-    searches for more than :data:`MAX_SEARCH` characters."""
+def check_lengths(query: Query) -> None:
+    """Refuse a search or filter text longer than :data:`MAX_SEARCH` characters, in words."""
     for label, text in [("the search", query.search)] + [(f"the filter of {n!r}", v) for n, v in query.filters]:
         if len(text) > MAX_SEARCH:
             raise InvalidInput(
                 f"{label} is {len(text):,} characters long; a search or a filter holds at most {MAX_SEARCH:,}"
             )
+
+
+def check(query: Query, columns: list[str], window: int = WINDOW) -> None:
+    """Refuse, with the reason, a query that names no column of the output, reaches past ``window``, or
+    searches for more than :data:`MAX_SEARCH` characters."""
+    check_lengths(query)
     for name in [n for n, _ in query.filters] + ([query.sort] if query.sort else []):
         if name not in columns:
             raise InvalidInput(f"the result has no column {name!r}")

@@ -85,7 +85,7 @@ def downloads(ctx: Context, record: TaskRecord) -> None:
         st.info(f"Only {fmt.plain(record.created_by)} or an operator can see and download the result of this task.")
         return
     try:
-        size: int | None = service.output_size(actor, record)
+        size: int | None = service.output_size(actor, task_id)
     except NotFound:
         st.warning(
             "The result file is no longer in the task store (finished tasks' files may be kept for a limited time).",

@@ -48,7 +48,7 @@ def offer(ctx: Context, record: TaskRecord) -> None:
     """The waiting task's words, and, where it can be continued by this user, the picker and the button."""
     recorded = Fingerprint.from_dict(record.input_fingerprint)
     # None: no file recorded, another user's task, or a store that gives no upload link (now)
-    if recorded is None or ctx.service.browser_upload_link(ctx.actor, record) is None:
+    if recorded is None or ctx.service.browser_upload_link(ctx.actor, record.task_id) is None:
         st.info(NEVER_SUBMITTED)
         return
     st.info(
@@ -91,7 +91,7 @@ def _continue(ctx: Context, record: TaskRecord) -> None:
     def start() -> None:
         assert chosen is not None and file is not None
         try:
-            state[plan_key] = direct.Plan(service.continue_browser_upload(actor, record, file), chosen.id)
+            state[plan_key] = direct.Plan(service.continue_browser_upload(actor, task_id, file), chosen.id)
         except S3TaskError as e:
             state[note_key] = ("error", "The upload could not continue: " + str(e))
 

@@ -119,30 +119,33 @@ def text_array(piece: bytes) -> pa.Array:
 
 @dataclass(frozen=True)
 class Shared:
-    """A workbook's shared strings: their texts, each one's size in UTF-8 bytes, and which are longer than
-    a cell holds (their text is dropped: a cell that names one is refused)."""
+    """A workbook's shared strings: their texts, each one's size in UTF-8 bytes (int32: 4 bytes a string), and
+    the numbers of those longer than a cell holds (their text is dropped: a cell that names one is refused)."""
 
     texts: pa.Array
     sizes: np.ndarray
-    too_long: np.ndarray
+    too_long: np.ndarray  # sorted string numbers
 
     @classmethod
     def of(cls, texts: pa.Array) -> Shared:
-        sizes = pc.binary_length(texts.cast(pa.large_binary())).to_numpy(zero_copy_only=False).astype(np.int64)
-        too_long = np.zeros(len(texts), bool)
-        for i in np.flatnonzero(sizes > MAX_CELL_CHARS).tolist():  # UTF-16 units never outnumber UTF-8 bytes
-            too_long[i] = excel_length(texts[i].as_py()) > MAX_CELL_CHARS
-        if too_long.any():
-            texts = pc.if_else(pa.array(too_long), pa.scalar("", texts.type), texts)
-            sizes = np.where(too_long, 0, sizes)
+        sizes = np.array(pc.binary_length(texts), dtype=np.int32)  # a copy of its own: written below
+        over = np.flatnonzero(sizes > MAX_CELL_CHARS)  # UTF-16 units never outnumber UTF-8 bytes
+        too_long = np.array([i for i in over.tolist() if excel_length(texts[i].as_py()) > MAX_CELL_CHARS], np.int64)
+        if len(too_long):
+            mask = np.zeros(len(texts), bool)
+            mask[too_long] = True
+            texts = pc.if_else(pa.array(mask), pa.scalar("", texts.type), texts)
+            sizes[too_long] = 0
         return cls(texts, sizes, too_long)
 
     @classmethod
     def concat(cls, parts: list[Shared]) -> Shared:
         if not parts:
             return cls.of(pa.array([], TEXT))
-        texts = pa.concat_arrays([p.texts for p in parts])
-        return cls(texts, np.concatenate([p.sizes for p in parts]), np.concatenate([p.too_long for p in parts]))
+        offsets = np.cumsum([0] + [len(p.texts) for p in parts[:-1]])
+        too_long = np.concatenate([p.too_long + at for p, at in zip(parts, offsets, strict=True)])
+        texts = parts[0].texts if len(parts) == 1 else pa.concat_arrays([p.texts for p in parts])
+        return cls(texts, np.concatenate([p.sizes for p in parts]), too_long)
 
 
 def excel_length(text: str) -> int:
@@ -230,12 +233,12 @@ def _check_shared(
     """Refuse a cell naming a shared string longer than a cell holds, before any is copied for the cells that
     name it; a piece whose cells would copy more text than a block holds is read in halves (one row: refused)."""
     known = index < len(shared.texts)  # the rest: a preview's marker for a text not sent
-    too_long = np.zeros(len(index), bool)
-    too_long[known] = shared.too_long[index[known]]
-    if too_long.any():
-        at = int(np.flatnonzero(too_long)[0])
-        raise InvalidInput(_too_long(int(rows[at]), int(columns[at]), sheet))
-    text = int(shared.sizes[index[known]].sum()) + xml
+    if len(shared.too_long):
+        too_long = np.isin(index, shared.too_long) & known
+        if too_long.any():
+            at = int(np.flatnonzero(too_long)[0])
+            raise InvalidInput(_too_long(int(rows[at]), int(columns[at]), sheet))
+    text = int(shared.sizes[index[known]].sum(dtype=np.int64)) + xml
     if text > MAX_BLOCK_TEXT:
         if len(np.unique(rows)) > 1:
             raise TooMuchText

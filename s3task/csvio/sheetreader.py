@@ -32,6 +32,11 @@ from .workbook import DAMAGED, MAX_SHEET_XML, MAX_STRINGS_XML, Workbook, open_pa
 #: (1,048,575 rows × 6, bench/workbook.py), peak RSS and CPU: 4 MB 271 MB, 7.9 s; 2 MB 243 MB, 8.7 s
 #: (the same, within the noise of a loaded box); 1 MB 240 MB, 10.7 s.
 PIECE_BYTES = 2 << 20
+#: The text a sheet may unpack to in all: this many times the workbook's size, and at least
+#: :data:`MIN_SHEET_TEXT`. A real sheet's text is a few times its file (shared strings spare repeats); one
+#: whose cells all name one long string unpacked 12,000 times its 78 KB (found by the outside review).
+TEXT_RATIO = 100
+MIN_SHEET_TEXT = 256 << 20
 #: Rows looked at to find the header, and rows under a candidate it is compared with.
 HEADER_SCAN_ROWS = 30
 HEADER_LOOKAHEAD = 10
@@ -165,7 +170,7 @@ class WorkbookReader:
         self.input_size = os.stat(source).st_size if isinstance(source, (str, os.PathLike)) else _size(source)
         self._xml_size = book.zip.getinfo(part).file_size
         styles = styles_of(read_part(book.zip, book.styles_part)) if book.styles_part else []
-        self._shared, self._styles = shared_strings(book), styles
+        self._shared, self._styles, self._text = shared_strings(book), styles, 0
         self._stream = open_part(book.zip, part, MAX_SHEET_XML)
         pieces = _pieces(self._stream, b"worksheet", b"row", piece_bytes)
         self._cells = ((cells, end) for p, end in pieces for cells in self._cells_of(_sheet_data(p)))
@@ -183,6 +188,15 @@ class WorkbookReader:
             for half in _halves(piece):
                 yield from self._cells_of(half)
             return
+        except pa.ArrowInvalid as e:  # a cell's number, index or style that is no number ("", " 0", "1e0")
+            raise InvalidInput(DAMAGED) from e
+        self._text += cells.values.nbytes
+        budget = max(MIN_SHEET_TEXT, TEXT_RATIO * self.input_size)
+        if self._text > budget:
+            raise InvalidInput(
+                f"sheet {self.sheet!r} unpacks to more than {budget / 1e6:,.0f} MB of text, over {TEXT_RATIO} times "
+                "the workbook's size, which no real workbook does (its cells repeat long texts), so it is not read"
+            )
         yield _released(cells)
 
     def _header(self, chosen: int | None) -> tuple[int, list[str], int, tuple[Cells, int]]:

@@ -89,7 +89,7 @@ class Inputs:
             judged = judge_input(self.store, record, head, meta)
             known = self.transitions.recall(record.task_id)
             return self.transitions.queue(record, None if known is None else known[1], meta, judged)
-        except S3TaskError:
+        except Exception:  # a refusal, the store failing, or a bug: no task is left half-made either way
             # Nobody has seen this task: remove it. Once its queueing began (or if the store fails
             # us), cancel it instead, so it is never left waiting for a file.
             if not self.transitions.discard(record):
@@ -140,31 +140,16 @@ class Inputs:
 
     def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
         """Drop an upload that will not finish: its parts, and the task made for it with what was sent of its
-        file (:meth:`cancel`; best effort)."""
+        file (``Transitions.cancel``, s3task.tasks.unsent; best effort)."""
         if upload_id:
             with contextlib.suppress(S3TaskError):
                 self.abort_multipart(actor, task_id, upload_id)
         with contextlib.suppress(S3TaskError):
-            self.cancel(actor, task_id)
-
-    def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
-        """Cancel the task. One still waiting for its file was never queued, so no worker reads what was sent
-        of it: every unfinished upload of its input goes (S3: each multipart upload started for it, however
-        many), and so does the input itself (a file the finish refused, larger than declared, say), instead
-        of staying in the store until its clean-up rule or someone notices (best effort, after the cancel)."""
-        waiting = self.transitions.get(actor, task_id, fresh=True).status == Status.CREATED
-        record = self.transitions.cancel(actor, task_id)
-        if waiting and record.status == Status.ABANDONED:
-            drop = getattr(self.store, "drop_unfinished", None)
-            with contextlib.suppress(S3TaskError):
-                if drop is not None:
-                    drop(record.input_object_path)
-                self.store.delete(record.input_object_path)
-        return record
+            self.transitions.cancel(actor, task_id)
 
     # --- the steps ------------------------------------------------------------------------------
 
-    def _uploadable(self, actor: Actor, task_id: str) -> TaskRecord:
+    def uploadable(self, actor: Actor, task_id: str) -> TaskRecord:
         """The task, if ``actor`` may put its input now: until it is submitted."""
         record = self.transitions.get(actor, task_id)
         access.require(actor, record, "upload to")
@@ -174,7 +159,7 @@ class Inputs:
 
     def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
         """Store the input (streamed). Allowed until the task is submitted."""
-        return self._store_input(self._uploadable(actor, task_id), stream)[0]
+        return self._store_input(self.uploadable(actor, task_id), stream)[0]
 
     def _store_input(self, record: TaskRecord, stream: BinaryIO | bytes | Iterable[bytes]) -> tuple[ObjectMeta, bytes]:
         """Write the input; its size and ETag as stored, and its first ``INSPECT_BYTES`` (for the check)."""
@@ -205,14 +190,14 @@ class Inputs:
 
     def create_multipart(self, actor: Actor, task_id: str) -> str:
         """Start a multipart upload of the input; returns its upload id."""
-        key = self._uploadable(actor, task_id).input_object_path
+        key = self.uploadable(actor, task_id).input_object_path
         return self._multipart_store().create_multipart(key, content_type=CSV_TYPE)
 
     def presign_parts(
         self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None
     ) -> list[str]:
         """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed)."""
-        key = self._uploadable(actor, task_id).input_object_path
+        key = self.uploadable(actor, task_id).input_object_path
         store, seconds = self._multipart_store(), expires or self.urls.seconds
         return [store.presign_part(key, upload_id, n, expires=seconds) for n in numbers]
 
@@ -220,7 +205,7 @@ class Inputs:
         self, actor: Actor, task_id: str, upload_id: str, parts: list[tuple[int, str]]
     ) -> ObjectMeta:
         """Join the uploaded parts (number, ETag) into the input. Only before submit, like any upload."""
-        key = self._uploadable(actor, task_id).input_object_path
+        key = self.uploadable(actor, task_id).input_object_path
         self._multipart_store().complete_multipart(key, upload_id, parts)
         return self.store.head(key)
 

@@ -165,6 +165,7 @@ class Outputs:
     def _view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> tuple[TaskRecord, str]:
         if suffix not in query.VIEW_KINDS:
             raise InvalidInput(f"no view download as {suffix!r}: use one of {', '.join(query.VIEW_KINDS)}")
+        query.check_lengths(question)  # refused here, not after a file was started
         record, _ = self._completed(actor, task_id)
         return record, self.layout.view_key(task_id, record.attempt_id, query.digest(question), suffix)
 

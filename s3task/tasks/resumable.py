@@ -136,7 +136,7 @@ class Resumable:
         """The upload in parts a browser sends ``file`` to, for a task still waiting for it: the one noted
         on the task with the parts the store holds of it, or (none noted, or gone) a new one, noted before
         any part is sent. A file other than the one recorded on the task is refused (:meth:`require_same`)."""
-        record = self.inputs._uploadable(actor, task_id)
+        record = self.inputs.uploadable(actor, task_id)
         self.require_same(record, file)
         record, _etag, held = self._upload_of(actor, record, file)
         part_size = int(record.input_upload["part_size"])

@@ -125,8 +125,8 @@ class TaskService:
         return self._transitions.list(actor, limit=limit, cursor=cursor, mine=mine)
 
     def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
-        """Cancel the task; one still waiting for its file also loses what was sent of it (``Inputs.cancel``)."""
-        return self._inputs.cancel(actor, task_id)
+        """Cancel the task; one still waiting for its file also loses what was sent of it (tasks/unsent.py)."""
+        return self._transitions.cancel(actor, task_id)
 
     def retry(self, actor: Actor, task_id: str) -> TaskRecord:
         return self._transitions.retry(actor, task_id)
@@ -235,10 +235,13 @@ class TaskService:
         """A new task, and where the browser sends its file (NoUploadLink: send it through the app)."""
         return self._browser.begin(actor, name, task_type, payload, input_format, size, file)
 
-    def browser_upload_link(self, actor: Actor, record: TaskRecord) -> str | None:
-        """Where a browser may continue the upload of a waiting task: None when it cannot (no file recorded,
-        another user's, or a store that gives no upload link)."""
-        if Fingerprint.from_dict(record.input_fingerprint) is None or not access.may_act(actor, record):
+    def browser_upload_link(self, actor: Actor, task_id: str) -> str | None:
+        """Where a browser may continue the upload of the task ``task_id``: None when it cannot (not waiting for
+        its file, no file recorded, another user's, or a store that gives no upload link now)."""
+        record = self._transitions.get(actor, task_id)
+        if record.status != "created" or not access.may_act(actor, record):
+            return None
+        if Fingerprint.from_dict(record.input_fingerprint) is None:
             return None
         return self._browser.link(record)[0]
 
@@ -246,8 +249,10 @@ class TaskService:
         """Refuse, in words, a file that is not the one the waiting task ``record`` is for."""
         self._resumable.require_same(record, file)
 
-    def continue_browser_upload(self, actor: Actor, record: TaskRecord, file: Fingerprint) -> UploadPlan:
-        return self._browser.resume(actor, record, file)
+    def continue_browser_upload(self, actor: Actor, task_id: str, file: Fingerprint) -> UploadPlan:
+        """Where the browser sends the rest of the file the task ``task_id`` waits for (this user's, still
+        waiting; the same file, else refused in words)."""
+        return self._browser.resume(actor, self._inputs.uploadable(actor, task_id), file)
 
     def finish_browser_upload(self, actor: Actor, plan: UploadPlan, sent: Iterable[tuple[Any, Any]] = ()) -> TaskRecord:
         return self._browser.finish(actor, plan, sent)
@@ -271,8 +276,9 @@ class TaskService:
     ) -> AbstractContextManager[BinaryIO]:
         return self._outputs.open_output(actor, task_id, variant)
 
-    def output_size(self, actor: Actor, record: TaskRecord) -> int:
-        """The size of ``record``'s stored output, in bytes (NotFound: it is no longer in the store)."""
+    def output_size(self, actor: Actor, task_id: str) -> int:
+        """The size of the task's stored output, in bytes (NotFound: it is no longer in the store)."""
+        record = self._transitions.get(actor, task_id)
         access.require(actor, record, "download the result of")
         return self._store.head(record.output_object_path or "").size
 

@@ -26,11 +26,12 @@ from ..ids import new_task_id, validate_task_id
 from ..progress import Progress
 from ..record import CAS_TRIES, SCHEMA_VERSION, Records, TaskRecord, new_write_id, parse_iso, to_iso
 from ..states import State, Status
-from ..store.base import MultipartStore, ObjectMeta, PutMode
+from ..store.base import ObjectMeta, PutMode
 from . import access
 from .access import Actor
 from .input_check import Judged, check_input
 from .limits import CreateLimits, CreateRate, SizedCache, record_bytes
+from .unsent import drop_unsent
 
 log = logging.getLogger("s3task.tasks")
 
@@ -367,18 +368,8 @@ class Transitions:
         # Record first, then the marker: a crash in between leaves a stale
         # marker, which the next poll removes.
         self.store.delete(self.layout.active_key(task_id))
-        self._abort_upload(written.before)
+        drop_unsent(self.store, written.before)  # a task waiting for its file: what was sent of it goes
         return written.record
-
-    def _abort_upload(self, before: TaskRecord) -> None:
-        """A task cancelled while waiting for its upload in parts (``input_upload``: a CLI's, to be continued):
-        its parts go now, and a ``--resume`` still sending is refused by the store. Best effort: the bucket's
-        rule drops unfinished uploads after a day anyway."""
-        upload_id = (before.input_upload or {}).get("upload_id")
-        if before.status != Status.CREATED or not upload_id or not isinstance(self.store, MultipartStore):
-            return
-        with contextlib.suppress(S3TaskError):
-            self.store.abort_multipart(before.input_object_path, str(upload_id))
 
     def retry(self, actor: Actor, task_id: str) -> TaskRecord:
         record = self.get(actor, task_id)

@@ -67,9 +67,11 @@ def nginx_conf(tmp: Path, upstream: int, ports: dict[str, int]) -> str:
         }}
     }}""")
     temp = " ".join(f"{kind}_temp_path {tmp / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    user = "user root;" if os.geteuid() == 0 else ""  # else nginx's workers drop to nobody
+    # One process (master_process off), so a SIGKILL leaves no worker holding the ports; as root it stays root.
+    user = "user root;" if os.geteuid() == 0 else ""
     return f"""{user}
 daemon off;
+master_process off;
 worker_processes 1;
 pid {tmp / "nginx.pid"};
 error_log {tmp / "error.log"} warn;

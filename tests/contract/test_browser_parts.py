@@ -66,7 +66,7 @@ def test_a_browser_upload_is_noted_then_continued_with_only_the_missing_parts(s3
     s3.upload_part(key, first.upload_id, 4, part(DATA, 4)[:-1])  # cut short: not kept
 
     again = TaskService(s3, LAYOUT)  # the page reloaded, or another app process: nothing remembered
-    plan = again.continue_browser_upload(ADA, noted, file)
+    plan = again.continue_browser_upload(ADA, task_id, file)
     assert plan.upload_id == first.upload_id and plan.held == sent
     assert plan.parts is not None and [bool(u) for u in plan.parts] == [False, True, False, True]
     browser_sent = {"parts": [[2, s3.upload_part(key, first.upload_id, 2, part(DATA, 2))],
@@ -91,13 +91,13 @@ def test_another_file_is_refused_in_words_and_the_task_and_its_upload_stay(s3) -
 
     edited = DATA[:-10] + b"9999999999"  # the same size and name, another end
     with pytest.raises(InvalidInput) as refused:
-        service.continue_browser_upload(ADA, before[0], other(edited))
+        service.continue_browser_upload(ADA, task_id, other(edited))
     assert str(refused.value) == (
         f"this is not the file task {task_id} was made for ('data.csv' has the same size but other content at its "
         "start or end); nothing was sent, and the task still waits for 'data.csv'"
     )
     with pytest.raises(InvalidInput, match=r"made for 'data\.csv', not 'other\.csv'"):
-        service.continue_browser_upload(ADA, before[0], other(DATA, "other.csv"))
+        service.continue_browser_upload(ADA, task_id, other(DATA, "other.csv"))
     assert read_record(s3, LAYOUT, task_id) == before  # nothing written, nothing started
 
 
@@ -138,7 +138,7 @@ def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(
     waiting = read_record(s3, LAYOUT, task_id)[0]
     assert waiting.status == "created"  # still waiting, not cancelled
     assert len(s3.list_parts(key, plan.upload_id)) == 4  # every part still held
-    again = TaskService(s3, LAYOUT).continue_browser_upload(ADA, waiting, file)
+    again = TaskService(s3, LAYOUT).continue_browser_upload(ADA, waiting.task_id, file)
     assert again.parts == (None, None, None, None)  # continuing sends nothing: the store holds it all
     queued = service.finish_browser_upload(ADA, again)
     assert queued.status == "queued"

@@ -64,3 +64,26 @@ def test_a_cancel_aborts_every_upload_started_for_the_waiting_task(
     assert {u["UploadId"] for u in open_uploads} == set(started)
     assert service.cancel(ADA, task_id).status == "abandoned"
     assert store.client.list_multipart_uploads(Bucket=store.bucket, Prefix=key).get("Uploads", []) == []
+
+
+def test_a_cancel_that_may_not_list_uploads_still_deletes_the_file_and_says_so(
+    tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On the least-privilege role (no s3:ListBucketMultipartUploads) the listing is refused: the delete
+    still goes, and the log says what was left to the bucket's rule (found by the outside review)."""
+    from s3task.errors import AccessDenied
+
+    store = make_store("local", tmp_path, request)
+    service = TaskService(store, LAYOUT)
+    task_id = service.create(ADA, "waiting", "copy").record.task_id
+    service.upload_input(ADA, task_id, b"id\n1\n")
+    key = read_record(store, LAYOUT, task_id)[0].input_object_path
+
+    def denied(key: str) -> int:
+        raise AccessDenied(f"listing the uploads of {key} is not allowed")
+
+    request.getfixturevalue("monkeypatch").setattr(store, "drop_unfinished", denied)
+    assert service.cancel(ADA, task_id).status == "abandoned"
+    with pytest.raises(NotFound):
+        store.head(key)
+    assert "aborting the other unfinished uploads" in caplog.text and "is not allowed" in caplog.text

@@ -305,6 +305,8 @@ def test_a_search_or_filter_longer_than_a_thousand_characters_is_refused_in_word
     with pytest.raises(InvalidInput, match="the filter of 'name' is 1,001 characters long"):
         ask(service, customer_task, filters=(("name", long),))
     assert ask(service, customer_task, search="x" * query.MAX_SEARCH).matching == 0  # at the bound: asked
+    with pytest.raises(InvalidInput, match="the search is 1,001 characters long"):  # the view download too
+        service.prepare_view(ADA, customer_task.task_id, query.Query(search=long), "csv")
 
 
 def test_a_long_search_of_a_result_16384_columns_wide_costs_what_a_short_one_does(service) -> None:

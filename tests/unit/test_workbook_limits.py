@@ -106,3 +106,36 @@ def test_too_many_sheets_or_too_much_xml_in_all_is_refused_in_words() -> None:
         open_workbook(io.BytesIO(data))
     with pytest.raises(InvalidInput, match=r"would unpack to 15\.0 GB, more than the 4\.0 GB s3task reads"):
         open_workbook(io.BytesIO(many_sheets_book()))
+
+
+def test_a_sheet_whose_cells_repeat_a_long_text_past_its_budget_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the outside review: rows of 1,000 cells each naming one 32,767-character string pass every cell
+    limit, and 78 KB unpacked to 983 MB of text. A sheet may unpack to at most 100 times its file (at least
+    MIN_SHEET_TEXT; lowered here so the test reads 8 MB, not 256)."""
+    from s3task.csvio import sheetreader
+
+    monkeypatch.setattr(sheetreader, "MIN_SHEET_TEXT", 8 << 20)
+    row = "".join(f'<c r="{col}{{r}}" t="s"><v>0</v></c>' for col in _columns(100))
+    rows = header_row() + "".join(f'<row r="{r}">' + row.format(r=r) + "</row>" for r in range(2, 12))
+    data = sheets_book({"Fan": rows}, ["f" * 32_767])
+    assert len(data) < 100_000
+    with pytest.raises(InvalidInput, match=r"sheet 'Fan' unpacks to more than 8 MB of text, over 100 times"):
+        read_all(data)
+
+
+@pytest.mark.parametrize("value", ["", " 0", "1e0", "9" * 20])
+def test_a_shared_string_index_that_is_no_number_is_damage_in_words(value: str) -> None:
+    data = sheets_book({"Data": header_row() + f'<row r="2"><c r="A2" t="s"><v>{value}</v></c></row>'}, ["x"])
+    with pytest.raises(InvalidInput, match="the workbook is damaged"):
+        read_all(data)
+
+
+def test_the_preview_shows_a_long_cell_cut_and_holds_a_bounded_part_of_the_sheet() -> None:
+    from ui.inspection import Inspection
+    from ui.workbookfile import PREVIEW_CELL, inspect_workbook
+
+    data = sheets_book({"Data": header_row() + naming_shared(2, 3)}, ["y" * 5_000])
+    result = Inspection("long.xlsx", len(data))
+    inspect_workbook(result, io.BytesIO(data), None, 20)
+    assert result.problem is None and result.preview is not None
+    assert list(result.preview["note"]) == ["y" * PREVIEW_CELL + "…"] * 3
