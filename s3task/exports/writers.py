@@ -54,8 +54,10 @@ def make(
                     store, record, stream, sink, legacy=legacy, error_column=error_column, write_sheet=write_sheet,
                     created=when, rows_key=rows_key,
                 )  # fmt: skip
-            elif variant == "xlsx":
-                write_xlsx(stream, sink, legacy=legacy, created=parse_iso(record.finished_at))
+            elif variant == "xlsx":  # two passes too: which columns are numbers and dates, then the rows
+                write_xlsx(
+                    lambda: store.open_read(source, if_match=meta.etag), sink, created=parse_iso(record.finished_at)
+                )
             else:
                 write_csv(stream, sink, legacy=legacy, errors_only=variant == "errors", error_column=error_column)
     except AlreadyExists:
@@ -84,19 +86,31 @@ def write_csv(stream: Any, sink: Any, *, legacy: bool, errors_only: bool, error_
     return rows
 
 
-def write_xlsx(stream: Any, sink: Any, *, legacy: bool, created: datetime | None = None) -> int:
-    """The output as one worksheet of text cells, streamed (xlsxwriter's constant-memory mode).
+def write_xlsx(open_source: Any, sink: Any, *, created: datetime | None = None) -> int:
+    """The output that ``open_source()`` opens (called twice: each pass a read of its own) as one worksheet,
+    streamed (xlsxwriter's constant-memory mode): a first pass decides which columns are numbers and dates
+    (:mod:`.excel_types`), the second writes the rows as they are read; xlsxwriter keeps one row in memory
+    and the sheet's XML in a temporary file, which it then zips into ``sink``. Returns the data rows written."""
+    from .excel_types import excel_kinds
 
-    Rows are written as they are read; xlsxwriter keeps one row in memory and the sheet's XML in
-    a temporary file, which it then zips into ``sink``. Returns the data rows written.
-    """
-    names, tables = exact_tables(stream, legacy)
-    return write_sheet(names, tables, sink, created=created)
+    with open_source() as raw:
+        legacy, stream = peek_bom(raw)
+        names, tables = exact_tables(stream, legacy)
+        kinds = excel_kinds(tables, names)
+    with open_source() as raw:
+        legacy, stream = peek_bom(raw)
+        names, tables = exact_tables(stream, legacy)
+        return write_sheet(names, tables, sink, created=created, kinds=kinds)
 
 
-def write_sheet(names: list[str], tables: Any, sink: Any, *, created: datetime | None = None) -> int:
-    """Rows given as Arrow tables of text, under ``names``, as one worksheet of text cells (see write_xlsx)."""
+def write_sheet(
+    names: list[str], tables: Any, sink: Any, *, created: datetime | None = None, kinds: list[str] | None = None
+) -> int:
+    """Rows given as Arrow tables of text, under ``names``, as one worksheet (see write_xlsx): text cells, or
+    each column as ``kinds`` says (:mod:`.excel_types`: numbers and dates where every value is one)."""
     import xlsxwriter  # type: ignore[import-untyped]  # the app and the CLI need it; a worker never does
+
+    from .excel_types import TEXT, values_of
 
     if len(names) > variants.EXCEL_MAX_COLUMNS:
         raise CannotExport(variants.too_many_columns(len(names)))
@@ -112,30 +126,45 @@ def write_sheet(names: list[str], tables: Any, sink: Any, *, created: datetime |
     # Fixed timestamps: the same output always gives the same bytes.
     book.set_properties({"created": created or datetime(2000, 1, 1, tzinfo=UTC)})
     sheet = book.add_worksheet(SHEET_NAME)
-    write = sheet.write_string
-    _write_row(write, 0, names)
+    kinds = kinds or [TEXT] * len(names)
+    writes = [_writer(book, sheet, kind) for kind in kinds]
+    _write_row([sheet.write_string] * len(names), 0, names)
     row = 0
     for table in tables:
         if row + table.num_rows + 1 > variants.EXCEL_MAX_ROWS:
             raise CannotExport(variants.too_many_rows(row + table.num_rows))
-        for batch in table.to_batches(max_chunksize=_PY_ROWS):  # Python strings for a few rows at a time
-            for values in zip(*(col.to_pylist() for col in batch.columns), strict=True):
+        for batch in table.to_batches(max_chunksize=_PY_ROWS):  # Python values for a few rows at a time
+            columns = [values_of(col, kind) for col, kind in zip(batch.columns, kinds, strict=True)]
+            for values in zip(*columns, strict=True):
                 row += 1
-                _write_row(write, row, values)
+                _write_row(writes, row, values)
     sheet.freeze_panes(1, 0)
     book.close()
     return row
 
 
-def _write_row(write: Any, row: int, values: Any) -> None:
+def _writer(book: Any, sheet: Any, kind: str) -> Any:
+    """How a column of ``kind`` is written: a text cell, a number, or a date shown as ISO 8601."""
+    from .excel_types import DATE, DATETIME, NUMBER
+
+    if kind == NUMBER:
+        return sheet.write_number
+    if kind in (DATE, DATETIME):
+        shown = book.add_format({"num_format": "yyyy-mm-dd" if kind == DATE else "yyyy-mm-dd hh:mm:ss"})
+        return lambda row, col, value: sheet.write_datetime(row, col, value, shown)
+    return sheet.write_string
+
+
+def _write_row(writes: list[Any], row: int, values: Any) -> None:
     limit = variants.EXCEL_MAX_CELL
     for col, value in enumerate(values):
-        if value:
+        if value is None or value == "":
+            continue
+        if isinstance(value, str) and len(value) > limit // 2 and variants.excel_length(value) > limit:
             # Excel counts UTF-16 units (an emoji is two); only a value past half the limit can exceed it.
-            if len(value) > limit // 2 and variants.excel_length(value) > limit:
-                raise CannotExport(variants.too_long(row, value))
-            if write(row, col, value) != 0:  # xlsxwriter cuts what it finds too long and says so (-2)
-                raise CannotExport(variants.too_long(row, value))
+            raise CannotExport(variants.too_long(row, value))
+        if writes[col](row, col, value) != 0:  # xlsxwriter cuts what it finds too long and says so (-2)
+            raise CannotExport(variants.too_long(row, str(value)))
 
 
 class _WriteOnly:

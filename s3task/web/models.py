@@ -255,7 +255,8 @@ class OutputQuery(BaseModel):
         "`errors-xlsx` the same rows as an Excel workbook: the error, the row in the file the task read, then "
         "the input's cells as read (to fix and upload as a correction), `combined` the output with the rows its "
         "completed corrections ran again in their places (409 before one has completed), "
-        "`xlsx` an Excel workbook of text cells, `parquet` a Parquet file with each column typed as its values "
+        "`xlsx` an Excel workbook (numbers and dates where every value of a column is one Excel keeps exactly, "
+        "else text cells), `parquet` a Parquet file with each column typed as its values "
         "allow (bool, int64, float64, date32, timestamp, else string; docs/API.md). The first request for exact, "
         "errors, errors-xlsx, xlsx, parquet or combined makes that file "
         "and answers when it is made (xlsx: about 12 s per 100,000 rows of 11 columns); later ones answer at once.",

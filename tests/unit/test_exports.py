@@ -398,3 +398,33 @@ def test_copies_are_made_a_few_at_a_time_and_a_refusal_is_not_tried_again(tmp_pa
     with pytest.raises(OSError):
         made.start("y", broken).result(30)
     assert tries == [1, 2, 2]  # a failure that may pass is tried again
+
+
+TYPED = [
+    ["amount", "mixed", "code", "id16", "day", "stamp", "other_date", "text", "phone", "gaps"],
+    ["1234.5", "12", "00123", "1234567890123456", "2026-03-01", "2026-03-01T14:30:00", "01/03/2026", "=SUM(A1)",
+     "+4420", ""],
+    ["-42", "twelve", "0042", "1", "1999-12-31", "1999-12-31 23:59:59", "31/12/1999", "@home", "+31", "7"],
+    ["0.1", "3", "7", "2", "", "", "", "-minus", "+1", ""],
+]  # fmt: skip
+
+
+def test_the_excel_copy_writes_numbers_and_dates_where_every_value_is_one(service: TaskService) -> None:
+    """Issue 36 item 12: amounts that sum, dates that sort; anything Excel would not keep exactly stays text."""
+    import datetime as dt
+
+    record = completed(service, TYPED)
+    sheet = openpyxl.load_workbook(io.BytesIO(read(service, record, "xlsx"))).active
+    rows = list(sheet.iter_rows(min_row=2, max_row=4, max_col=len(TYPED[0])))
+    column = {name: [row[i] for row in rows] for i, name in enumerate(TYPED[0])}
+    assert [c.value for c in column["amount"]] == [1234.5, -42, 0.1] and column["amount"][0].data_type == "n"
+    for name in ("mixed", "code", "id16", "other_date", "text", "phone"):  # text, exactly as produced
+        got = [c.value for c in column[name]]
+        assert got == [row[TYPED[0].index(name)] or None for row in TYPED[1:]], name
+        assert all(c.data_type == "s" for c in column[name] if c.value is not None), name
+    assert [c.value for c in column["day"]] == [dt.datetime(2026, 3, 1), dt.datetime(1999, 12, 31), None]
+    assert column["day"][0].is_date and column["day"][0].number_format == "yyyy-mm-dd"
+    assert column["stamp"][0].value == dt.datetime(2026, 3, 1, 14, 30) and column["stamp"][0].is_date
+    assert [c.value for c in column["gaps"]] == [None, 7, None]  # an empty cell stays empty
+    # The CSV keeps its guard: the text that a spreadsheet would run is protected there, not here.
+    assert "'=SUM(A1)" in read(service, record, "csv").decode("utf-8-sig")
