@@ -87,7 +87,18 @@ def _asked_of(book: Workbook, asked: InputFormat, result: Inspection) -> InputFo
         sheet, header = None, None
     if sheet is None:
         sheet = book.sheet(None).name if any(s.visible for s in book.sheets) else None
+        opened = next((s for s in book.sheets if s.name == book.active and s.visible), None)
+        if sheet is not None and opened is not None and opened.name != sheet:  # notes opened on, a table beside
+            taken = next(s for s in book.sheets if s.name == sheet)
+            result.note = (
+                f"This workbook opens on its sheet {opened.name!r} ({_rows(opened.rows)}); the table on "
+                f"{sheet!r} ({_rows(taken.rows)}) is shown. Choose another sheet above if that is not the one."
+            )
     return InputFormat(kind=XLSX, sheet=sheet, header_row=header)
+
+
+def _rows(count: int | None) -> str:
+    return "rows not counted" if count is None else f"{count:,} row{'s' if count != 1 else ''}"
 
 
 def _read_rows(result: Inspection, book: Workbook, rows: int, source: IO[bytes] | SparseFile) -> None:

@@ -147,7 +147,8 @@ class WorkbookReader:
         header_row: int | None = None,
         piece_bytes: int = PIECE_BYTES,
     ) -> None:
-        self._book = source if isinstance(source, Workbook) else open_workbook(source, count_rows=False)
+        # Rows are counted only to choose the default sheet (notes opened on, a table beside them).
+        self._book = source if isinstance(source, Workbook) else open_workbook(source, count_rows=sheet is None)
         try:
             self._start(source, sheet, header_row, piece_bytes)
         except BaseException:

@@ -90,17 +90,33 @@ class Workbook:
 
     def sheet(self, name: str | None) -> Sheet:
         """The sheet called ``name``; by default the one the workbook opens on (its active tab, as Excel
-        shows it on opening: the sheet it was saved on), else the first visible one."""
+        shows it on opening: the sheet it was saved on), else the first visible one — unless that one holds
+        a few rows of notes (at most :data:`NOTES_ROWS`) and another visible sheet a table (at least
+        :data:`TABLE_ROWS` rows, ten times as many): then the sheet with the most rows."""
         if name is None:
             visible = [s for s in self.sheets if s.visible]
             if not visible:
                 raise InvalidInput("the workbook has no visible worksheet — " + AGAIN)
-            return next((s for s in visible if s.name == self.active), visible[0])
+            opened = next((s for s in visible if s.name == self.active), visible[0])
+            return _table_over_notes(opened, visible)
         for sheet in self.sheets:
             if sheet.name == name:
                 return sheet
         names = ", ".join(repr(s.name) for s in self.sheets)
         raise InvalidInput(f"the workbook has no sheet called {name!r}; its sheets are {names}")
+
+
+#: A sheet of at most this many rows, opened on, is taken for notes when another holds a table.
+NOTES_ROWS = 10
+#: A sheet of at least this many rows (and ten times the notes') holds a table.
+TABLE_ROWS = 100
+
+
+def _table_over_notes(opened: Sheet, visible: list[Sheet]) -> Sheet:
+    if opened.rows is None or opened.rows > NOTES_ROWS:
+        return opened
+    tables = [s for s in visible if s.rows is not None and s.rows >= max(TABLE_ROWS, 10 * opened.rows)]
+    return max(tables, key=lambda s: s.rows or 0) if tables else opened  # the first of the largest
 
 
 def check_signature(start: bytes) -> None:

@@ -82,3 +82,36 @@ def test_the_task_reads_the_sheet_saved_on(tmp_path: Path, via: str) -> None:
     assert done.status == "completed" and done.input_format["sheet"] == "Customers"
     out = service.store.get(done.output_object_path).body.decode("utf-8-sig")  # the output starts with a BOM
     assert list(csv.reader(io.StringIO(out))) == CUSTOMERS
+
+
+def notes_then_table(path: Path, table_rows: int) -> bytes:
+    """A two-row "Read me" sheet, saved on, and a "Data" sheet of ``table_rows`` customers."""
+    wb = openpyxl.Workbook()
+    notes = wb.active
+    assert notes is not None
+    notes.title = "Read me"
+    notes.append(["This export holds March's customers."])
+    notes.append(["Questions: the CRM team."])
+    data = wb.create_sheet("Data")
+    data.append(CUSTOMERS[0])
+    for i in range(table_rows):
+        data.append([f"C{i}", f"user{i}@example.com"])
+    wb.active = 0
+    wb.save(path)
+    return path.read_bytes()
+
+
+def test_a_workbook_saved_on_its_notes_is_read_from_the_table_beside_them(tmp_path: Path) -> None:
+    """Issue 36 item 11: saved on a 2-row "Read me" sheet, with 20,011 rows on the next, it was read from the
+    notes, with no hint. A sheet of notes opened on gives way to a sheet that holds a table; the preview says so."""
+    data = notes_then_table(tmp_path / "n.xlsx", 500)
+    with WorkbookReader(io.BytesIO(data), None, None) as reader:
+        assert reader.sheet == "Data" and reader.names == CUSTOMERS[0]
+    seen = inspect_upload("n.xlsx", len(data), io.BytesIO(data))
+    assert seen.input_format is not None and seen.input_format.sheet == "Data"
+    assert seen.note is not None and "opens on its sheet 'Read me' (2 rows); the table on 'Data' (501 rows)" in (
+        seen.note
+    )
+    # A small second sheet is no table: the sheet saved on is read, as before.
+    with WorkbookReader(io.BytesIO(notes_then_table(tmp_path / "s.xlsx", 5)), None, None) as reader:
+        assert reader.sheet == "Read me"
