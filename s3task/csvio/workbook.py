@@ -164,8 +164,22 @@ def open_workbook(source: str | os.PathLike[str] | IO[bytes], count_rows: bool =
         raise InvalidInput("this is an Excel binary workbook (.xlsb) — " + AGAIN)
     main = _office_document(archive, names)
     if main is None:
-        raise InvalidInput("this is a zip file but not an Excel workbook (it holds no workbook) — " + AGAIN)
+        raise InvalidInput(_not_a_workbook(names))
     return _workbook(archive, main, names, [ROW_COUNT_XML] if count_rows else [0])
+
+
+#: Other Office files are zips too: named as what they are, not as "a zip file".
+_OTHER_OFFICE = {"word/document.xml": "a Word document (.docx)", "ppt/presentation.xml": "a PowerPoint file (.pptx)"}
+
+
+def _not_a_workbook(names: set[str]) -> str:
+    for part, what in _OTHER_OFFICE.items():
+        if part in names:
+            return (
+                f"this is {what}, not an Excel workbook — copy its table into Excel, save it as .xlsx or .csv "
+                "and upload that"
+            )
+    return "this is a zip file but not an Excel workbook (it holds no workbook) — " + AGAIN
 
 
 def _start(file: IO[bytes]) -> bytes:

@@ -5,6 +5,7 @@ left behind) and in the worker (failed for good, not retried) — and a sheet li
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zipfile
 from pathlib import Path
@@ -111,3 +112,18 @@ def test_a_sheet_listed_many_times_is_read_once(good: bytes, monkeypatch: pytest
     book = workbook.open_workbook(io.BytesIO(out.getvalue()))
     assert len(book.sheets) == 901 and book.sheets[0].rows == book.sheets[899].rows == 5  # "Customers · 5 rows"
     assert sorted(reads) == sorted({s.part for s in book.sheets})  # each part once
+
+
+@pytest.mark.parametrize(
+    ("part", "said"),
+    [("word/document.xml", "this is a Word document (.docx), not an Excel workbook"),
+     ("ppt/presentation.xml", "this is a PowerPoint file (.pptx), not an Excel workbook")],
+)  # fmt: skip
+def test_a_word_or_powerpoint_file_is_named_as_what_it_is(part: str, said: str) -> None:
+    """Issue 36 item 18: a Word document was refused as "a zip file", words from inside the code."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr(part, "<document/>")
+    with pytest.raises(InvalidInput, match=re.escape(said)):
+        workbook.open_workbook(io.BytesIO(out.getvalue()))
