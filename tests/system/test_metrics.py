@@ -123,8 +123,11 @@ def test_a_worker_on_s3_reports_what_it_did(
         assert read_record(store, layout, bad)[0].final
 
         def counted() -> Samples | None:
+            """Every attempt counted: a counter goes up just after the record's write the test saw."""
             s = scrape(url)
-            return s if value(s, "s3task_attempt_duration_seconds_count", task_type="copy", outcome="failed") else None
+            done = value(s, "s3task_attempt_duration_seconds_count", task_type="copy", outcome="failed")
+            ended = total(s, "s3task_tasks_completed_total")  # copy's "good" and test_gated's "held"
+            return s if done and ended >= 2 else None
 
         after = wait_for(counted, timeout=10, what="the last attempt counted")
         assert value(after, "s3task_tasks_claimed_total", task_type="copy") == 2
