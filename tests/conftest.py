@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -375,3 +376,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _TIER_SECONDS:
         spent = ", ".join(f"{tier} {_TIER_SECONDS[tier]:,.0f} s" for tier in TIERS if tier in _TIER_SECONDS)
         terminalreporter.write_line(f"time in tests by tier (summed over the workers): {spent}")
+
+
+@pytest.fixture(autouse=True)
+def _main_module_kept() -> Iterator[None]:
+    """Put back ``sys.modules["__main__"]`` after each test. Streamlit's AppTest runs a page as ``__main__``
+    and leaves it there; a worker started later in the same test process then has its fork server run that
+    page's script in every attempt process (multiprocessing re-imports ``__main__`` by its path), and each
+    attempt died with exit code 1 (``NameError: name '__args' is not defined``) — seen only when pytest-xdist
+    put an AppTest module and a worker test on one worker."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
