@@ -309,6 +309,7 @@ def test_a_search_or_filter_longer_than_a_thousand_characters_is_refused_in_word
         service.prepare_view(ADA, customer_task.task_id, query.Query(search=long), "csv")
 
 
+@pytest.mark.slow  # a 16,384-column result, searched twice: outside the development loop
 def test_a_long_search_of_a_result_16384_columns_wide_costs_what_a_short_one_does(service) -> None:
     """Issue 36 item 3: 50 rows × 16,384 columns; a 1,000-character search took 3.1 s there (1 MB: 110 s),
     as each column prepared the search text anew. Both searches are timed in this process and compared."""
