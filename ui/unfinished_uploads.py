@@ -2,7 +2,8 @@
 reloaded or closed mid-upload leaves its task waiting for the file, and the New task page lists it —
 the file, its size, when — with *Continue* (the task's page, which sends only what the store lacks:
 ui/resume_upload.py) and *Discard* (cancels the task, and what was sent of the file goes with it).
-Looked up once per form: a listing of the person's tasks and a read of each of the last week's."""
+Looked up once per form (a listing of the person's tasks and a read of each of the last week's) and kept
+for the form's other runs."""
 
 from __future__ import annotations
 
@@ -25,17 +26,14 @@ def offer(ctx: Context, key: str) -> None:
         st.error("Could not discard it: " + fmt.plain(state.pop(f"{key}_error")), icon=":material/error:")
     if key not in state:
         try:
-            state[key] = [r.task_id for r in ctx.service.unfinished_uploads(ctx.actor)][:SHOWN]
+            state[key] = ctx.service.unfinished_uploads(ctx.actor)[:SHOWN]
         except S3TaskError:
             state[key] = []  # a help, not the page: a store that cannot list them now offers none
-    for task_id in list(state[key]):
-        try:
-            record = ctx.service.get(ctx.actor, task_id)
-        except S3TaskError:
-            continue
+    for record in state[key]:  # as looked up for this form: no store call on the page's other runs
         file = Fingerprint.from_dict(record.input_fingerprint)
-        if file is None or record.status != "created":
+        if file is None:
             continue
+        task_id = record.task_id
         with st.container(border=True):
             st.markdown(
                 f":material/upload: The upload of **{fmt.plain(file.name)}** ({fmt.size(file.size)}) for "
@@ -53,4 +51,4 @@ def _discard(ctx: Context, task_id: str, key: str) -> None:
         ctx.service.cancel(ctx.actor, task_id)
     except S3TaskError as e:
         st.session_state[f"{key}_error"] = str(e)
-    st.session_state[key] = [t for t in st.session_state.get(key, []) if t != task_id]
+    st.session_state[key] = [r for r in st.session_state.get(key, []) if r.task_id != task_id]
