@@ -33,6 +33,11 @@ def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
     s.add_argument("--handlers", action="append", metavar="MODULE", dest="sub_handlers", help=handlers_help)
     s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument(
+        "--steps",
+        metavar="STEPS.json",
+        help="a list of steps and checks to run (the type 'steps', \"Prepare the table\"; docs/STEPS.md)",
+    )
+    s.add_argument(
         "--column",
         action="append",
         default=[],
@@ -63,6 +68,17 @@ def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
 
+def _steps_file(path: str) -> Any:
+    """The step list in ``path`` as JSON (checked when the task is made, with the file's header)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read(1 << 20))
+    except ValueError as e:
+        raise InvalidInput(f"{path} is not a step list in JSON: {e}") from e
+
+
 def _add_workbook_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--sheet", metavar="NAME", help="a workbook's sheet to read; default: the one it opens on in Excel")
     s.add_argument(
@@ -78,6 +94,11 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     if not path.is_file():
         raise InvalidInput(f"{path} is not a file")
     params = dict(_pairs(args.param, "--param", "KEY=VALUE"))
+    if args.steps:
+        params["steps"] = _steps_file(args.steps)
+        if args.task_type not in (None, "steps"):
+            raise InvalidInput(f"--steps makes a 'steps' task, not {args.task_type}")
+        args.task_type = "steps"
     with path.open("rb") as f:
         given = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
         given = {key: value for key, value in given.items() if value is not None}

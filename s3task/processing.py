@@ -50,6 +50,7 @@ def run(
     *,
     block_size: int = DEFAULT_BLOCK_SIZE,
     input_format: InputFormat | None = None,
+    context: Any = None,
 ) -> Progress:
     """Process ``source`` (anything with ``read(n)``) into ``sink`` (anything with ``write(bytes)``).
 
@@ -65,8 +66,12 @@ def run(
     A workbook's ``source`` must be a seekable file (its zip directory is at its
     end: see :func:`s3task.csvio.spool.spooled`); it is read on the calling thread
     until its header is found, then block by block on the reader thread.
+    ``context``: what a task type that reads more than its input needs (the step
+    list's, :class:`s3task.steps.wholefile.Context`); given to it as ``handler.context``.
     """
     handler = handlers.get(task_type)(params)
+    if context is not None and hasattr(handler, "context"):
+        handler.context = context
     reader = _reader(source, block_size, input_format)
     try:
         return _process(handler, reader, sink, on_progress)
@@ -104,21 +109,35 @@ def _process(
                 output.submit(table)
             counts.add(written.rows, written.errors)
 
-        fed = False
-        for table, end in _prefetch(reader.tables(), name="s3task-read"):
-            emit(handler.process(table.to_pandas(use_threads=False)))  # zero-copy text: threads add nothing
-            counts.processed_count += table.num_rows
-            counts.bytes_processed = end
-            counts.protected_count = writer.protected  # cells given a leading ' (counted on the writer thread)
-            on_progress(replace(counts))
-            fed = True
-        if not fed:  # header only: the handler still sees the columns, so the output has a header
-            emit(handler.process(reader.empty_table().to_pandas(use_threads=False)))
-        emit(handler.finish())
+        if handler.takes_arrow:
+            for table in handler.stream(_counted(reader, counts, writer, on_progress)):
+                emit(table)
+        else:
+            for table in _counted(reader, counts, writer, on_progress):
+                emit(handler.process(table.to_pandas(use_threads=False)))  # zero-copy text: threads add nothing
+            emit(handler.finish())
         output.submit(_CLOSE)
     counts.protected_count = writer.protected  # the writer thread has finished: exact
     on_progress(replace(counts))
     return counts
+
+
+def _counted(
+    reader: CsvReader | WorkbookReader, counts: Progress, writer: CsvWriter, on_progress: Any
+) -> Iterator[Any]:
+    """The input's tables, the counts moved on as each is done with (``protected``: the cells the writer
+    thread gave a leading '). At least one table: a header-only file gives its empty table, so the task
+    type still sees the columns and the output has a header."""
+    fed = False
+    for table, end in _prefetch(reader.tables(), name="s3task-read"):
+        fed = True
+        yield table
+        counts.processed_count += table.num_rows
+        counts.bytes_processed = end
+        counts.protected_count = writer.protected
+        on_progress(replace(counts))
+    if not fed:
+        yield reader.empty_table()
 
 
 _DONE = object()

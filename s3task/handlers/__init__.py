@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # only in annotations: task types are read (names, parameters
 ERROR_COLUMN = "error"
 
 #: What a parameter holds; the app renders each as its own kind of input.
-ParamType = Literal["str", "int", "float", "bool", "choice"]
+ParamType = Literal["str", "int", "float", "bool", "choice", "steps"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ class Param:
                 return text in ("1", "true", "yes", "on")
         except (TypeError, ValueError) as e:
             raise InvalidInput(f"parameter {self.name!r} must be a {self.type}, not {value!r}") from e
+        if self.type == "steps":
+            return value  # a step list: its task type reads and checks it (s3task.handlers.steps)
         text = str(value)
         if self.type == "choice" and text not in self.choices:
             raise InvalidInput(f"parameter {self.name!r} must be one of {', '.join(self.choices)}")
@@ -91,6 +93,9 @@ class TaskType:
     #: The columns it needs from the file (:mod:`s3task.handlers.columns`): found at submit, the file
     #: refused without them, the column found written into the parameter each names.
     needs: ClassVar[tuple[Need, ...]] = ()
+    #: Whether ``stream`` takes the input as Arrow tables (all columns text) instead of ``process`` taking
+    #: pandas frames: ``stream(tables)`` yields the output tables (s3task.handlers.steps).
+    takes_arrow: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         #: The values of this task's parameters (``params`` declares them).
@@ -102,6 +107,15 @@ class TaskType:
 
     def finish(self) -> pd.DataFrame | None:
         return None
+
+    @classmethod
+    def check_header(cls, params: Mapping[str, Any], names: list[str]) -> None:
+        """Refuse (InvalidInput) a file whose header the parameters cannot work with; called before queueing."""
+
+    @classmethod
+    def references(cls, params: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Other tasks whose results the task reads, as (what reads it, task id): checked when it is made."""
+        return []
 
     @classmethod
     def validate(cls, payload: Mapping[str, Any] | None) -> dict[str, Any]:

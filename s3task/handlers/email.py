@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..email_rule import ADDRESS as _ADDRESS  # the rule, shared with the steps' email check
+from ..email_rule import DOMAIN as _DOMAIN
+from ..email_rule import LOCAL as _LOCAL
 from . import ERROR_COLUMN, Param, TaskType, columns, register
 
 if TYPE_CHECKING:  # used in annotations; imported where used, so listing task types needs no pandas
@@ -62,18 +65,6 @@ ROLE_ACCOUNTS = frozenset(
     webmaster welcome usenet uucp www
     """.split()  # noqa: SIM905  (a word list reads better than a list literal)
 )
-
-# RE2 patterns (Arrow's regex engine) for lower-cased addresses. Any non-ASCII character other
-# than a space is allowed, for internationalised addresses (RFC 6531) and domains; punycode too.
-# No counted repetition such as {0,61}: with Unicode classes it makes RE2 many times slower.
-_INTL = r"[^\x00-\x7f\x{a0}\x{2000}-\x{200b}\x{3000}]"
-_ATOM = rf"(?:[a-z0-9!#$%&'*+/=?^_`{{|}}~-]|{_INTL})+"
-_LOCAL = rf"{_ATOM}(?:\.{_ATOM})*"
-_ALNUM = rf"(?:[a-z0-9]|{_INTL})"
-_LABEL = rf"{_ALNUM}(?:(?:{_ALNUM}|-)*{_ALNUM})?"
-_DOMAIN = rf"(?:{_LABEL}\.)+(?:(?:[a-z]|{_INTL}){{2,}}|xn--[a-z0-9-]+)"
-_ADDRESS = rf"^{_LOCAL}@{_DOMAIN}$"
-
 
 #: The email column, as the New task page, the submit check and the worker find it (s3task.handlers.columns).
 EMAIL = columns.Need(

@@ -1,6 +1,7 @@
 """Steps and checks: a list of small changes and checks that staff build in the browser and run on any file.
 
-- :mod:`~s3task.steps.spec`: what a list is, read from JSON with a plain-words error per step.
+- :mod:`~s3task.steps.spec`: what a list is; :mod:`~s3task.steps.reading` reads one from JSON, a plain-words
+  error per step.
 - :mod:`~s3task.steps.kinds`: every kind of step and check, declared once.
 - :mod:`~s3task.steps.engine`: the list checked against a header, then run block by block.
 - :mod:`~s3task.steps.cells`, :mod:`~s3task.steps.rows`, :mod:`~s3task.steps.dates`,
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
-from .spec import Kind, Step, StepError, StepList, all_kinds, as_text, parse
+from .reading import all_kinds, as_text, parse
+from .spec import Kind, Step, StepError, StepList
 
 __all__ = ["Kind", "Step", "StepError", "StepList", "all_kinds", "as_text", "parse"]

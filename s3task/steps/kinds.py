@@ -9,7 +9,16 @@ Schema's constraint names for the checks (``required``, ``unique``, ``pattern``,
 
 from __future__ import annotations
 
-from .spec import Field, Kind, declare
+from .spec import Field, Kind
+
+#: Every kind of step, by its name in JSON (filled below, in menu order).
+KINDS: dict[str, Kind] = {}
+
+
+def declare(kind: Kind) -> Kind:
+    KINDS[kind.name] = kind
+    return kind
+
 
 COLUMNS_ALL = "The columns it works on; none listed: every column."
 CASES = ("upper", "lower", "title")

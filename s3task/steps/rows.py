@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .kinds import TESTS
 from .spec import MAX_ITEMS, MAX_TEXT, StepError
 
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
 
 
 def read_condition(where: str, raw: Any) -> dict[str, Any]:
-    from .kinds import TESTS
-
     if not isinstance(raw, Mapping):
         raise StepError(f'{where} is an object with "column" and "is"')
     unknown = sorted(set(raw) - {"column", "is", "value", "values", "ignore_case"})

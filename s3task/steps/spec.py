@@ -1,4 +1,4 @@
-"""What a step list is: the kinds of step, their fields, and reading a list from JSON.
+"""What a step list is: kinds of step, their fields, steps, lists (read from JSON by :mod:`.reading`).
 
 A step list is a JSON array of objects. Each object names its kind in ``"step"`` and carries that
 kind's fields; ``"off": true`` keeps a step in the list without running it, and ``"note"`` is free
@@ -6,14 +6,11 @@ text for the person who keeps the list. Every kind is declared once, here and in
 :mod:`s3task.steps.kinds`: the check of a list, the published JSON Schema, the New task page's
 form and the CLI's help all read the same declaration, so they cannot drift apart.
 
-A problem names the step by its number (1 = the first) and its title, in words a person who built
-the list in the browser understands: "Step 3 (Keep rows): the column 'Region' is not in the table".
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,7 +28,11 @@ FieldKind = Literal["column", "columns", "text", "texts", "bool", "choice", "num
 
 
 class StepError(InvalidInput):
-    """A step list that cannot run: the message names the step and says what is wrong."""
+    """A step list that cannot run: the message names the step and says what is wrong (``step``: its number)."""
+
+    def __init__(self, message: str | None = None, step: int | None = None) -> None:
+        super().__init__(message)
+        self.step = step
 
 
 @dataclass(frozen=True)
@@ -76,13 +77,15 @@ class Step:
         return f"Step {self.number} ({self.kind.title})"
 
     def fail(self, problem: str) -> StepError:
-        return StepError(f"{self.label}: {problem}")
+        return StepError(f"{self.label}: {problem}", self.number)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"step": self.kind.name, **self.values}
+        """The step as JSON, without the fields left empty (read back, they are empty again)."""
+        kept = {k: v for k, v in self.values.items() if v not in ("", [], {}, None)}
+        out: dict[str, Any] = {"step": self.kind.name, **kept}
         if self.off:
             out["off"] = True
         if self.note:
@@ -100,186 +103,3 @@ class StepList:
 
     def to_json(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.steps]
-
-
-_KINDS: dict[str, Kind] = {}
-
-
-def declare(kind: Kind) -> Kind:
-    _KINDS[kind.name] = kind
-    return kind
-
-
-def all_kinds() -> dict[str, Kind]:
-    import s3task.steps.kinds  # noqa: F401  (declares on import)
-
-    return _KINDS
-
-
-def parse(raw: Any) -> StepList:
-    """Read a step list from JSON (text, bytes, or the parsed value): a :class:`StepError` if it is not one."""
-    if isinstance(raw, bytes | str):
-        if len(raw) > MAX_LIST_BYTES:
-            raise StepError(f"the step list is {len(raw):,} bytes; at most {MAX_LIST_BYTES // 1024} KiB")
-        try:
-            raw = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise StepError(f"the step list is not valid JSON: {e}") from e
-    if isinstance(raw, Mapping) and "steps" in raw:
-        raw = raw["steps"]  # {"steps": [...]}: the form the task's parameters and a recipe keep
-    if not isinstance(raw, list):
-        raise StepError('a step list is a JSON array of steps, e.g. [{"step": "trim", "columns": []}]')
-    if len(raw) > MAX_STEPS:
-        raise StepError(f"the list has {len(raw)} steps; at most {MAX_STEPS}")
-    if len(json.dumps(raw, ensure_ascii=False).encode()) > MAX_LIST_BYTES:
-        raise StepError(f"the step list takes more than {MAX_LIST_BYTES // 1024} KiB")
-    known = all_kinds()
-    steps = []
-    for number, item in enumerate(raw, 1):
-        if not isinstance(item, Mapping):
-            raise StepError(f'Step {number}: a step is a JSON object with a "step" field')
-        name = item.get("step")
-        if name not in known:
-            names = ", ".join(sorted(known))
-            raise StepError(f"Step {number}: there is no step {name!r} (the steps are: {names})")
-        steps.append(_read_step(number, known[name], item))
-    return StepList(tuple(steps))
-
-
-def _read_step(number: int, kind: Kind, item: Mapping[str, Any]) -> Step:
-    label = f"Step {number} ({kind.title})"
-    allowed = {f.name for f in kind.fields} | {"step", "off", "note"}
-    unknown = sorted(set(item) - allowed)
-    if unknown:
-        fields = ", ".join(f.name for f in kind.fields) or "none"
-        raise StepError(f"{label}: it has no field {', '.join(map(repr, unknown))} (its fields: {fields})")
-    off = item.get("off", False)
-    if not isinstance(off, bool):
-        raise StepError(f'{label}: "off" is true or false')
-    note = item.get("note", "")
-    if not isinstance(note, str) or len(note) > MAX_TEXT:
-        raise StepError(f'{label}: "note" is text of at most {MAX_TEXT} characters')
-    values = {f.name: _read_field(label, f, item.get(f.name)) for f in kind.fields}
-    return Step(number, kind, values, off, note)
-
-
-def _read_field(label: str, spec: Field, value: Any) -> Any:
-    where = f"{label}: {spec.title} ({spec.name})"
-    if value is None or (value == "" and spec.kind in ("column", "choice")) or value == []:
-        if spec.required:
-            raise StepError(f"{where} is required")
-        return _empty(spec)
-    reader = _READERS[spec.kind]
-    return reader(where, spec, value)
-
-
-def _empty(spec: Field) -> Any:
-    if spec.default is not None:
-        return spec.default
-    return {"columns": [], "texts": [], "pairs": [], "conditions": [], "renames": {}}.get(spec.kind, "")
-
-
-def _text(where: str, value: Any, *, empty_ok: bool = True) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise StepError(f"{where} is text, not {type(value).__name__}")
-    text = value if isinstance(value, str) else json.dumps(value)
-    if len(text) > MAX_TEXT:
-        raise StepError(f"{where} is longer than {MAX_TEXT} characters")
-    if not empty_ok and not text:
-        raise StepError(f"{where} is empty")
-    return text
-
-
-def _texts(where: str, value: Any, *, empty_ok: bool = True) -> list[str]:
-    if not isinstance(value, list):
-        raise StepError(f"{where} is a list")
-    if len(value) > MAX_ITEMS:
-        raise StepError(f"{where} has {len(value):,} items; at most {MAX_ITEMS:,}")
-    return [_text(f"{where}, item {i}", v, empty_ok=empty_ok) for i, v in enumerate(value, 1)]
-
-
-def _column(where: str, spec: Field, value: Any) -> str:
-    return _text(where, value, empty_ok=False)
-
-
-def _columns(where: str, spec: Field, value: Any) -> list[str]:
-    names = _texts(where, value, empty_ok=False)
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise StepError(f"{where} names the column {name!r} twice")
-        seen.add(name)
-    return names
-
-
-def _bool(where: str, spec: Field, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise StepError(f"{where} is true or false")
-    return value
-
-
-def _choice(where: str, spec: Field, value: Any) -> str:
-    if value not in spec.choices:
-        raise StepError(f"{where} is one of {', '.join(spec.choices)}; not {value!r}")
-    return str(value)
-
-
-def _number(where: str, spec: Field, value: Any) -> float | int | str:
-    if isinstance(value, bool):
-        raise StepError(f"{where} is a number")
-    if isinstance(value, int | float):
-        return value
-    text = _text(where, value, empty_ok=False)
-    return text  # a number or a date written as text; the kind's own check reads it
-
-
-def _renames(where: str, spec: Field, value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping) or not value:
-        raise StepError(f'{where} is an object of old name to new name, e.g. {{"Cust No": "customer_id"}}')
-    if len(value) > MAX_ITEMS:
-        raise StepError(f"{where} has {len(value):,} names; at most {MAX_ITEMS:,}")
-    return {_text(where, k, empty_ok=False): _text(where, v, empty_ok=False) for k, v in value.items()}
-
-
-def _pairs(where: str, spec: Field, value: Any) -> list[list[str]]:
-    if not isinstance(value, list):
-        raise StepError(f"{where} is a list of [find, replace with] pairs")
-    if len(value) > MAX_ITEMS:
-        raise StepError(f"{where} has {len(value):,} pairs; at most {MAX_ITEMS:,}")
-    out = []
-    for i, pair in enumerate(value, 1):
-        if not isinstance(pair, list | tuple) or len(pair) != 2:
-            raise StepError(f"{where}, item {i} is a pair [find, replace with]")
-        out.append([_text(f"{where}, item {i}", pair[0], empty_ok=False), _text(f"{where}, item {i}", pair[1])])
-    return out
-
-
-def _conditions(where: str, spec: Field, value: Any) -> list[dict[str, Any]]:
-    from .rows import read_condition  # the tests a condition may make live with the code that makes them
-
-    if not isinstance(value, list) or not value:
-        example = '[{"column": "Region", "is": "equals", "value": "North"}]'
-        raise StepError(f"{where} is a list of conditions, e.g. {example}")
-    if len(value) > 100:
-        raise StepError(f"{where} has {len(value)} conditions; at most 100")
-    return [read_condition(f"{where}, condition {i}", c) for i, c in enumerate(value, 1)]
-
-
-_READERS: dict[str, Any] = {
-    "column": _column,
-    "columns": _columns,
-    "text": lambda where, spec, v: _text(where, v),
-    "texts": lambda where, spec, v: _texts(where, v),
-    "bool": _bool,
-    "choice": _choice,
-    "number": _number,
-    "renames": _renames,
-    "pairs": _pairs,
-    "conditions": _conditions,
-}
-
-
-def as_text(steps: StepList | Sequence[Mapping[str, Any]]) -> str:
-    """The list as the JSON a person keeps in a file (one step a line)."""
-    items = steps.to_json() if isinstance(steps, StepList) else list(steps)
-    return "[\n" + ",\n".join("  " + json.dumps(s, ensure_ascii=False) for s in items) + "\n]\n"

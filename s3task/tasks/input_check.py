@@ -53,7 +53,8 @@ def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: Objec
     (``head``) — and a ``detect`` in the task's input format is settled here (as the New task page's
     preview detects it). A workbook is opened (see above)."""
     whole = len(head) >= meta.size
-    needs = handlers.get(record.task_type).needs
+    kind = handlers.get(record.task_type)
+    needs = kind.needs
     try:
         read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
         if read_as.is_workbook:
@@ -62,10 +63,13 @@ def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: Objec
             start = read_start(head, whole=whole, rows=bool(needs), input_format=read_as)
     except InvalidInput as e:  # the worker's words, saying whose they are
         raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
-    if not needs or start is None:  # None: a header longer than the bytes looked at; the worker judges it
+    if start is None:  # a header longer than the bytes looked at; the worker judges it
         return Judged(read_as, {})
     names, rows = start
     try:
+        kind.check_header(record.payload, list(names))
+        if not needs:
+            return Judged(read_as, {})
         found = columns.require(needs, record.payload, names, sample_of(rows))
     except InvalidInput as e:
         raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e

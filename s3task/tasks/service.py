@@ -30,6 +30,7 @@ from .limits import CreateLimits
 from .outputs import Outputs
 from .recipes import Recipe, Recipes
 from .resumable import Resumable
+from .step_lists import StepLists
 from .transitions import Page, Transitions
 from .urls import Urls, UrlSigner
 
@@ -70,13 +71,14 @@ class TaskService:
         self._resumable = Resumable(self._transitions, self._inputs)  # uploads that continue after a break
         self._browser = BrowserUploads(self._inputs, self._resumable)
         self._corrections = Corrections(self._inputs, self._outputs)  # rows with errors sent back corrected
+        #: Step lists before they run: read, checked, previewed (a public part of the door: its own methods).
+        self.steps = StepLists(self._transitions)
 
     # --- what the service works on ------------------------------------------------------------------------
 
     @property
     def store(self) -> ObjectStore:
-        """The object store the tasks live in: for what works on the store itself, not on tasks (the local
-        store's ``/transfer`` routes, tests); pages, the CLI and the API act on tasks through the methods."""
+        """The object store, for what works on the store itself (the local store's ``/transfer`` routes)."""
         return self._store
 
     @property
@@ -376,9 +378,7 @@ class TaskService:
         """The recipe this user may use whose columns are the file's ``header``, if any."""
         return self._recipes.matching(actor, header)
 
-    # --- settings -----------------------------------------------------------------------------------------------
-
-    @property
+    @property  # the settings it was made with
     def on_queued(self) -> Callable[[str], None] | None:
         """Called with the task id after a submit or retry has queued it (the app wakes its embedded worker)."""
         return self._transitions.on_queued

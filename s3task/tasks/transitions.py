@@ -31,6 +31,7 @@ from . import access
 from .access import Actor
 from .input_check import Judged, check_input
 from .limits import CreateLimits, CreateRate, SizedCache, record_bytes
+from .references import check_references
 from .unsent import drop_unsent
 
 log = logging.getLogger("s3task.tasks")
@@ -125,6 +126,7 @@ class Transitions:
         # Names reach operators' terminals (``s3task list``) and logs: no control or invisible characters.
         name = safetext.check_name(name, "task", MAX_NAME)
         params = handlers.get(task_type).validate(payload)
+        check_references(actor, task_type, params, lambda task_id: self.get(actor, task_id))
         read_as = csvio.parse_input_format(input_format, allow_detect=True)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
         # a record written bigger could never be read (or listed, or cancelled) again.

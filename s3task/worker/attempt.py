@@ -187,6 +187,7 @@ class Attempt:
             write_id=secrets.token_hex(8),
             input_format=dict(self.record.input_format),
             input_size=self.record.input_size_bytes or 0,
+            memory_mb=self.settings.max_child_memory_mb or 0,
         )
         self._proc = TaskProcess(job)
         return self._proc

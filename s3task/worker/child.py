@@ -8,10 +8,13 @@ parent is the one writer of ``status.json``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,8 @@ class Job:
     input_format: dict[str, Any] = field(default_factory=dict)
     #: The input's size as pinned at submit: a workbook is copied to a temporary file of this size.
     input_size: int = 0
+    #: The attempt's memory cap in MB (0: none): a step list's whole-file steps stay well within it.
+    memory_mb: int = 0
 
 
 def main(job: Job, conn: Any) -> None:
@@ -92,7 +97,7 @@ def _run(job: Job, conn: Any, latest: list[Progress]) -> Progress:
 
     for module in job.handler_modules:
         handlers.load_module(module)
-    store, _ = open_store(job.store_url)
+    store, layout = open_store(job.store_url)
     last = 0.0
 
     def on_progress(counts: Progress) -> None:
@@ -110,7 +115,7 @@ def _run(job: Job, conn: Any, latest: list[Progress]) -> Progress:
             store.open_read(job.input_key, if_match=job.input_etag) as source,
             store.open_write(job.output_key, PutMode.CREATE, content_type=CSV_TYPE, metadata=metadata) as sink,
         ):
-            counts = _process(job, source, sink, on_progress)
+            counts = _process(job, source, sink, on_progress, (store, layout))
     except S3TaskError:
         # Completing the output failed after the handler finished. It may have
         # landed anyway (a lost response, or a resend refused because our first
@@ -120,17 +125,41 @@ def _run(job: Job, conn: Any, latest: list[Progress]) -> Progress:
     return counts
 
 
-def _process(job: Job, source: Any, sink: Any, on_progress: Any) -> Progress:
+def _process(job: Job, source: Any, sink: Any, on_progress: Any, where: tuple[Any, Any]) -> Progress:
     """The input read as its format says: a CSV as it streams, a workbook from a temporary copy (a zip is
     read from its end), which is gone when this returns or the process is killed (see csvio.spool)."""
     from .. import processing
     from ..csvio import InputFormat, spooled
 
     read_as = InputFormat.from_dict(job.input_format)
-    if not read_as.is_workbook:
-        return processing.run(job.task_type, job.params, source, sink, on_progress, input_format=read_as)
-    with spooled(source, job.input_size) as copy:
-        return processing.run(job.task_type, job.params, copy, sink, on_progress, input_format=read_as)
+    with _steps_context(job, *where) as context:
+        if not read_as.is_workbook:
+            return processing.run(
+                job.task_type, job.params, source, sink, on_progress, input_format=read_as, context=context
+            )
+        with spooled(source, job.input_size) as copy:
+            return processing.run(
+                job.task_type, job.params, copy, sink, on_progress, input_format=read_as, context=context
+            )
+
+
+@contextlib.contextmanager
+def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
+    """What a step list's whole-file steps need: a scratch folder (gone afterwards); memory for DuckDB, half
+    the attempt's cap and at most 512 MB (the rest is the reader's, the writer's and Python's: DuckDB spills
+    to the scratch folder beyond it); and the reference tables."""
+    from .. import handlers
+    from ..handlers.steps import Steps
+
+    if handlers.get(job.task_type) is not Steps:
+        yield None
+        return
+    from ..steps.references import reference_rows
+    from ..steps.wholefile import Context
+
+    with tempfile.TemporaryDirectory(prefix="s3task-steps-") as scratch:
+        memory = min(job.memory_mb // 2, 512) if job.memory_mb else 512
+        yield Context(memory_mb=memory, scratch=scratch, open_reference=lambda t: reference_rows(store, layout, t))
 
 
 def _is_ours(store: Any, job: Job) -> bool:

@@ -1,0 +1,49 @@
+"""Step lists at the door: checking one, and previewing it on a file's first rows, as a user.
+
+A lookup reads another task's result; here it may only read one its user may download (theirs, or any
+task for an operator), the same rule the task's creation checks (:mod:`s3task.tasks.references`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .access import Actor
+from .references import check_reference
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..steps import StepList
+    from ..steps.preview import Preview
+    from .transitions import Transitions
+
+
+class StepLists:
+    """What a user does with a step list before it runs (the builder, ``s3task steps check``)."""
+
+    def __init__(self, transitions: Transitions) -> None:
+        self._transitions = transitions
+
+    def read(self, raw: Any) -> StepList:
+        """A step list from JSON (text or parsed), each step's own values checked: StepError if not one."""
+        from ..steps import parse
+        from ..steps.engine import check_values
+
+        steps = parse(raw)
+        check_values(steps)
+        return steps
+
+    def preview(self, actor: Actor, steps: StepList, table: pa.Table) -> Preview:
+        """``steps`` over ``table``'s first rows (:mod:`s3task.steps.preview`), lookups reading as ``actor``."""
+        from ..steps.preview import preview
+        from ..steps.wholefile import Context
+
+        return preview(steps, table, Context(memory_mb=128, open_reference=lambda t: self._reference(actor, t)))
+
+    def _reference(self, actor: Actor, task_id: str) -> Iterator[pa.Table]:
+        from ..steps.references import reference_rows
+
+        check_reference(actor, "The lookup", task_id, lambda t: self._transitions.get(actor, t))
+        return reference_rows(self._transitions.store, self._transitions.layout, task_id)
