@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from . import handlers, notify
 from .cli_recipes import add_recipe_parser, cmd_recipe
+from .cli_steps import add_steps_parser, cmd_steps
 from .cli_store import STORE_COMMANDS, add_store_commands
 from .cli_submit import add_submit_parser, cmd_submit
 from .config import Settings
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The commands on tasks: submit, list, show, cancel, retry, download; and recipes."""
     add_submit_parser(sub, HANDLERS_HELP)
+    add_steps_parser(sub)
     add_recipe_parser(sub)
 
     s = sub.add_parser("list", help="newest tasks first")
@@ -238,6 +240,7 @@ def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "submit": cmd_submit,
+    "steps": cmd_steps,
     "recipe": cmd_recipe,
     "list": cmd_list,
     "show": cmd_show,

@@ -45,6 +45,17 @@ def check_values(steps: StepList) -> None:
             own(step)
 
 
+def value_problems(steps: StepList) -> dict[int, str]:
+    """:func:`check_values`, every step's problem at once (by step number)."""
+    problems: dict[int, str] = {}
+    for step in steps.active:
+        try:
+            check_values(StepList((step,)))
+        except StepError as e:
+            problems[step.number] = e.message
+    return problems
+
+
 def check_columns(steps: StepList, names: list[str]) -> tuple[list[str], dict[int, str]]:
     """The columns after the list, and a problem per step that cannot apply to a table with ``names``.
 

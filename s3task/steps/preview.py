@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .engine import Count, Runner, check_columns, check_values
+from .engine import Count, Runner, check_columns, value_problems
 from .spec import StepError, StepList
 from .wholefile import Context
 
@@ -40,11 +40,7 @@ class Preview:
 def preview(steps: StepList, table: pa.Table, context: Context | None = None) -> Preview:
     """``steps`` over the first :data:`PREVIEW_ROWS` rows of ``table`` (every column text)."""
     sample = table.slice(0, PREVIEW_ROWS)
-    problems: dict[int, str] = {}
-    try:
-        check_values(steps)
-    except StepError as e:
-        problems[_number_of(e)] = e.message
+    problems = value_problems(steps)
     _names, found = check_columns(_without(steps, set(problems)), list(sample.column_names))
     problems.update(found)
     if 0 in problems:

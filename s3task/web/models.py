@@ -198,7 +198,9 @@ class NewTask(_Request):
         "type, parameters and input format, and what this request gives explicitly goes on top.",
     )
     parameters: dict[str, Any] | None = Field(
-        default=None, description="The task type's parameters by name (GET /api/task-types); none if left out."
+        default=None,
+        description="The task type's parameters by name (GET /api/task-types); none if left out. "
+        "The type 'steps' takes {\"steps\": [...]}, a list as #/components/schemas/StepList describes.",
     )
     input_format: InputFormat | None = Field(
         default=None,

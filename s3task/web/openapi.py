@@ -103,7 +103,10 @@ def openapi_document() -> dict[str, Any]:
 
 @functools.cache
 def _document() -> dict[str, Any]:
+    from ..steps.schema import step_list_schema
+
     schemas = _schemas()
+    schemas["StepList"] = step_list_schema()  # the parameter "steps" of the task type "steps"
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
         paths.setdefault("/api" + op.path, {})[op.method.lower()] = _operation(op)
