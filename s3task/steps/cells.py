@@ -58,13 +58,13 @@ def _map_cells(fn: Callable[[pa.ChunkedArray], pa.ChunkedArray]) -> Callable[[St
     return apply
 
 
-def _new_names(step: Step, names: list[str], added: list[str], after: str | None = None) -> list[str]:
+def _new_names(step: Step, names: list[str], added: list[str], at: int | None = None) -> list[str]:
+    """``names`` with ``added`` put at position ``at`` (None: at the end)."""
     taken = [n for n in added if n in names]
     if taken:
         raise step.fail(f"the table already has a column named {taken[0]!r}")
-    if after is None:
+    if at is None:
         return names + added
-    at = names.index(after) + 1
     return names[:at] + added + names[at:]
 
 
@@ -153,13 +153,8 @@ def _case(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
 
 def _split_names(step: Step, names: list[str]) -> list[str]:
     base = names if step["keep_original"] else [n for n in names if n != step["column"]]
-    anchor = step["column"] if step["keep_original"] else _before(names, step["column"])
-    return _new_names(step, base, list(step["into"]), anchor)
-
-
-def _before(names: list[str], name: str) -> str | None:
-    at = names.index(name)
-    return names[at - 1] if at else None
+    at = names.index(step["column"]) + (1 if step["keep_original"] else 0)  # after it, or in its place
+    return _new_names(step, base, list(step["into"]), at)
 
 
 def _split(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
@@ -195,9 +190,8 @@ def _join_names(step: Step, names: list[str]) -> list[str]:
     joined = list(step["columns"])
     base = names if step["keep_originals"] else [n for n in names if n not in joined]
     last = max(joined, key=names.index)
-    before = reversed(names[: names.index(last)])
-    anchor = last if step["keep_originals"] else next((n for n in before if n in base), None)
-    return _new_names(step, base, [step["into"]], anchor)
+    at = sum(1 for n in names[: names.index(last) + 1] if n in base)  # after the last of them, or where it was
+    return _new_names(step, base, [step["into"]], at)
 
 
 def _join(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
@@ -205,7 +199,7 @@ def _join(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
     import pyarrow.compute as pc
 
     columns = [block.table.column(n) for n in step["columns"]]
-    joined = pc.binary_join_element_wise(*columns, step["separator"])
+    joined = pc.binary_join_element_wise(*columns, pa.scalar(step["separator"], pa.large_string()))
     names = _join_names(step, block.names)
     cells = {n: block.table.column(n) for n in block.names} | {step["into"]: joined}
     return block.with_table(pa.table([cells[n] for n in names], names=names)), block.num_rows
@@ -236,15 +230,17 @@ def _fill(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
 
 
 def _format_dates(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
+    import pyarrow.compute as pc
+
     table, changed = block.table, 0
     for name in step["columns"]:
         i = table.column_names.index(name)
         before = table.column(i)
         fmt = step["from"]
-        if fmt == "detect":
-            fmt = memo.setdefault(name, dates.detect(before, f"{step.label}, column {name!r}"))
-        import pyarrow.compute as pc
-
+        if fmt == "detect":  # found in the first block with dates, kept for the rest (one alone may fit two formats)
+            fmt = memo.get(name) or dates.detect(before, f"{step.label}, column {name!r}")
+            if pc.any(pc.not_equal(pc.utf8_trim_whitespace(before), "")).as_py():
+                memo.setdefault(name, fmt)
         values, bad = dates.read_dates(before, fmt)
         after = pc.if_else(pc.is_valid(values), dates.write_dates(values, step["to"]), before)
         block = block.add_errors(bad, f"{name}: not a date written {fmt}")

@@ -65,7 +65,8 @@ def read_check(step: Step) -> None:
             raise step.fail(f"{name} is a whole number of characters, 0 or more")
     check_type_column(step)
     constraints = ("required", "unique", "format", "pattern", "minimum", "maximum", "minLength", "maxLength", "enum")
-    if not any(v[c] not in ("", False, [], None) for c in constraints) and not v["not_before_column"]:
+    named = [c for c in constraints if v[c] is not False and v[c] not in ("", [], None)]  # 0 is a bound
+    if not named and not v["not_before_column"] and v["type"] == "text":  # a type alone checks the cells are of it
         raise step.fail("it checks nothing: say what the cells must be (required, a format, a pattern, …)")
 
 
@@ -197,9 +198,11 @@ def _phone_ok(value: str | None, region: str) -> bool:
     if not value:
         return True
     try:
-        return bool(phonenumbers.is_valid_number(phonenumbers.parse(value, region)))
+        number = phonenumbers.parse(value, region)
     except phonenumbers.NumberParseException:
         return False
+    # a valid number in the country's numbering plan, with or without its code (+1 415 … is not a GB number)
+    return phonenumbers.is_valid_number(number) and number.country_code == phonenumbers.country_code_for_region(region)
 
 
 def unique_words(name: str) -> str:

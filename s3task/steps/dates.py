@@ -9,6 +9,7 @@ day-first and a month-first format fit every value (01/02/2024 could be either),
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -120,9 +121,11 @@ def detect(column: pa.ChunkedArray | pa.Array, where: str) -> str:
     values = text.filter(pc.not_equal(text, ""))
     if len(values) == 0:
         return "YYYY-MM-DD"  # nothing to read: the step changes nothing
-    fits = [f for f in DETECTED if not pc.any(read_dates(values, f)[1]).as_py()]
+    bads = [read_dates(values, f)[1] for f in DETECTED]
+    fits = [f for f, bad in zip(DETECTED, bads, strict=True) if not pc.any(bad).as_py()]
     if not fits:
-        sample = values[0].as_py()
+        nowhere = values.filter(functools.reduce(pc.and_, bads))  # the cells no format reads (e.g. 31/02/2024)
+        sample = (nowhere if len(nowhere) else values)[0].as_py()
         raise StepError(
             f"{where}: no one date format fits every cell (e.g. {sample!r}); say the format the dates are in"
         )

@@ -70,6 +70,8 @@ class FileSteps:
         con = duckdb.connect(":memory:", config=config)
         try:
             names = self._load(con, blocks)
+            if names is None:  # no blocks at all (not even a header's empty one): nothing to give back
+                return
             current = "t"
             for step in self.steps:
                 current = self._step(con, step, current, names)
@@ -77,13 +79,19 @@ class FileSteps:
             result = con.sql(f"SELECT * FROM {current} ORDER BY {q(ROW)}").to_arrow_reader(BATCH_ROWS)
             import pyarrow as pa
 
+            none = True
             for batch in result:
+                none = False
                 yield Block.split(pa.Table.from_batches([batch]))
+            if none:  # no rows (a header-only file, every row removed): the columns still go on
+                yield Block.split(result.schema.empty_table())
         finally:
             con.close()
 
-    def _load(self, con: Any, blocks: Iterator[Block]) -> list[str]:
-        first = next(blocks)
+    def _load(self, con: Any, blocks: Iterator[Block]) -> list[str] | None:
+        first = next(blocks, None)
+        if first is None:
+            return None
         table = first.combined()
         con.register("incoming", table)
         con.execute("CREATE TABLE t AS SELECT * FROM incoming")
@@ -117,10 +125,12 @@ class FileSteps:
             )
         elif step.kind.name == "check":  # the unique part of a check (the rest ran row by row)
             column = q(step["column"])
-            repeat = _add_error(f"c.{column} <> '' AND c.{q(ROW)} <> f.first", _lit(unique_words(step["column"])), "c.")
+            cell = _trimmed(f"c.{column}")  # as the row-by-row checks read it: a cell of spaces is empty
+            repeat = _add_error(f"{cell} <> '' AND c.{q(ROW)} <> f.first", _lit(unique_words(step["column"])), "c.")
             con.execute(
                 f"CREATE TABLE {out} AS SELECT c.* REPLACE ({repeat}) FROM {current} c LEFT JOIN "
-                f"(SELECT {column} AS k, min({q(ROW)}) AS first FROM {current} GROUP BY {column}) f ON c.{column} = f.k"
+                f"(SELECT {_trimmed(column)} AS k, min({q(ROW)}) AS first FROM {current} GROUP BY 1) f "
+                f"ON {cell} = f.k"
             )
             changed = 0
         else:  # lookup
@@ -135,7 +145,7 @@ class FileSteps:
         fold = step["match"] != "exactly"
 
         def key(expr: str) -> str:
-            return f"lower(regexp_replace({expr}, '\\s+', '', 'g'))" if fold else expr
+            return f"lower(regexp_replace({expr}, '{SPACE}+', '', 'g'))" if fold else expr
 
         keys = [f"{key(q(r))} AS k{i}" for i, r in enumerate(ref_on)]
         taken = [f"{q(n)} AS v{i}" for i, n in enumerate(step["take"])]
@@ -192,6 +202,15 @@ class FileSteps:
         if not made:
             raise StepError(f"{step.label}: the reference table is empty")
         return name
+
+
+#: Spaces in DuckDB's regular expressions (RE2's \s is ASCII only; \p{Z} adds no-break and thin spaces).
+SPACE = r"[\s\p{Z}]"
+
+
+def _trimmed(expr: str) -> str:
+    """``expr`` without spaces at its ends (as Arrow's ``utf8_trim_whitespace``)."""
+    return f"regexp_replace({expr}, '^{SPACE}+|{SPACE}+$', '', 'g')"
 
 
 def _add_error(condition: str, words: str, prefix: str) -> str:
