@@ -29,7 +29,8 @@ from typing import Any
 
 from s3task import ids
 from s3task.layout import Layout
-from s3task.record import TaskRecord, read_record, to_iso
+from s3task.record import TaskRecord, to_iso
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.store.local_files import XATTR
 from s3task.tasks import TaskService

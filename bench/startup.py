@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.states import Status
 
 from . import harness as h

@@ -21,7 +21,7 @@ record, and :data:`TRANSITIONS` is the one table of what may follow what.
 Every function here takes a record and the store's current time and returns
 the next record (a new object) or raises :class:`InvalidTransition` with a
 sentence a user can act on. They never touch the store: the caller writes
-the result with a compare-and-set (:func:`s3task.record.update_record`).
+the result with a compare-and-set (:func:`s3task.records.update_record`).
 """
 
 from __future__ import annotations

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
 from .errors import AlreadyExists, NotFound, PreconditionFailed, S3TaskError, StoreError
 from .layout import Layout
-from .progress import Progress
+from .progress import COUNTS, Progress
 from .record import TaskRecord
 from .states import Status
 from .store.base import ObjectStore, PutMode
@@ -45,13 +45,13 @@ log = logging.getLogger("s3task.live")
 #: default refresh (2 s), so every refresh of an open page finds newer counts than the last.
 LIVE_SECONDS = 1.5
 JSON_TYPE = "application/json"
-_COUNTS = tuple(asdict(Progress()))
+_COUNTS = COUNTS
 _RECORD_FIELDS = frozenset(f.name for f in fields(TaskRecord))
 
 
 def encode(attempt: int, progress: Progress, seq: int) -> bytes:
     """The object's body: the attempt, a sequence number (so every write differs) and the counts."""
-    return json.dumps({"attempt": attempt, "seq": seq, **asdict(progress)}).encode()
+    return json.dumps({"attempt": attempt, "seq": seq, **{name: getattr(progress, name) for name in COUNTS}}).encode()
 
 
 def decode(data: bytes) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ import time
 
 from .errors import MarkerLost, NotFound, S3TaskError, StoreError, TaskNotFound
 from .layout import Layout
-from .record import read_record
+from .records import read_record
 from .states import State
 from .store.base import ObjectStore, PutMode
 

@@ -112,6 +112,7 @@ def _process(
         if handler.takes_arrow:
             for table in handler.stream(_counted(reader, counts, writer, on_progress)):
                 emit(table)
+            counts.steps = handler.step_counts()
         else:
             for table in _counted(reader, counts, writer, on_progress):
                 emit(handler.process(table.to_pandas(use_threads=False)))  # zero-copy text: threads add nothing

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 
 @dataclass
@@ -21,6 +22,9 @@ class Progress:
     row_count: int = 0
     #: Output cells given a leading ``'`` so that a spreadsheet shows them as text (formula protection).
     protected_count: int = 0
+    #: A step list's effect, one entry a step that ran: {"step", "rows_in", "rows_out", "cells_changed"} over
+    #: the whole file (s3task.handlers.steps); known when the attempt ends, else empty.
+    steps: list[dict[str, int]] = field(default_factory=list)
 
     def add(self, rows: int, errors: int) -> None:
         """Count output rows handed to the writer, ``errors`` of them with an error."""
@@ -28,13 +32,16 @@ class Progress:
         self.error_count += errors
         self.success_count += rows - errors
 
-    def running_counters(self) -> dict[str, int]:
+    def running_counters(self) -> dict[str, Any]:
         """What a heartbeat (and a failed attempt) writes into the record: every count so far.
 
         ``row_count`` too: while the task runs it is the output rows written so
         far, so "rows written" and "rows left out" can be shown before the end.
+        A step list's counts (``step_counts``) once they are known.
         """
+        steps = {"step_counts": [dict(s) for s in self.steps]} if self.steps else {}
         return {
+            **steps,
             "processed_count": self.processed_count,
             "success_count": self.success_count,
             "error_count": self.error_count,
@@ -42,6 +49,10 @@ class Progress:
             "row_count": self.row_count,
             "protected_count": self.protected_count,
         }
+
+
+#: The names of the counts (every field but ``steps``): what the live progress object and a cancel carry.
+COUNTS = tuple(f.name for f in fields(Progress) if f.name != "steps")
 
 
 # --- what the attempt's child process sends the worker over its pipe ------------------------

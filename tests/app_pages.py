@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))  # app.py's own helpers (ui/) live next to it, not
 
 from s3task import lifecycle  # noqa: E402
 from s3task.layout import Layout  # noqa: E402
-from s3task.record import update_record  # noqa: E402
+from s3task.records import update_record  # noqa: E402
 from s3task.store.base import PutMode  # noqa: E402
 from s3task.store.local import LocalStore  # noqa: E402
 from s3task.tasks import Actor, TaskService  # noqa: E402

@@ -345,7 +345,7 @@ def check_invariants(store: Any, layout: Any, expected: dict[str, Expect], *, po
     import pandas as pd
 
     from s3task.errors import S3TaskError
-    from s3task.record import read_record
+    from s3task.records import read_record
 
     if poll:
         one_more_poll(store, layout)
@@ -607,10 +607,10 @@ BUGS = (
     "while its lease lasts (s3task/worker/attempt.py; test_faults.py, error500/503 runs).",
     "A create whose response was lost (an SDK retry sees 412, or a timeout) was reported as an error, and "
     "the person's retry left a second, never-submitted task. create_record compares write ids "
-    "(s3task/record.py; test_faults.py, lost-response run).",
+    "(s3task/records.py; test_faults.py, lost-response run).",
     "When the read that tells whether a write landed failed too, a claim that had landed was given up: "
     "the task expired under a live worker and was charged a failed attempt. That read is retried "
-    "(s3task/record.py; test_faults.py::test_a_claim_whose_answer_and_next_read_both_fail_is_still_worked_on).",
+    "(s3task/records.py; test_faults.py::test_a_claim_whose_answer_and_next_read_both_fail_is_still_worked_on).",
     "A poller dropping a failed task's marker while a person retried it, with its check read failing, left the "
     "queued task without a marker: never polled again. The marker now goes back when the record cannot be "
     "read (s3task/markers.py; "

@@ -334,7 +334,7 @@ class S3Workers:
         return created.record.task_id
 
     def record(self, task_id: str) -> Any:
-        from s3task.record import read_record
+        from s3task.records import read_record
 
         return read_record(self.store, self.layout, task_id)[0]
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from s3task import lifecycle, processing
 from s3task.csvio import InputFormat
-from s3task.record import TaskRecord, update_record
+from s3task.record import TaskRecord
+from s3task.records import update_record
 from s3task.store.base import PutMode
 
 

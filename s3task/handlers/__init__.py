@@ -108,6 +108,10 @@ class TaskType:
     def finish(self) -> pd.DataFrame | None:
         return None
 
+    def step_counts(self) -> list[dict[str, int]]:
+        """Per step of a step list, once the input is done: its rows in and out and cells changed (else [])."""
+        return []
+
     @classmethod
     def check_header(cls, params: Mapping[str, Any], names: list[str]) -> None:
         """Refuse (InvalidInput) a file whose header the parameters cannot work with; called before queueing."""

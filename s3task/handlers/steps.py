@@ -75,4 +75,14 @@ class Steps(TaskType):
     def stream(self, tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
         from ..steps.engine import Runner
 
-        return Runner(self.steps, self.context).run(tables)
+        self._runner = Runner(self.steps, self.context)
+        return self._runner.run(tables)
+
+    def step_counts(self) -> list[dict[str, int]]:
+        runner = getattr(self, "_runner", None)
+        if runner is None:
+            return []
+        return [
+            {"step": n, "rows_in": c.rows_in, "rows_out": c.rows_out, "cells_changed": c.cells_changed}
+            for n, c in sorted(runner.counts.items())
+        ]

@@ -3,8 +3,8 @@
 Design (who sends, what a crash can lose, duplicates, costs): docs/NOTIFICATIONS.md.
 
 The process whose compare-and-set makes a state change is the one sender of its event: only it
-knows it won. A :class:`Notifier` is the :class:`s3task.record.StateHook` of the records it is
-handed to: :class:`s3task.record.Records` calls its ``before`` around each write that changes a
+knows it won. A :class:`Notifier` is the :class:`s3task.records.StateHook` of the records it is
+handed to: :class:`s3task.records.Records` calls its ``before`` around each write that changes a
 task's state. Whoever builds a worker, a service or the API from the settings builds the notifier
 with :func:`from_settings` and hands it down; with no channel configured there is none, and a
 state change costs nothing extra.

@@ -28,7 +28,8 @@ from typing import Any
 
 from ..errors import NotFound, PreconditionFailed, S3TaskError, TaskNotFound
 from ..layout import Layout
-from ..record import HISTORY_LIMIT, TaskRecord, parse_iso, read_record, to_iso
+from ..record import HISTORY_LIMIT, TaskRecord, parse_iso, to_iso
+from ..records import read_record
 from ..store.base import ObjectStore, PutMode
 
 log = logging.getLogger("s3task.notify")

@@ -166,9 +166,9 @@ def _fits_format(fmt: str, cells: Any, step: Step) -> Any:
     import pyarrow.compute as pc
 
     if fmt == "email":
-        from ..handlers.email import _ADDRESS  # the same rule as the email task type
+        from ..email_rule import ADDRESS  # the same rule as the email task type
 
-        return pc.match_substring_regex(pc.utf8_lower(cells), _ADDRESS)
+        return pc.match_substring_regex(pc.utf8_lower(cells), ADDRESS)
     if fmt == "url":
         return pc.match_substring_regex(cells, URL)
     if fmt == "phone":

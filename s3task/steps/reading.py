@@ -69,7 +69,8 @@ def _read_step(number: int, kind: Kind, item: Mapping[str, Any]) -> Step:
 
 def _read_field(label: str, spec: Field, value: Any) -> Any:
     where = f"{label}: {spec.title} ({spec.name})"
-    if value is None or value == "" or value == [] or value == {}:
+    # "" is a text field's value (join with no separator); for every other kind it means left empty.
+    if value is None or value == [] or value == {} or (value == "" and spec.kind != "text"):
         if spec.required:
             raise StepError(f"{where} is required")
         return _empty(spec)
@@ -78,9 +79,7 @@ def _read_field(label: str, spec: Field, value: Any) -> Any:
 
 
 def _empty(spec: Field) -> Any:
-    if spec.default is not None:
-        return spec.default
-    return {"columns": [], "texts": [], "pairs": [], "conditions": [], "renames": {}}.get(spec.kind, "")
+    return spec.empty
 
 
 def _text(where: str, value: Any, *, empty_ok: bool = True) -> str:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def reference_rows(store: ObjectStore, layout: Layout, task_id: str) -> Iterator[pa.Table]:
     """The rows of task ``task_id``'s result (its output CSV), block by block; InvalidInput if it has none."""
     from ..csvio import DEFAULT_BLOCK_SIZE, CsvReader
-    from ..record import read_record
+    from ..records import read_record
 
     try:
         record, _ = read_record(store, layout, task_id)

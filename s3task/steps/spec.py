@@ -47,6 +47,13 @@ class Field:
     choices: tuple[str, ...] = ()
     help: str = ""
 
+    @property
+    def empty(self) -> Any:
+        """The value when the field is left out: its default, else an empty one of its kind."""
+        if self.default is not None:
+            return self.default
+        return {"columns": [], "texts": [], "pairs": [], "conditions": [], "renames": {}}.get(self.kind, "")
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -83,8 +90,9 @@ class Step:
         return self.values[name]
 
     def to_json(self) -> dict[str, Any]:
-        """The step as JSON, without the fields left empty (read back, they are empty again)."""
-        kept = {k: v for k, v in self.values.items() if v not in ("", [], {}, None)}
+        """The step as JSON, without the fields that hold what leaving them out gives (read back, the same)."""
+        empty = {f.name: f.empty for f in self.kind.fields}
+        kept = {k: v for k, v in self.values.items() if k not in empty or v != empty[k]}
         out: dict[str, Any] = {"step": self.kind.name, **kept}
         if self.off:
             out["off"] = True

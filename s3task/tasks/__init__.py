@@ -1,7 +1,7 @@
 """The control API: everything a user (through the app, the CLI or HTTP) can do to tasks.
 
 :class:`TaskService` is the one object its callers hold; inside, parts with one job each share one
-:class:`~s3task.record.Records` (the store's records, and the hook told of state changes):
+:class:`~s3task.records.Records` (the store's records, and the hook told of state changes):
 
 - :mod:`.access` — who may act on a task (its owner, or an operator); anyone may look;
 - :mod:`.transitions` — create, submit, cancel, retry; get and list (healing a lost marker,

@@ -18,7 +18,8 @@ from .. import query
 from ..errors import InvalidInput
 from ..fingerprint import Fingerprint
 from ..layout import Layout
-from ..record import Records, StateHook, TaskRecord
+from ..record import TaskRecord
+from ..records import Records, StateHook
 from ..store.base import ObjectMeta, ObjectStore
 from . import access, recipes
 from .access import Actor
@@ -71,8 +72,7 @@ class TaskService:
         self._resumable = Resumable(self._transitions, self._inputs)  # uploads that continue after a break
         self._browser = BrowserUploads(self._inputs, self._resumable)
         self._corrections = Corrections(self._inputs, self._outputs)  # rows with errors sent back corrected
-        #: Step lists before they run: read, checked, previewed (a public part of the door: its own methods).
-        self.steps = StepLists(self._transitions)
+        self.steps = StepLists(self._transitions)  # step lists before they run: a public part of the door
 
     # --- what the service works on ------------------------------------------------------------------------
 

@@ -49,7 +49,7 @@ from ..clock import MACHINE
 from ..config import MIN_SIGNING_KEY_CHARS
 from ..errors import NotFound, S3TaskError, StoreError, TaskNotFound
 from ..layout import Layout
-from ..record import read_record
+from ..records import read_record
 from ..store.base import ObjectStore, PutMode, check_key
 from .errors import HttpError, error_response, internal_error, json_mount, redact_path
 from .uploads import OneAtATime, Pace, paced

@@ -21,7 +21,8 @@ from ..config import Settings
 from ..errors import MarkerLost, NotOwner, S3TaskError, StoreError, TooManyConflicts
 from ..lifecycle import Lease
 from ..progress import Done, Failed, Progress
-from ..record import Change, Records, TaskRecord
+from ..record import TaskRecord
+from ..records import Change, Records
 from ..states import Status
 from . import child, limits
 from .forkserver import TaskProcess, fork_server_ready

@@ -20,7 +20,8 @@ from ..config import Settings
 from ..errors import InvalidTransition, S3TaskError
 from ..lifecycle import Lease
 from ..progress import Progress
-from ..record import Records, TaskRecord
+from ..record import TaskRecord
+from ..records import Records
 from .attempt import Attempt
 from .presence import Presence
 

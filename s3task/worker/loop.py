@@ -28,7 +28,8 @@ from ..config import Settings
 from ..errors import InvalidTransition, MarkerLost, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..layout import Layout
 from ..lifecycle import Status
-from ..record import Records, TaskRecord
+from ..record import TaskRecord
+from ..records import Records
 from ..store import open_store
 from ..store.base import ObjectStore
 from ..store.probe import cas_probe

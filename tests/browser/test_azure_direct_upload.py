@@ -31,7 +31,7 @@ from procs import cli
 
 from s3task.errors import NotFound
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks.resumable import PART_SIZE, PARTS_ABOVE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from fake_identity import TokenService, token_service
 from procs import cli
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 
 pytestmark = [
     pytest.mark.browser,

@@ -227,7 +227,7 @@ def test_app_on_a_store_that_ignores_conditions_processes_nothing_and_says_why(
     from s3proxy import proxy_server
 
     from s3task.layout import Layout
-    from s3task.record import read_record
+    from s3task.records import read_record
     from s3task.store.s3 import S3Store
     from s3task.tasks import Actor, TaskService
 
@@ -280,7 +280,7 @@ def test_operator_finds_tasks_sees_workers_and_reads_a_profile(browser, tmp_path
     from playwright.sync_api import expect
 
     from s3task.layout import Layout
-    from s3task.record import read_record
+    from s3task.records import read_record
     from s3task.store.local import LocalStore
     from s3task.tasks import Actor, TaskService
 

@@ -42,7 +42,7 @@ from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
 from s3task import cli, lifecycle
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import read_record, update_record
+from s3task.records import read_record, update_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store

@@ -18,7 +18,7 @@ from customers import customers
 
 from s3task.csvio import BOM
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 

@@ -11,7 +11,7 @@ from conftest import CHROMIUM, wait_for
 from customers import customers
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 

@@ -19,7 +19,7 @@ from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 

@@ -17,7 +17,7 @@ from conftest import make_store
 from s3task.errors import InvalidInput
 from s3task.fingerprint import Fingerprint, of_stream
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 from s3task.tasks.resumable import PART_SIZE
 from ui import direct

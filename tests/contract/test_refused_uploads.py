@@ -13,7 +13,7 @@ from conftest import make_store
 
 from s3task.errors import InvalidInput, NotFound
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 from s3task.web.transfer import signer_for
 

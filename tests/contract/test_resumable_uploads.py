@@ -14,7 +14,7 @@ from conftest import make_store
 from s3task.errors import StoreUnavailable, UploadInterrupted
 from s3task.fingerprint import of_stream
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 from s3task.tasks.resumable import PART_SIZE
 

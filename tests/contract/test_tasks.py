@@ -22,7 +22,8 @@ from s3task.errors import (
 )
 from s3task.ids import created_ms, new_task_id
 from s3task.lifecycle import Lease, Progress
-from s3task.record import MAX_RECORD_BYTES, TaskRecord, read_record, update_record
+from s3task.record import MAX_RECORD_BYTES, TaskRecord
+from s3task.records import read_record, update_record
 from s3task.store.base import ObjectStore, PutMode
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService

@@ -38,7 +38,8 @@ from s3task.counts import LABELS as COUNT_LABELS
 from s3task.ids import _ID_RE
 from s3task.layout import Layout
 from s3task.lifecycle import Lease, Progress, Status
-from s3task.record import TaskRecord, update_record
+from s3task.record import TaskRecord
+from s3task.records import update_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

@@ -29,7 +29,7 @@ from procs import Procs, child_env, cli
 from support import csv_rows
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 

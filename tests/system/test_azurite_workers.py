@@ -22,7 +22,7 @@ from procs import Proc, Procs, child_env, cli
 from support import csv_rows
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 
 ALICE = Actor("alice")

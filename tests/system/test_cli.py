@@ -15,7 +15,7 @@ from s3task import lifecycle
 from s3task.ids import new_task_id
 from s3task.layout import Layout
 from s3task.lifecycle import Progress
-from s3task.record import read_record, update_record
+from s3task.records import read_record, update_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

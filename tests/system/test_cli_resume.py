@@ -19,7 +19,7 @@ from procs import child_env, cli, run, worker_args
 from s3proxy import counting_proxy
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.store.s3 import S3Store
 from s3task.tasks.resumable import PART_SIZE

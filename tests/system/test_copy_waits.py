@@ -24,7 +24,7 @@ from procs import Procs
 from s3task import lifecycle
 from s3task.layout import Layout
 from s3task.lifecycle import Progress
-from s3task.record import update_record
+from s3task.records import update_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

@@ -50,7 +50,7 @@ from s3task.config import Settings
 from s3task.errors import InvalidTransition, S3TaskError
 from s3task.layout import Layout
 from s3task.lifecycle import Lease
-from s3task.record import read_record, update_record
+from s3task.records import read_record, update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker.loop import Worker

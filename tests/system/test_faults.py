@@ -32,7 +32,7 @@ from support import csv_rows
 from s3task.config import Settings
 from s3task.errors import AlreadyExists, Conflict, InvalidTransition, PreconditionFailed, S3TaskError, StoreUnavailable
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
@@ -344,7 +344,7 @@ def test_a_retry_whose_marker_is_dropped_before_its_record_is_written_keeps_its_
 def fail_for_good(store, layout, task_id: str) -> None:
     """Claim the task as worker "w" and fail it permanently, as a worker would on bad input."""
     from s3task import lifecycle
-    from s3task.record import update_record
+    from s3task.records import update_record
 
     holder: dict = {}
 

@@ -41,7 +41,8 @@ from s3task import cli
 from s3task.config import Settings
 from s3task.errors import InvalidTaskId, S3TaskError
 from s3task.layout import Layout
-from s3task.record import SCHEMA_VERSION, read_record
+from s3task.record import SCHEMA_VERSION
+from s3task.records import read_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

@@ -34,7 +34,7 @@ from s3task.config import Settings
 from s3task.errors import StoreUnavailable
 from s3task.layout import Layout
 from s3task.lifecycle import Lease, Progress
-from s3task.record import update_record
+from s3task.records import update_record
 from s3task.store.base import ObjectStore, PutMode
 from s3task.store.local import LocalStore
 from s3task.store.s3 import _RECORD_CONFIG, S3Store

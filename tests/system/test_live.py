@@ -26,7 +26,7 @@ from s3proxy import counting_proxy
 from s3task import live
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.s3 import _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
 from s3task.web.api import create_app

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import csv_rows
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store import open_store
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService

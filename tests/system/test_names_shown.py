@@ -16,7 +16,7 @@ from procs import child_env, cli
 
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import update_record
+from s3task.records import update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.web.api import create_app

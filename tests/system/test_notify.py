@@ -30,7 +30,8 @@ from s3task import lifecycle, notify
 from s3task.config import Settings, SettingsError
 from s3task.layout import Layout
 from s3task.notify import events, outbox
-from s3task.record import HISTORY_LIMIT, read_record, update_record
+from s3task.record import HISTORY_LIMIT
+from s3task.records import read_record, update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker

@@ -18,7 +18,7 @@ from conftest import wait_for
 from s3task import lifecycle, notify
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import Records
+from s3task.records import Records
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker

@@ -20,7 +20,7 @@ from conftest import wait_for
 from procs import Proc, Procs
 from streamlit.testing.v1 import AppTest
 
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 from ui import tables
 

@@ -20,7 +20,7 @@ from procs import Proc, Procs, child_env, cli
 from support import csv_rows
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store
 from s3task.tasks import Actor, TaskService
 

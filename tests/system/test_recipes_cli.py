@@ -11,7 +11,7 @@ from procs import cli, run, worker_args
 from support import csv_bytes
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 
 MARCH = [["Kunde", "Mail", "Betrag"], ["Anna", "anna@example.com", "1,5"], ["Ben", "ben@example.org", "2,0"]]

@@ -20,7 +20,7 @@ from support import CountingStore, csv_rows
 
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 from s3task.worker.loop import Worker
 

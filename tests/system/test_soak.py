@@ -41,7 +41,7 @@ from support import csv_rows
 
 from s3task.errors import InvalidTransition, S3TaskError, StoreError, TooManyConflicts
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.s3 import S3Store
 from s3task.tasks import Actor, TaskService
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import wait_for
 from procs import Procs, child_env, run
 
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 

@@ -70,6 +70,13 @@ def test_a_worker_runs_a_list_with_a_lookup_on_s3(s3_workers) -> None:
          "error": "no match for Account in the reference table"},
     ]  # fmt: skip
     assert (record.row_count, record.processed_count, record.error_count) == (3, 4, 2)
+    assert [(c["step"], c["rows_in"], c["rows_out"], c["cells_changed"]) for c in record.step_counts] == [
+        (1, 4, 4, 1),  # " Ada " trimmed
+        (2, 4, 3, 0),  # Bob's South row left out
+        (3, 3, 3, 2),  # two dates rewritten; 31/02 left as it was, with an error
+        (4, 3, 3, 2),  # two rows matched, one column taken
+        (5, 3, 3, 0),
+    ]
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ from conftest import wait_for
 from s3task import lifecycle
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import TaskRecord, read_record
+from s3task.record import TaskRecord
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import attempt as attempt_mod

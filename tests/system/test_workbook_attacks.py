@@ -23,7 +23,7 @@ from procs import PYTHON, ROOT, Procs, child_env, worker_args
 from workbooks import long_text_book, many_sheets_book
 
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store.local import LocalStore
 from s3task.web.tokens import hash_token
 

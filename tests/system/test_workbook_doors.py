@@ -26,7 +26,8 @@ from workbooks import HEADER, OPENPYXL_SHOWN, PRICES, SHOWN, bad_workbooks, open
 
 from s3task.config import Settings
 from s3task.layout import Layout
-from s3task.record import TaskRecord, read_record
+from s3task.record import TaskRecord
+from s3task.records import read_record
 from s3task.store.base import ObjectStore
 from s3task.store.local import LocalStore
 from s3task.store.s3 import S3Store

@@ -14,7 +14,7 @@ from s3proxy import proxy_server
 from support import csv_rows
 
 from s3task import lifecycle
-from s3task.record import update_record
+from s3task.records import update_record
 from s3task.tasks import Actor
 
 ALICE = Actor("alice")

@@ -10,7 +10,7 @@ from badinput import corpus
 from procs import child_env, run, worker_args
 
 from s3task.errors import InvalidInput
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 

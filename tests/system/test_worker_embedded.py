@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import wait_for
 
 from s3task.config import Settings
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store import open_store
 from s3task.tasks import Actor, TaskService
 from s3task.worker import live_workers, start_embedded

@@ -21,7 +21,8 @@ from s3task.csvio import read_start
 from s3task.errors import InvalidInput
 from s3task.exports.errorbook import ROW_COLUMN
 from s3task.layout import Layout
-from s3task.record import TaskRecord, read_record
+from s3task.record import TaskRecord
+from s3task.records import read_record
 from s3task.states import Status
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

@@ -17,7 +17,8 @@ from worked import work, worked
 
 from s3task.errors import InvalidTransition, TooManyRequests
 from s3task.layout import Layout
-from s3task.record import MAX_CORRECTIONS, TaskRecord, new_write_id, read_record, update_record
+from s3task.record import MAX_CORRECTIONS, TaskRecord, new_write_id
+from s3task.records import read_record, update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.tasks.limits import CreateLimits

@@ -26,7 +26,8 @@ from s3task.config import Settings  # noqa: E402
 from s3task.counts import counts_of  # noqa: E402
 from s3task.layout import Layout  # noqa: E402
 from s3task.progress import Progress  # noqa: E402
-from s3task.record import TaskRecord, update_record  # noqa: E402
+from s3task.record import TaskRecord  # noqa: E402
+from s3task.records import update_record  # noqa: E402
 from s3task.store.base import PutMode  # noqa: E402
 from s3task.store.local import LocalStore  # noqa: E402
 from s3task.tasks import Actor, TaskService  # noqa: E402

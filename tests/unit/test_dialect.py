@@ -262,7 +262,7 @@ def test_the_api_takes_the_input_format_and_names_it_when_it_is_wrong() -> None:
 
 def test_submit_detects_unless_told_and_says_how_it_will_read_the_file(tmp_path, capsys, monkeypatch) -> None:
     from s3task import cli
-    from s3task.record import read_record
+    from s3task.records import read_record
     from s3task.store import open_store
 
     monkeypatch.delenv("S3TASK_STORE", raising=False)

@@ -21,7 +21,8 @@ from s3task import lifecycle, query
 from s3task.csvio import BOM
 from s3task.errors import AccessDenied, InvalidInput
 from s3task.layout import Layout
-from s3task.record import TaskRecord, update_record
+from s3task.record import TaskRecord
+from s3task.records import update_record
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

@@ -11,7 +11,7 @@ from s3task.errors import TaskNotFound
 from s3task.ids import new_task_id
 from s3task.layout import Layout
 from s3task.notify import outbox
-from s3task.record import Records
+from s3task.records import Records
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from s3task import live
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 
 ALICE = Actor("alice")
@@ -16,7 +16,7 @@ ALICE = Actor("alice")
 def test_progress_object_merge_and_cancel_signal_on_the_local_store(tmp_path: Path) -> None:
     from s3task import lifecycle
     from s3task.progress import Progress
-    from s3task.record import update_record
+    from s3task.records import update_record
     from s3task.store.local import LocalStore
 
     store, layout = LocalStore(tmp_path / "store"), Layout()

@@ -13,7 +13,7 @@ from s3task import lifecycle, markers
 from s3task.config import Settings
 from s3task.errors import MarkerLost, StoreUnavailable
 from s3task.layout import Layout
-from s3task.record import read_record, update_record
+from s3task.records import read_record, update_record
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker.loop import Worker

@@ -14,7 +14,7 @@ import s3task.store as store_mod
 from s3task import metrics
 from s3task.errors import NotFound
 from s3task.layout import Layout
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.store import open_store
 from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
@@ -65,7 +65,7 @@ def test_each_store_request_counts_once_and_the_store_keeps_its_class(
 def test_a_worker_counts_the_expired_lease_it_ends(tmp_path: Path) -> None:
     from s3task import lifecycle
     from s3task.config import Settings
-    from s3task.record import update_record
+    from s3task.records import update_record
     from s3task.worker import Worker
 
     store, layout = LocalStore(tmp_path / "store"), Layout()

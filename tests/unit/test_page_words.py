@@ -11,7 +11,7 @@ from app_pages import app, goto, options, run_as_worker, service, store_dir, sub
 
 from s3task import exports
 from s3task.errors import S3TaskError
-from s3task.record import update_record
+from s3task.records import update_record
 from s3task.tasks import Actor
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -62,7 +62,8 @@ def test_a_cancelled_task_shows_no_count_that_reads_like_a_result(
     """Issue 36 item 16: a task cancelled mid-run said "Rows written 75,037" and offered nothing."""
     from s3task import lifecycle
     from s3task.progress import Progress
-    from s3task.record import TaskRecord, update_record
+    from s3task.record import TaskRecord
+    from s3task.records import update_record
     from ui.detail import CANCELLED_ROWS
 
     ann = Actor("ann")

@@ -20,15 +20,8 @@ from s3task.errors import (
 )
 from s3task.ids import new_task_id
 from s3task.lifecycle import Progress
-from s3task.record import (
-    MAX_RECORD_BYTES,
-    SCHEMA_VERSION,
-    TaskRecord,
-    create_record,
-    read_record,
-    record_from_json,
-    update_record,
-)
+from s3task.record import MAX_RECORD_BYTES, SCHEMA_VERSION, TaskRecord, record_from_json
+from s3task.records import create_record, read_record, update_record
 from s3task.store.base import ObjectStore, PutMode
 
 

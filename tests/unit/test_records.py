@@ -15,7 +15,7 @@ from recordkit import LAYOUT, Wrapper, make_record, submit
 from s3task import lifecycle
 from s3task.errors import NotOwner
 from s3task.progress import Progress
-from s3task.record import Records
+from s3task.records import Records
 from s3task.store.base import ObjectStore
 
 

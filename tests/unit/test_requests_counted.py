@@ -29,7 +29,7 @@ from s3task import lifecycle
 from s3task.config import Settings
 from s3task.errors import AccessDenied, InvalidInput, InvalidTransition
 from s3task.layout import Layout
-from s3task.record import read_record, update_record
+from s3task.records import read_record, update_record
 from s3task.store.base import PutMode, StartReader
 from s3task.store.local import LocalStore
 from s3task.store.s3 import _DATA_CONFIG, _RECORD_CONFIG, S3Store

@@ -193,16 +193,12 @@ def test_join_columns_after_the_last_of_them_or_in_their_place() -> None:
     assert list(rows[0]) == ["Last", "Full name", "error"] and rows[0]["Full name"] == "Köln-Zoë"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='s3task/steps/reading.py _read_field takes "" for a missing value of every kind, so "separator": "" '
-    'becomes the default " " (spec.py Step.to_json drops it too); not fixed here: reading and spec are not this '
-    "test's to change",
-)
 def test_join_with_no_separator_runs_the_cells_together() -> None:
     block = text_table({"A": ["ab", "東"], "B": ["cd", "京"]})
     rows, _ = run([{"step": "join_columns", "columns": ["A", "B"], "separator": "", "into": "AB"}], block)
     assert column(rows, "AB") == ["abcd", "東京"]
+    steps = parse([{"step": "join_columns", "columns": ["A", "B"], "separator": "", "into": "AB"}])
+    assert parse(steps.to_json()).steps[0]["separator"] == ""  # kept as it reads back
 
 
 # --- fill ----------------------------------------------------------------------------------

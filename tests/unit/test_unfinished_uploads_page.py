@@ -12,7 +12,7 @@ from app_pages import goto, texts
 from streamlit.testing.v1 import AppTest
 
 from s3task.fingerprint import Fingerprint
-from s3task.record import read_record
+from s3task.records import read_record
 from s3task.tasks import Actor, TaskService
 
 app, options, service, store_dir = app_pages.app, app_pages.options, app_pages.service, app_pages.store_dir
