@@ -10,6 +10,7 @@ from ..errors import InvalidInput, InvalidTaskId, TaskNotFound
 from ..ids import validate_task_id
 from ..record import TaskRecord
 from ..states import Status
+from ..steps.wholefile import MAX_REFERENCE_ROWS
 from . import access
 from .access import Actor
 
@@ -32,3 +33,8 @@ def check_reference(actor: Actor, who: str, task_id: str, read: Callable[[str], 
     access.require(actor, record, "look up from")
     if record.status != Status.COMPLETED:
         raise InvalidInput(f"{who}: task {task_id} has no result to look up from (it is {record.status.value})")
+    if (record.row_count or 0) > MAX_REFERENCE_ROWS:
+        raise InvalidInput(
+            f"{who}: task {task_id}'s result has {record.row_count:,} rows; a lookup takes at most "
+            f"{MAX_REFERENCE_ROWS:,}"
+        )

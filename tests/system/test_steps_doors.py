@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from app_pages import run_as_worker
 from apps.http_server import serve
 from conftest import wait_for
 from procs import ROOT, child_env, cli
@@ -129,7 +130,9 @@ def test_a_missing_column_is_refused_at_submit_and_the_task_is_not_queued(api: t
     assert service.get(ANN, task_id).status != Status.QUEUED
 
 
-def test_a_lookup_may_only_read_its_users_own_results(api: tuple[str, TaskService]) -> None:
+def test_a_lookup_may_only_read_its_users_own_results(
+    api: tuple[str, TaskService], monkeypatch: pytest.MonkeyPatch
+) -> None:
     base, service = api
     bens = service.submit_file(BEN, "bens managers", "copy", {}, MANAGERS)
     refused = post(base, "/api/tasks", name="orders", type="steps", parameters={"steps": lookup_list(bens.task_id)})
@@ -137,7 +140,16 @@ def test_a_lookup_may_only_read_its_users_own_results(api: tuple[str, TaskServic
     assert f"task {bens.task_id} belongs to ben" in refused.json()["message"]
     waiting = post(base, "/api/tasks", name="o", type="steps", parameters={"steps": lookup_list("0" * 26)})
     assert waiting.status_code == 400 and "Step 4 (Look up columns" in waiting.json()["message"]
-    assert [t.task_name for t in service.list(ANN).tasks] == ["bens managers"]
+    anns = service.submit_file(ANN, "ann's managers", "copy", {}, MANAGERS)
+    run_as_worker(service, anns.task_id, MANAGERS)
+    monkeypatch.setattr("s3task.tasks.references.MAX_REFERENCE_ROWS", 2)  # the API server runs in this process
+    too_big = post(base, "/api/tasks", name="o", type="steps", parameters={"steps": lookup_list(anns.task_id)})
+    assert too_big.status_code == 400, too_big.text
+    assert too_big.json()["message"] == (
+        f"Step 4 (Look up columns from a reference table): task {anns.task_id}'s result has 3 rows; "
+        "a lookup takes at most 2"
+    )
+    assert sorted(t.task_name for t in service.list(ANN).tasks) == ["ann's managers", "bens managers"]
 
 
 def test_steps_check_names_every_problem_and_exits_1(tmp_path: Path) -> None:
