@@ -4,6 +4,7 @@
 <prefix>/<task-id>/input.csv              uploaded by the user
 <prefix>/<task-id>/status.json            the task record (source of truth)
 <prefix>/<task-id>/output-attempt-N.csv   one per attempt, never overwritten
+<prefix>/<task-id>/output-attempt-N.rows  (a task type that leaves rows out) each output row's input row
 <prefix>/<task-id>/output-attempt-N.xlsx  derived copies of the completed output, made on first
              ….exact.csv, ….errors.csv,   request (s3task.exports); create-only, never changed
              ….errors.xlsx, ….parquet
@@ -44,6 +45,9 @@ DEFAULT_PREFIX = "batch-tasks"
 STATUS = "status.json"
 INPUT = "input.csv"
 OUTPUT = "output-attempt-{attempt}.csv"
+#: Which input record (0 = the first after the header) each output row came from, for a task type whose
+#: output rows are not its input's one for one (``TaskType.numbers_rows``): an Arrow IPC stream of int64.
+ROWS = "output-attempt-{attempt}.rows"
 PROGRESS = "progress-attempt-{attempt}.json"
 CORRECTED_ROWS = "corrected-rows.csv"
 ACTIVE = "active"
@@ -102,6 +106,15 @@ class Layout:
 
     def output_key(self, task_id: str, attempt: int) -> str:
         return self.task_prefix(task_id) + OUTPUT.format(attempt=int(attempt))
+
+    def rows_key(self, task_id: str, attempt: int) -> str:
+        """Where an attempt's output says which input row each of its rows came from (:data:`ROWS`)."""
+        return self.task_prefix(task_id) + ROWS.format(attempt=int(attempt))
+
+    @staticmethod
+    def rows_key_of(output_key: str) -> str:
+        """:meth:`rows_key` of the attempt whose output is ``output_key``."""
+        return output_key.removesuffix(".csv") + ".rows"
 
     def export_key(self, task_id: str, attempt: int, variant: str) -> str:
         """Where the ``variant`` copy (a key of :data:`EXPORTS`) of an attempt's output is kept."""

@@ -51,6 +51,7 @@ def run(
     block_size: int = DEFAULT_BLOCK_SIZE,
     input_format: InputFormat | None = None,
     context: Any = None,
+    rows: Any = None,
 ) -> Progress:
     """Process ``source`` (anything with ``read(n)``) into ``sink`` (anything with ``write(bytes)``).
 
@@ -68,13 +69,16 @@ def run(
     until its header is found, then block by block on the reader thread.
     ``context``: what a task type that reads more than its input needs (the step
     list's, :class:`s3task.steps.wholefile.Context`); given to it as ``handler.context``.
+    ``rows``: a binary file that, for a task type that ``numbers_rows``, receives which
+    input row each output row came from (an Arrow IPC stream of int64; see
+    :data:`s3task.layout.ROWS`); without it they are dropped.
     """
     handler = handlers.get(task_type)(params)
     if context is not None and hasattr(handler, "context"):
         handler.context = context
     reader = _reader(source, block_size, input_format)
     try:
-        return _process(handler, reader, sink, on_progress)
+        return _process(handler, reader, sink, on_progress, rows)
     finally:
         if not isinstance(reader, CsvReader):
             reader.close()  # the workbook's zip (never the caller's file): at once, when a handler fails too
@@ -89,7 +93,7 @@ def _reader(source: Readable, block_size: int, input_format: InputFormat | None)
 
 
 def _process(
-    handler: Any, reader: CsvReader | WorkbookReader, sink: Any, on_progress: Callable[[Progress], None]
+    handler: Any, reader: CsvReader | WorkbookReader, sink: Any, on_progress: Callable[[Progress], None], rows: Any
 ) -> Progress:
     writer = CsvWriter(sink, error_column=handler.error_column)
     counts = Progress(bytes_processed=reader.bytes_consumed)
@@ -110,8 +114,11 @@ def _process(
             counts.add(written.rows, written.errors)
 
         if handler.takes_arrow:
+            numbers = _RowNumbers(rows) if handler.numbers_rows else None
             for table in handler.stream(_counted(reader, counts, writer, on_progress)):
-                emit(table)
+                emit(numbers.split(table) if numbers else table)
+            if numbers:
+                numbers.close()
             counts.steps = handler.step_counts()
         else:
             for table in _counted(reader, counts, writer, on_progress):
@@ -139,6 +146,32 @@ def _counted(
         on_progress(replace(counts))
     if not fed:
         yield reader.empty_table()
+
+
+class _RowNumbers:
+    """Takes the input row numbers off a numbering task type's tables (their last column) into ``rows``."""
+
+    def __init__(self, rows: Any) -> None:
+        self._rows, self._writer = rows, None
+
+    def split(self, table: Any) -> Any:
+        import pyarrow as pa
+
+        if self._rows is not None:
+            self._stream().write_table(pa.table({"row": table.column(table.num_columns - 1)}))
+        return table.drop_columns([table.column_names[-1]])
+
+    def _stream(self) -> Any:
+        import pyarrow as pa
+
+        if self._writer is None:
+            options = pa.ipc.IpcWriteOptions(compression="zstd")  # rising numbers: a few bits a row
+            self._writer = pa.ipc.new_stream(self._rows, pa.schema([("row", pa.int64())]), options=options)
+        return self._writer
+
+    def close(self) -> None:
+        if self._rows is not None:
+            self._stream().close()  # a stream even for no rows at all
 
 
 _DONE = object()

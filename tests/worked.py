@@ -23,7 +23,7 @@ def work(service: Any, task_id: str) -> TaskRecord:
         return new
 
     record = update_record(store, layout, task_id, claim)
-    sink = io.BytesIO()
+    sink, rows = io.BytesIO(), io.BytesIO()
     with store.open_read(record.input_object_path) as raw:
         source = io.BytesIO(raw.read())  # a workbook is read from a seekable copy, as the worker spools it
     counts = processing.run(
@@ -33,7 +33,10 @@ def work(service: Any, task_id: str) -> TaskRecord:
         sink,
         lambda _p: None,
         input_format=InputFormat.from_dict(record.input_format),
+        rows=rows,
     )
+    if rows.tell():  # a type that leaves rows out: which input row each output row came from, as the worker keeps
+        store.put(layout.rows_key(task_id, record.attempt_id), rows.getvalue(), PutMode.OVERWRITE)
     key = layout.output_key(task_id, record.attempt_id)
     store.put(key, sink.getvalue(), PutMode.CREATE, content_type="text/csv")
     return update_record(
@@ -54,9 +57,10 @@ def worked(
     name: str = "March list",
     task_type: str = "email_enrichment",
     input_format: dict[str, Any] | None = None,
+    payload: dict[str, Any] | None = None,
 ) -> TaskRecord:
     """A new task over ``data``: created, its input stored, submitted and worked (:func:`work`)."""
-    task_id = service.create(actor, name, task_type, input_format=input_format).record.task_id
+    task_id = service.create(actor, name, task_type, payload, input_format=input_format).record.task_id
     service.upload_input(actor, task_id, data)
     service.submit(actor, task_id)
     return work(service, task_id)

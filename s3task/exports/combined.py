@@ -2,8 +2,10 @@
 in the original order, streamed into one CSV like the output (a BOM, formulas protected).
 
 A correction's output row *j* is the output of its input row *j* (its task type's rows are its input's,
-one for one), and its ``corrected-rows.csv`` (:meth:`s3task.layout.Layout.corrected_rows_key`) says
-which row of the original's file that row stands for. The original's own output rows are numbered by
+one for one; or, for a type that leaves rows out, the input row its row numbers name, :mod:`.rownumbers`:
+a corrected row its steps leave out now is left out of the combined result too), and its
+``corrected-rows.csv`` (:meth:`s3task.layout.Layout.corrected_rows_key`) says which row of the original's
+file that row stands for. The original's own output rows are numbered by
 reading its input again alongside them (:mod:`.errorbook`), so each original row whose number a
 correction ran again is replaced by that correction's row; with several corrections, a later one's
 row wins. The corrections' rows are held in memory (they are the rows with errors: few, next to the
@@ -25,11 +27,16 @@ from ..layout import CSV_TYPE, Layout
 from ..record import TaskRecord
 from ..store.base import ObjectMeta, ObjectStore, PutMode
 from .errorbook import aligned, numbered_input
+from .rownumbers import kept_rows, picked
 from .source import exact_tables, peek_bom
 from .variants import source_key
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+#: A corrected row its correction's task left out (a step list's filter): gone from the combined result too.
+LEFT_OUT = -2
 
 
 def combined_key(layout: Layout, original: TaskRecord, corrections: list[TaskRecord]) -> str:
@@ -65,7 +72,8 @@ def make_combined(
                 raise CannotExport("the corrections' results have other columns than this task's result")
             writer = CsvWriter(sink, error_column=error_column, protect=True)
             with numbered_input(store, original) as (_input_names, inputs):
-                for table in _combined(outputs, inputs, replaced, rows):
+                kept = kept_rows(store, original)  # a type that leaves rows out: the input cut to its output's
+                for table in _combined(outputs, inputs if kept is None else picked(inputs, kept), replaced, rows):
                     writer.write(table)
             writer.close()
     except AlreadyExists:
@@ -91,12 +99,16 @@ def _corrected_rows(
             table = pa.concat_tables(list(blocks))
         if names is not None and got != names:
             raise CannotExport("the corrections' results have different columns")
-        if table.num_rows != len(numbers):
+        kept = kept_rows(store, correction)  # a type that leaves rows out: which corrected row each one is
+        made_from = range(len(numbers)) if kept is None else [int(r) for block in kept for r in block]
+        if table.num_rows != len(made_from) or (made_from and max(made_from) >= len(numbers)):
             raise CannotExport(f"task {correction.task_id}'s result has not one row for each corrected row")
         names = got
         tables.append(table)
-        for j, number in enumerate(numbers):
-            where[int(number)] = count + j  # a later correction's row wins
+        for number in numbers:
+            where[int(number)] = LEFT_OUT  # unless its row is in the result (below): the steps left it out
+        for j, r in enumerate(made_from):
+            where[int(numbers[r])] = count + j  # a later correction's row wins
         count += table.num_rows
     if names is None:
         raise CannotExport("no correction of this task has completed yet")
@@ -112,6 +124,9 @@ def _combined(
 
     for out, _cells, numbers in aligned(outputs, inputs):
         picks = np.fromiter((rows.get(int(n), -1) for n in numbers), np.int64, len(numbers))
+        gone = picks == LEFT_OUT
+        if gone.any():  # the row was corrected, and the steps leave it out now
+            out, picks = out.filter(pa.array(~gone)), picks[~gone]
         hit = picks >= 0
         if not hit.any():
             yield out

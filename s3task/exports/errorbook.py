@@ -4,7 +4,8 @@ file the task read, and its cells as they were read (not as the task changed the
 The output has no row numbers, so the workbook is made by reading the input again alongside the output:
 a task type whose output rows are its input's rows, one for one and in order (``output_rows == "rows"``
 and not ``leaves_out_rows``; the engine keeps the order, :mod:`s3task.processing`), gives output row *k*
-for input row *k*. Both are streamed, block by block; a count that does not match is refused, not
+for input row *k*; a type that leaves rows out but ``numbers_rows`` has the input cut down to the
+output's rows first (:mod:`.rownumbers`). Both are streamed, block by block; a count that does not match is refused, not
 guessed. The row numbers are the ones Excel shows for that record of the input: the header's row plus
 the records above, blank lines and line breaks inside quotes counted as Excel counts them (a CSV), or
 the sheet's own row number (a workbook: rows above the header included, empty rows skipped).
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CannotExport, S3TaskError
 from ..record import TaskRecord
 from ..store.base import ObjectStore
+from .rownumbers import kept_rows, picked
 from .source import exact_tables
 
 if TYPE_CHECKING:
@@ -115,6 +117,9 @@ def write_error_book(
         if rows_key is not None:
             lines = store.get(rows_key).body.decode("utf-8").splitlines()[1:]
             inputs = _renumbered(inputs, [int(n) for n in lines])
+        kept = kept_rows(store, record)  # a type that leaves rows out: the input cut to the output's rows
+        if kept is not None:
+            inputs = picked(inputs, kept)
         error_name, row_name = added_names(error_column, names)
         book_names = [error_name, row_name, *names]
         return write_sheet(book_names, _error_rows(outputs, inputs, error_column), sink, created=created)

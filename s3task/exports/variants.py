@@ -67,8 +67,9 @@ def check_possible(record: TaskRecord, variant: Variant, error_column: str | Non
             raise CannotExport("no row has an error, so there is no errors-only file")
     if variant == "errors-xlsx":
         from .errorbook import MISMATCH, one_for_one
+        from .rownumbers import numbers_rows
 
-        if not one_for_one(record.task_type):
+        if not one_for_one(record.task_type) and not numbers_rows(record.task_type):
             raise CannotExport(MISMATCH + "; download the rows with errors as CSV instead")
         if record.error_count is not None and record.error_count + 1 > EXCEL_MAX_ROWS:
             raise CannotExport(too_many_rows(record.error_count))

@@ -96,6 +96,10 @@ class TaskType:
     #: Whether ``stream`` takes the input as Arrow tables (all columns text) instead of ``process`` taking
     #: pandas frames: ``stream(tables)`` yields the output tables (s3task.handlers.steps).
     takes_arrow: ClassVar[bool] = False
+    #: Whether the worker keeps, beside the output, which input row each output row came from
+    #: (``output-attempt-N.rows``): then the errors workbook and the combined result work although rows
+    #: are left out. Such a type's ``stream`` yields tables whose last column is those row numbers (int64).
+    numbers_rows: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         #: The values of this task's parameters (``params`` declares them).

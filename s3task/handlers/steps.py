@@ -32,8 +32,10 @@ class Steps(TaskType):
     )
     params = (Param("steps", "steps", default=None, required=True, help="The list of steps (JSON)."),)
     leaves_out_rows = True  # Keep rows / Remove rows / Remove duplicates leave rows out
-    #: The engine hands this type Arrow tables, not pandas frames (s3task.processing).
+    #: The engine hands this type Arrow tables, not pandas frames (s3task.processing), and keeps each output
+    #: row's input row beside the output.
     takes_arrow = True
+    numbers_rows = True
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         super().__init__(self.validate(params))
@@ -76,7 +78,7 @@ class Steps(TaskType):
         from ..steps.engine import Runner
 
         self._runner = Runner(self.steps, self.context)
-        return self._runner.run(tables)
+        return self._runner.run(tables, numbered=True)
 
     def step_counts(self) -> list[dict[str, int]]:
         runner = getattr(self, "_runner", None)

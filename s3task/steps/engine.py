@@ -109,15 +109,17 @@ class Runner:
         self.counts: dict[int, Count] = {s.number: Count() for s in steps.active}
         self._memo: dict[int, Memo] = {s.number: {} for s in steps.active}
 
-    def run(self, tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
-        """The output tables (the table's columns, then ``error``) for the input tables, in order."""
+    def run(self, tables: Iterator[pa.Table], *, numbered: bool = False) -> Iterator[pa.Table]:
+        """The output tables (the table's columns, then ``error``) for the input tables, in order;
+        ``numbered``: then each row's input record number (int64, 0 = the first row after the header)."""
         import pyarrow as pa
 
         blocks: Iterator[Block] = self._numbered(tables)
         for whole, segment in self._segments():
             blocks = self._whole(segment, blocks) if whole else self._rowwise(segment, blocks)
         for block in blocks:
-            yield block.table.append_column(ERROR_COLUMN, block.errors.cast(pa.large_string()))
+            out = block.table.append_column(ERROR_COLUMN, block.errors.cast(pa.large_string()))
+            yield out.append_column(ROW, block.row) if numbered else out
 
     def _numbered(self, tables: Iterator[pa.Table]) -> Iterator[Block]:
         at = 0

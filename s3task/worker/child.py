@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import tempfile
 import threading
 import time
@@ -19,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInput, PreconditionFailed, S3TaskError
-from ..layout import CSV_TYPE
+from ..layout import CSV_TYPE, Layout
 from ..progress import Done, Failed, Moved, Progress
+from ..store.base import PutMode
 
 PROGRESS_EVERY = 0.5
+ROWS_TYPE = "application/vnd.apache.arrow.stream"
 WRITE_ID_META = "s3task-write-id"
 
 
@@ -132,15 +135,19 @@ def _process(job: Job, source: Any, sink: Any, on_progress: Any, where: tuple[An
     from ..csvio import InputFormat, spooled
 
     read_as = InputFormat.from_dict(job.input_format)
-    with _steps_context(job, *where) as context:
+    with _steps_context(job, *where) as context, tempfile.TemporaryFile(prefix="s3task-rows-") as rows:
+        options = {"input_format": read_as, "context": context, "rows": rows}
         if not read_as.is_workbook:
-            return processing.run(
-                job.task_type, job.params, source, sink, on_progress, input_format=read_as, context=context
-            )
-        with spooled(source, job.input_size) as copy:
-            return processing.run(
-                job.task_type, job.params, copy, sink, on_progress, input_format=read_as, context=context
-            )
+            counts = processing.run(job.task_type, job.params, source, sink, on_progress, **options)
+        else:
+            with spooled(source, job.input_size) as copy:
+                counts = processing.run(job.task_type, job.params, copy, sink, on_progress, **options)
+        if rows.tell():  # before the output is complete: an output never lacks its rows (s3task.layout.ROWS)
+            rows.seek(0)
+            key = Layout.rows_key_of(job.output_key)
+            with where[0].open_write(key, PutMode.OVERWRITE, content_type=ROWS_TYPE) as kept:
+                shutil.copyfileobj(rows, kept, 1 << 20)
+        return counts
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import openpyxl
 import pytest
 import requests
 from app_pages import run_as_worker
@@ -78,6 +79,10 @@ def test_a_worker_runs_a_list_with_a_lookup_on_s3(s3_workers) -> None:
         (4, 3, 3, 2),  # two rows matched, one column taken
         (5, 3, 3, 0),
     ]
+    s3.service.ensure_output(Actor("alice"), task_id, "errors-xlsx")  # the worker kept each row's input row
+    with s3.service.open_output(Actor("alice"), task_id, "errors-xlsx") as f:
+        book = openpyxl.load_workbook(io.BytesIO(f.read())).active
+    assert [(r[1].value, r[2].value) for r in book.iter_rows(min_row=2)] == [("4", "Cy"), ("5", "Dee")]
 
 
 @pytest.fixture
