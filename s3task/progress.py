@@ -55,6 +55,14 @@ class Progress:
 COUNTS = tuple(f.name for f in fields(Progress) if f.name != "steps")
 
 
+def counts_from(source: object) -> Progress:
+    """The counts of anything that has them as attributes (a task record), a missing one as 0."""
+    progress = Progress()
+    for name in COUNTS:
+        setattr(progress, name, int(getattr(source, name, 0) or 0))
+    return progress
+
+
 # --- what the attempt's child process sends the worker over its pipe ------------------------
 
 

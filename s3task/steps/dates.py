@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .spec import StepError
 
@@ -90,10 +90,10 @@ def write_dates(dates: pa.Array, fmt: str) -> pa.Array:
     return pc.strftime(dates.cast(pa.timestamp("s")), format=_strftime(fmt)).cast(pa.large_string())
 
 
-def _days_in_month(y: object, m: object) -> object:
+def _days_in_month(years: Any, months: Any) -> Any:
     import numpy as np
 
-    y, m = np.asarray(y), np.clip(np.asarray(m), 1, 12)
+    y, m = np.asarray(years), np.clip(np.asarray(months), 1, 12)
     leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
     days = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])[m]
     return days + ((m == 2) & leap)

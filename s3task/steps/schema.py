@@ -40,7 +40,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
 
 
 def _field(field: Field) -> dict[str, Any]:
-    schema = {"enum": list(field.choices)} if field.kind == "choice" else dict(_FIELDS[field.kind])
+    schema: dict[str, Any] = {"enum": list(field.choices)} if field.kind == "choice" else dict(_FIELDS[field.kind])
     schema["title"] = field.title
     if field.help:
         schema["description"] = field.help

@@ -63,7 +63,7 @@ class FileSteps:
     def run(self, blocks: Iterator[Block]) -> Iterator[Block]:
         import duckdb
 
-        config = {"memory_limit": f"{max(64, self.context.memory_mb)}MB", "threads": "2",
+        config: dict[str, Any] = {"memory_limit": f"{max(64, self.context.memory_mb)}MB", "threads": "2",
                   "preserve_insertion_order": "false"}  # fmt: skip
         if self.context.scratch:
             config["temp_directory"] = self.context.scratch

@@ -23,7 +23,7 @@ from typing import Any
 from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
 from ..errors import InvalidInput, InvalidTaskId, InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
 from ..ids import new_task_id, validate_task_id
-from ..progress import COUNTS, Progress
+from ..progress import counts_from
 from ..record import SCHEMA_VERSION, TaskRecord, new_write_id, parse_iso, to_iso
 from ..records import CAS_TRIES, Records
 from ..states import State, Status
@@ -357,7 +357,7 @@ class Transitions:
     def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
         looked = self.get(actor, task_id)  # with a running attempt's live counts (s3task.live)
         access.require(actor, looked, "cancel")
-        seen = Progress(**{name: getattr(looked, name) or 0 for name in COUNTS})
+        seen = counts_from(looked)
         # The counts the worker saved live, which the signal below overwrites, are kept in the record.
         written = self.records.write(
             task_id,
