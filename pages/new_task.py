@@ -90,12 +90,12 @@ st.caption(fmt.plain(tf.summary(task_type.description)))
 if tf.says_more(task_type.description):
     with st.expander(f"More about “{task_type.title}”"):
         st.markdown(fmt.plain(task_type.description))
-chosen_settings = type_settings.settings(task_type, keys, prefilled, inspection, file_key)
+chosen_settings = type_settings.settings(task_type, keys, prefilled, inspection, file_key, ctx)
 
 if plan is not None:
     st.stop()  # uploading: the form stays as it is (its values kept), and Submit is not offered again
 
-missing = tf.missing(name, inspection, chosen_settings.unmatched)
+missing = tf.missing(name, inspection, chosen_settings.unmatched, chosen_settings.wanting)
 if missing:
     st.caption(tf.to_submit(missing))
 

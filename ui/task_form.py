@@ -243,9 +243,12 @@ def name_from_file(current_name: str, file_name: str) -> str | None:
     return None if current_name.strip() else Path(file_name).stem[:NAME_CHARS]
 
 
-def missing(name: str, inspection: Inspection | None, unmatched: Sequence[str] = ()) -> tuple[str, ...]:
+def missing(
+    name: str, inspection: Inspection | None, unmatched: Sequence[str] = (), wanting: Sequence[str] = ()
+) -> tuple[str, ...]:
     """What the form still needs before it can be submitted (empty: Submit is enabled); ``unmatched``:
-    the labels of the columns the task type needs that no column of the file was chosen for."""
+    the labels of the columns the task type needs that no column of the file was chosen for; ``wanting``:
+    what else the settings need, in words (a step list's "a fix for step 2 (Remove columns)")."""
     needed = []
     if not name.strip():
         needed.append("a task name")
@@ -254,6 +257,7 @@ def missing(name: str, inspection: Inspection | None, unmatched: Sequence[str] =
     elif not inspection.ok:
         needed.append("a CSV or Excel file that can be read")
     needed += [f"the {label} column" for label in unmatched]
+    needed += list(wanting)
     return tuple(needed)
 
 

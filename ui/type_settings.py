@@ -14,7 +14,9 @@ from s3task.handlers import Param, TaskType
 from s3task.handlers.columns import Need
 
 from . import format as fmt
+from . import step_builder
 from . import task_form as tf
+from .context import Context
 from .csvfile import Inspection
 
 
@@ -24,6 +26,8 @@ class Settings:
 
     payload: dict[str, Any] = field(default_factory=dict)
     unmatched: list[str] = field(default_factory=list)
+    #: What else the settings need before Submit, as words after "To submit, add" (a step list's fixes).
+    wanting: list[str] = field(default_factory=list)
 
 
 def settings(
@@ -32,14 +36,22 @@ def settings(
     prefilled: tf.Prefill | None,
     inspection: Inspection | None,
     file_key: str,
+    ctx: Context,
 ) -> Settings:
-    """The widgets of ``task_type``'s parameters, in a box headed with its title (nothing for a type without)."""
+    """The widgets of ``task_type``'s parameters, in a box headed with its title (nothing for a type without).
+    A step list (a parameter of type "steps") is the step builder, whose steps have boxes of their own."""
     got = Settings()
     if not task_type.params:
         return got
-    with st.container(border=True):
+    with st.container(border=not any(p.type == "steps" for p in task_type.params)):
         st.caption(f"Settings for “{fmt.plain(task_type.title)}”")
         for param in task_type.params:
+            if param.type == "steps":
+                key = keys.param(task_type.name, param.name)
+                start = (prefilled.params if prefilled else {}).get(key, param.default)
+                built = step_builder.builder(ctx, key, start, inspection, file_key)
+                got.payload[param.name], got.wanting = built.steps, got.wanting + built.wanting
+                continue
             got.payload[param.name] = _widget(param, task_type, keys, prefilled, inspection, file_key, got)
     return got
 
