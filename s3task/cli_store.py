@@ -2,7 +2,7 @@
 
 ``repair`` puts the ``active/`` markers right, ``doctor`` checks the store does what s3task relies on
 (conditional writes, listing, its clock, and for browsers CORS and URL signing), ``init`` sets a bucket
-(or an Azure container) up for the app.
+(or an Azure container, or a GCS bucket's CORS rule) up for the app.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .store.probe import cas_probe
 
 if TYPE_CHECKING:
     from .store.azure import AzureStore
+    from .store.gcs import GcsStore
 
 EXIT_ERROR = 1
 #: Where ./run.sh serves the app: the origins init allows when none is given.
@@ -79,17 +80,24 @@ def cmd_doctor(args: argparse.Namespace, store: ObjectStore, layout: Layout) -> 
 
 
 def _doctor_signing(store: object) -> int:
-    """Signed in to Azure with a token, browser URLs need a user delegation key: can the identity get one?"""
-    if not _on_azure(store):
-        return 0
-    from .store import azure_account
+    """Signed in to Azure with a token, browser URLs need a user delegation key: can the identity get one?
+    On GCS, credentials without a key sign through IAM's signBlob: may they?"""
+    if _on_gcs(store):
+        signing, fix = store.sign_check(), "grant the service account roles/iam.serviceAccountTokenCreator on itself"
+        if signing is None:
+            print("ok: browser URLs are signed with the credentials' own key")
+    elif _on_azure(store):
+        from .store import azure_account
 
-    if (signing := azure_account.delegation_check(store)) is None:  # the account key signs them
+        signing, fix = azure_account.delegation_check(store), azure_account.DELEGATION_FIX
+    else:
+        return 0
+    if signing is None:  # a key signs them
         return 0
     ok, what = signing
     print(f"{'ok' if ok else 'problem'}: {what}", file=sys.stdout if ok else sys.stderr)
     if not ok:
-        print(f"fix: {azure_account.DELEGATION_FIX}", file=sys.stderr)
+        print(f"fix: {fix}", file=sys.stderr)
     return 0 if ok else EXIT_ERROR
 
 
@@ -97,6 +105,12 @@ def _on_azure(store: object) -> TypeGuard[AzureStore]:
     """An Azure Blob store? (Its module, and the SDK, are loaded only if the store was made by it.)"""
     azure = sys.modules.get("s3task.store.azure")
     return azure is not None and isinstance(store, azure.AzureStore)
+
+
+def _on_gcs(store: object) -> TypeGuard[GcsStore]:
+    """A Google Cloud Storage store? (Loaded only if the store was made by it, as Azure's.)"""
+    gcs = sys.modules.get("s3task.store.gcs")
+    return gcs is not None and isinstance(store, gcs.GcsStore)
 
 
 def _doctor_cors(args: argparse.Namespace, store: ObjectStore) -> int:
@@ -108,6 +122,10 @@ def _doctor_cors(args: argparse.Namespace, store: ObjectStore) -> int:
         from .store import azure_account
 
         problems, whose = azure_account.browser_problems(store, origins), "storage account's"
+    elif _on_gcs(store):
+        from .store import gcs_bucket
+
+        problems, whose = gcs_bucket.browser_problems(store, origins), "bucket's"
     elif isinstance(store, S3Store):
         from .store import bucket
 
@@ -134,6 +152,8 @@ def cmd_init(args: argparse.Namespace, store: ObjectStore, layout: Layout) -> in
 
     if _on_azure(store):
         return _init_azure(args, store)
+    if _on_gcs(store):
+        return _init_gcs(args, store)
     if not isinstance(store, S3Store):
         store.list_keys(layout.active_root, limit=1)
         print(f"{store.description}: nothing to set up (no CORS rule needed: browsers upload through the app)")
@@ -159,6 +179,16 @@ def _init_azure(args: argparse.Namespace, store: AzureStore) -> int:
     origins = _origins(args.origin, default=DEV_ORIGINS)
     for change in (azure_account.ensure_container(store), azure_account.apply_cors(store, origins)):
         print(change)
+    return 0
+
+
+def _init_gcs(args: argparse.Namespace, store: GcsStore) -> int:
+    """The bucket's CORS rule for the app's origin (the bucket itself is made in the project, outside s3task)."""
+    from .store import gcs_bucket
+
+    if args.retain_days is not None:
+        raise InvalidInput("--retain-days sets an S3 lifecycle rule; on GCS, set the bucket's lifecycle rules")
+    print(gcs_bucket.apply_cors(store, _origins(args.origin, default=DEV_ORIGINS)))
     return 0
 
 

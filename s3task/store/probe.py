@@ -36,6 +36,13 @@ def cas_probe(store: ObjectStore, prefix: str) -> None:
         new_etag = store.put(key, b"four", PutMode.update(etag))
         if store.get(key).body != b"four" or new_etag == etag:
             raise UnsafeStore("an update with the right ETag did not take effect")
+        # An ETag the key really had: a store whose ETags are versions (GCS's generations) can refuse a
+        # made-up one without asking the server, never this one.
+        _expect_refused(
+            lambda: store.put(key, b"five", PutMode.update(etag)),
+            PreconditionFailed,
+            "an update with the ETag of an earlier version succeeded",
+        )
         burst_key = base + "/burst"
         written.append(burst_key)
         winners = _burst(store, burst_key)
