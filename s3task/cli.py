@@ -81,7 +81,12 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         which.add_argument(flag, dest="variant", action="store_const", const=variant, help=what)
     which.add_argument(
         "--combined", dest="variant", action="store_const", const="combined",
-        help="the result with the rows its completed corrections ran again in their places (docs/APP.md)",
+        help="the result with the rows its completed corrections ran again in their places (docs/APP.md); "
+        "of a correction: its original's",
+    )  # fmt: skip
+    which.add_argument(
+        "--combined-excel", dest="variant", action="store_const", const="combined-xlsx",
+        help="the same combined result as an Excel workbook (.xlsx), numbers and dates typed as --excel's",
     )  # fmt: skip
     s.set_defaults(variant="csv")
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
@@ -89,7 +94,7 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 #: ``s3task download``'s choice of file: flag, variant (s3task.exports), what it is.
 DOWNLOAD_FLAGS = (
-    ("--excel", "xlsx", "an Excel workbook (.xlsx) of text cells"),
+    ("--excel", "xlsx", "an Excel workbook (.xlsx): numbers and dates where every value of a column is one"),
     ("--exact", "exact", "the CSV with the values exactly as produced (no ' before values a spreadsheet would run)"),
     ("--errors", "errors", "only the rows with an error (CSV)"),
     ("--errors-excel", "errors-xlsx", "only the rows with an error, with their rows in the file (Excel, to correct)"),
@@ -220,14 +225,18 @@ def cmd_retry(args: argparse.Namespace, service: TaskService, actor: Actor) -> i
 
 def cmd_download(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
-    combined = args.variant == "combined"
-    name = service.combined_filename(record) if combined else service.output_filename(record, args.variant)
+    combined, excel = args.variant in ("combined", "combined-xlsx"), args.variant == "combined-xlsx"
+    if combined:  # a correction's combined result is its original's, named after it
+        original = service.get(actor, record.corrects) if record.corrects else record
+        name = service.combined_filename(original, excel)
+    else:
+        name = service.output_filename(record, args.variant)
     target = Path(args.output or name)
     tmp = target.with_name(target.name + ".part")
     # A copy (or the combined result) is made in the store if it is not yet.
     if combined:
-        service.ensure_combined(actor, args.task_id)
-        source = service.open_combined(actor, args.task_id)
+        service.ensure_combined(actor, args.task_id, excel)
+        source = service.open_combined(actor, args.task_id, excel)
     else:
         service.ensure_output(actor, args.task_id, args.variant)
         source = service.open_output(actor, args.task_id, args.variant)

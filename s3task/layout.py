@@ -9,6 +9,7 @@
              ….exact.csv, ….errors.csv,   request (s3task.exports); create-only, never changed
              ….errors.xlsx, ….parquet
 <prefix>/<task-id>/output-attempt-N.combined-D.csv  the output with its corrections' rows in their places
+                                                (….combined-D.xlsx: the same as an Excel workbook)
 <prefix>/<task-id>/corrected-rows.csv     a task of corrected rows (s3task.tasks.corrections): the row in
                                           its original's file that each of its input rows stands for
 <prefix>/<task-id>/progress-attempt-N.json  an attempt's latest counts, rewritten every 1.5 s while
@@ -71,8 +72,9 @@ EXPORTS = {
 }
 #: A "download this view" copy (s3task.query): the rows of an output matching one question, by its digest.
 VIEW = "output-attempt-{attempt}.view-{digest}.{suffix}"
-#: The output combined with its corrections' (s3task.exports.combined), by a digest of the corrections combined.
-COMBINED = "output-attempt-{attempt}.combined-{digest}.csv"
+#: The output combined with its corrections' (s3task.exports.combined), by a digest of the corrections combined;
+#: as a CSV (``csv``) or, made from that, an Excel workbook (``xlsx``).
+COMBINED = "output-attempt-{attempt}.combined-{digest}.{suffix}"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -124,9 +126,9 @@ class Layout:
         """Where the rows of an attempt's output matching one question (``digest``) are kept, as ``suffix``."""
         return self.task_prefix(task_id) + VIEW.format(attempt=int(attempt), digest=digest, suffix=suffix)
 
-    def combined_key(self, task_id: str, attempt: int, digest: str) -> str:
-        """Where an attempt's output combined with the corrections named by ``digest`` is kept."""
-        return self.task_prefix(task_id) + COMBINED.format(attempt=int(attempt), digest=digest)
+    def combined_key(self, task_id: str, attempt: int, digest: str, suffix: str = "csv") -> str:
+        """Where an attempt's output combined with the corrections named by ``digest`` is kept, as ``suffix``."""
+        return self.task_prefix(task_id) + COMBINED.format(attempt=int(attempt), digest=digest, suffix=suffix)
 
     def progress_key(self, task_id: str, attempt: int) -> str:
         """The running attempt's live counts, written by its worker every few seconds (s3task.live)."""

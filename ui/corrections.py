@@ -2,10 +2,11 @@
 linked to it that way.
 
 ``lineage`` says, under the task's title, which task this one corrects (with the rows with errors
-there and here) and which tasks correct this one. ``offer`` is the upload of the corrected rows on a
-completed task with rows with errors: the errors workbook (``Rows with errors (.xlsx, to correct)``)
-fixed and saved as .xlsx or .csv makes a new task, with this task's type and settings, of only
-those rows.
+there and here) and which tasks correct this one; ``combined`` offers the original's combined result,
+as CSV and as Excel, on the original's page and on each correction's. ``offer`` is the upload of the
+corrected rows on a completed task with rows with errors: the errors workbook (``Rows with errors
+(.xlsx, to correct)``) fixed and saved as .xlsx or .csv makes a new task, with this task's type and
+settings, of only those rows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import io
 import pandas as pd
 import streamlit as st
 
+from s3task import exports
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
 from s3task.tasks.corrections import EDITABLE_ROWS
@@ -62,6 +64,7 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
                     icon=":material/undo:",
                 )
                 st.caption(f"There: {_errors(original)}. Here: {_errors(record)}.")
+            _original_combined(ctx, original)  # the original's result with every fix, offered here too
     if record.status != "completed":
         return
     try:
@@ -87,54 +90,94 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
 
 
 COMBINED_LABEL = "Download the combined result (CSV)"
+COMBINED_EXCEL_LABEL = "Download the combined result (Excel)"
+#: The combined result's two files: whether it is the Excel one, its key's part, its button, while it is made.
+_FORMATS = (
+    (False, "csv", COMBINED_LABEL, "Preparing the combined result…"),
+    (True, "xlsx", COMBINED_EXCEL_LABEL, "Preparing the combined workbook…"),
+)
 
 
-def combined(ctx: Context, record: TaskRecord) -> None:
-    """The combined result's button: made in the background when first asked for (the page polls meanwhile),
-    then downloaded by the browser from a fresh URL, like the output's other copies."""
+def combined(ctx: Context, record: TaskRecord, *, caption: str | None = None) -> None:
+    """The combined result's buttons, CSV and Excel: each made in the background when first asked for (the page
+    polls meanwhile), then downloaded by the browser from a fresh URL, like the output's other copies."""
     service, actor, task_id = ctx.service, ctx.actor, record.task_id
     state = st.session_state
-    want, url_key = f"want_combined_{task_id}", f"combined_url_{task_id}"
-    polling = service.combined_state(actor, task_id).kind == "preparing"
 
-    def fetch() -> None:
+    def states() -> dict[bool, exports.State]:
+        return {excel: service.combined_state(actor, task_id, excel) for excel, *_ in _FORMATS}
+
+    polling = any(s.kind == "preparing" for s in states().values())
+
+    def fetch(excel: bool, kind: str) -> None:
         try:
-            state[url_key] = service.combined_url(actor, task_id)
+            state[f"combined_url_{kind}_{task_id}"] = service.combined_url(actor, task_id, excel)
         except S3TaskError as e:
             state[f"combined_error_{task_id}"] = str(e)
 
-    def start() -> None:
-        state[want] = True
+    def start(excel: bool, kind: str) -> None:
+        state[f"want_combined_{kind}_{task_id}"] = True
         try:
-            service.prepare_combined(actor, task_id)
+            service.prepare_combined(actor, task_id, excel)
         except S3TaskError as e:
             state[f"combined_error_{task_id}"] = str(e)
 
     @st.fragment(run_every=POLL_SECONDS if polling else None)
     def row() -> None:
-        now = service.combined_state(actor, task_id)
-        if (now.kind == "preparing") != polling:
+        found = states()
+        if any(s.kind == "preparing" for s in found.values()) != polling:
             st.rerun()
-        key = f"dl_combined_{task_id}"
-        if now.kind == "preparing":
-            st.button("Preparing the combined result…", icon=":material/hourglass_top:", disabled=True, key=key)
-        elif now.kind == "ready":
-            if state.pop(want, False):
-                fetch()  # asked for before it was made: fetch it now
-            st.button(COMBINED_LABEL, icon=":material/download:", on_click=fetch, key=key)
-        else:
-            st.button(COMBINED_LABEL, icon=":material/download:", on_click=start, key=key)
-        direct.save(key=f"save_combined_{task_id}", url=state.pop(url_key, None))
-        if now.kind == "failed":
-            st.error("The combined result could not be made: " + fmt.plain(now.message), icon=":material/error:")
+        with st.container(horizontal=True, key=f"combined_{task_id}"):
+            for excel, kind, label, preparing in _FORMATS:
+                now, key = found[excel], f"dl_combined_{kind}_{task_id}"
+                if now.kind == "refused":
+                    continue  # said under the buttons
+                if now.kind == "preparing":
+                    st.button(preparing, icon=":material/hourglass_top:", disabled=True, key=key)
+                    continue
+                if now.kind == "ready" and state.pop(f"want_combined_{kind}_{task_id}", False):
+                    fetch(excel, kind)  # asked for before it was made: fetch it now
+                act = fetch if now.kind == "ready" else start
+                st.button(label, icon=":material/download:", on_click=act, args=(excel, kind), key=key)
+            for _excel, kind, *_ in _FORMATS:
+                direct.save(
+                    key=f"save_combined_{kind}_{task_id}", url=state.pop(f"combined_url_{kind}_{task_id}", None)
+                )
+        for excel, *_ in _FORMATS:
+            if found[excel].kind == "failed":
+                message = fmt.plain(found[excel].message)
+                st.error("The combined result could not be made: " + message, icon=":material/error:")
+        if found[True].kind == "refused" and found[False].kind != "refused":
+            st.caption("No Excel file of the combined result: " + fmt.plain(found[True].message) + ".")
         if message := state.pop(f"combined_error_{task_id}", None):
             st.error("The combined result cannot be downloaded: " + fmt.plain(message), icon=":material/error:")
 
     st.caption(
-        "The combined result is this task's result with the rows its corrections ran again in their places, "
+        caption
+        or "The combined result is this task's result with the rows its corrections ran again in their places, "
         "in the file's order (a later correction's rows win)."
     )
     row()
+
+
+def _original_combined(ctx: Context, original: TaskRecord) -> None:
+    """On a correction's page: its original's combined result, once a correction of it has completed."""
+    service = ctx.service
+    if original.status != "completed" or not service.may_act(ctx.actor, original):
+        return
+    try:
+        found = service.corrections_of(ctx.actor, original.task_id)
+    except S3TaskError:
+        return  # the original's page says so
+    if not any(c.status == "completed" for c in found):
+        return
+    combined(
+        ctx,
+        original,
+        caption=f"The combined result is the original “{fmt.plain(original.task_name)}”'s result with every fix in "
+        "place: the rows each of its completed corrections ran again (this one too, once it has completed), in "
+        "the file's order (a later correction's rows win).",
+    )
 
 
 def offer(ctx: Context, record: TaskRecord) -> None:

@@ -52,7 +52,7 @@ workbook) and :mod:`.runner` (making copies in the background).
 from __future__ import annotations
 
 from ..errors import CannotExport, NotReady
-from .combined import combined_key, make_combined
+from .combined import check_excel, combined_key, make_combined, make_combined_xlsx
 from .runner import MAX_AT_ONCE, Exports, State
 from .source import exact_frame, peek_bom
 from .variants import (
@@ -88,11 +88,13 @@ __all__ = [
     "NotReady",
     "State",
     "Variant",
+    "check_excel",
     "check_possible",
     "combined_key",
     "exact_frame",
     "make",
     "make_combined",
+    "make_combined_xlsx",
     "peek_bom",
     "source_key",
     "too_long",

@@ -14,6 +14,10 @@ row, error and all.
 
 The copy is kept next to the original's output under a name made of the corrections it combines
 (:func:`combined_key`), so a correction completed later makes a new one and none is ever changed.
+
+The Excel workbook of it (:func:`make_combined_xlsx`) is made from that CSV (made first if it is not) by the
+Excel copy's rule (:func:`.writers.write_xlsx`: numbers and ISO dates typed, everything else text), kept
+beside it under the same digest.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ import hashlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AlreadyExists, CannotExport
-from ..layout import CSV_TYPE, Layout
-from ..record import TaskRecord
+from ..errors import AlreadyExists, CannotExport, NotFound
+from ..layout import CSV_TYPE, XLSX_TYPE, Layout
+from ..record import TaskRecord, parse_iso
 from ..store.base import ObjectMeta, ObjectStore, PutMode
+from . import variants
 from .errorbook import aligned, numbered_input
-from .rownumbers import kept_rows, picked
+from .rownumbers import kept_rows, numbers_rows, picked
 from .source import exact_tables, peek_bom
 from .variants import source_key
 
@@ -39,11 +44,50 @@ if TYPE_CHECKING:
 LEFT_OUT = -2
 
 
-def combined_key(layout: Layout, original: TaskRecord, corrections: list[TaskRecord]) -> str:
-    """Where the original's output combined with these completed corrections (their attempts) is kept."""
+def combined_key(layout: Layout, original: TaskRecord, corrections: list[TaskRecord], suffix: str = "csv") -> str:
+    """Where the original's output combined with these completed corrections (their attempts) is kept, as
+    ``suffix`` (``csv``, or ``xlsx`` for its Excel workbook: the same digest)."""
     made_of = ",".join(f"{c.task_id}:{c.attempt_id}" for c in corrections)
     digest = hashlib.sha256(made_of.encode()).hexdigest()[:16]
-    return layout.combined_key(original.task_id, original.attempt_id, digest)
+    return layout.combined_key(original.task_id, original.attempt_id, digest, suffix)
+
+
+def check_excel(original: TaskRecord) -> None:
+    """Refuse, in the Excel copy's words, a combined result that cannot fit a worksheet. Its rows are the
+    original's (a correction's row takes a row's place); only a type that leaves rows out may have fewer, so
+    for one of those the workbook's writer counts them as it goes (and refuses the same way)."""
+    rows = original.row_count
+    if rows is not None and rows + 1 > variants.EXCEL_MAX_ROWS and not numbers_rows(original.task_type):
+        raise CannotExport(variants.too_many_rows(rows))
+
+
+def make_combined_xlsx(
+    store: ObjectStore,
+    layout: Layout,
+    original: TaskRecord,
+    corrections: list[TaskRecord],
+    target: str,
+    *,
+    error_column: str | None,
+) -> ObjectMeta:
+    """Write the combined result as an Excel workbook to ``target`` (create-only), by the Excel copy's rule,
+    from the combined CSV (made first if it is not); a workbook made first elsewhere counts."""
+    from .writers import write_xlsx
+
+    check_excel(original)
+    source = combined_key(layout, original, corrections)
+    try:
+        meta = store.head(source)
+    except NotFound:
+        meta = make_combined(store, layout, original, corrections, source, error_column=error_column)
+    # Fixed timestamps: the same corrections always give the same bytes.
+    created = max((t for r in (original, *corrections) if (t := parse_iso(r.finished_at))), default=None)
+    try:
+        with store.open_write(target, PutMode.CREATE, content_type=XLSX_TYPE) as sink:
+            write_xlsx(lambda: store.open_read(source, if_match=meta.etag), sink, created=created)
+    except AlreadyExists:
+        pass  # made by someone else meanwhile: the same rows
+    return store.head(target)
 
 
 def make_combined(

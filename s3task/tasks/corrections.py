@@ -162,64 +162,77 @@ class Corrections:
         return found
 
     # --- the combined result -----------------------------------------------------------------------
+    # A task's combined result, as a CSV or (``excel``) an Excel workbook made from that CSV. Asked of a
+    # correction, it is its original's (the root's): every correction's rows are rows of that file.
 
-    def _combined(self, actor: Actor, task_id: str) -> tuple[TaskRecord, list[TaskRecord], str]:
+    def _combined(self, actor: Actor, task_id: str, excel: bool = False) -> tuple[TaskRecord, list[TaskRecord], str]:
         """The original (if ``actor`` may read its result), its completed corrections, the combined copy's key."""
         original = self.transitions.get(actor, task_id)
+        if original.corrects:
+            original = self.transitions.get(actor, original.corrects)
         access.require(actor, original, "download the output of")
-        done = [c for c in self.of(actor, task_id) if c.status == Status.COMPLETED]
-        return original, done, exports.combined_key(self.layout, original, done)
+        done = [c for c in self.of(actor, original.task_id) if c.status == Status.COMPLETED]
+        return original, done, exports.combined_key(self.layout, original, done, "xlsx" if excel else "csv")
 
-    def combined_state(self, actor: Actor, task_id: str) -> exports.State:
-        """Whether the combined result of the corrections completed so far is made, being made, or not yet."""
-        _original, done, key = self._combined(actor, task_id)
+    def _makeable(self, actor: Actor, task_id: str, excel: bool) -> tuple[TaskRecord, list[TaskRecord], str]:
+        """As :meth:`_combined`; raises why the combined result cannot be made."""
+        original, done, key = self._combined(actor, task_id, excel)
         if not done:
-            return exports.State("refused", message="no correction of this task has completed yet")
+            raise exports.CannotExport("no correction of this task has completed yet")
+        if excel:
+            exports.check_excel(original)
+        return original, done, key
+
+    def combined_state(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+        """Whether the combined result of the corrections completed so far is made, being made, or not yet."""
+        try:
+            _original, _done, key = self._makeable(actor, task_id, excel)
+        except exports.CannotExport as e:
+            return exports.State("refused", message=e.message)
         return self.outputs.exports.state(key)
 
-    def prepare_combined(self, actor: Actor, task_id: str) -> exports.State:
+    def prepare_combined(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
         """Start making the combined result in the background (once), like the output's other copies."""
-        original, done, key = self._combined(actor, task_id)
-        state = self.combined_state(actor, task_id)
+        state = self.combined_state(actor, task_id, excel)
         if state.kind in ("absent", "failed"):
-            self.outputs.exports.start(key, self._maker(original, done, key))
+            original, done, key = self._combined(actor, task_id, excel)
+            self.outputs.exports.start(key, self._maker(original, done, key, excel))
             return exports.State("preparing")
         return state
 
-    def combined_job(self, actor: Actor, task_id: str) -> Future[ObjectMeta] | None:
+    def combined_job(self, actor: Actor, task_id: str, excel: bool = False) -> Future[ObjectMeta] | None:
         """None if the combined result is made; else its making, started now if it was not (returns at once,
         as :meth:`s3task.tasks.outputs.Outputs.copy_job` does for the API). Raises why it cannot be made."""
-        original, done, key = self._combined(actor, task_id)
-        if not done:
-            raise exports.CannotExport("no correction of this task has completed yet")
+        original, done, key = self._makeable(actor, task_id, excel)
         if self.outputs.exports.state(key).kind == "ready":
             return None
-        return self.outputs.exports.start(key, self._maker(original, done, key))
+        return self.outputs.exports.start(key, self._maker(original, done, key, excel))
 
-    def combined_filename(self, record: TaskRecord) -> str:
-        return self.outputs.output_filename(record).removesuffix(".csv") + "-combined.csv"
+    def combined_filename(self, record: TaskRecord, excel: bool = False) -> str:
+        """The combined result's file name, after ``record``: the original (a correction's ``corrects``)."""
+        suffix = "-combined.xlsx" if excel else "-combined.csv"
+        return self.outputs.output_filename(record).removesuffix(".csv") + suffix
 
-    def ensure_combined(self, actor: Actor, task_id: str) -> None:
+    def ensure_combined(self, actor: Actor, task_id: str, excel: bool = False) -> None:
         """Make the combined result now if it is not made yet, waiting for it (the CLI); raises why it cannot be."""
-        original, done, key = self._combined(actor, task_id)
-        if not done:
-            raise exports.CannotExport("no correction of this task has completed yet")
-        self.outputs.exports.wait(key, self._maker(original, done, key))
+        original, done, key = self._makeable(actor, task_id, excel)
+        self.outputs.exports.wait(key, self._maker(original, done, key, excel))
 
-    def _maker(self, original: TaskRecord, done: list[TaskRecord], key: str) -> Callable[[], ObjectMeta]:
+    def _maker(self, original: TaskRecord, done: list[TaskRecord], key: str, excel: bool) -> Callable[[], ObjectMeta]:
         column = handlers.get(original.task_type).error_column
-        return lambda: exports.make_combined(self.store, self.layout, original, done, key, error_column=column)
+        make = exports.make_combined_xlsx if excel else exports.make_combined
+        return lambda: make(self.store, self.layout, original, done, key, error_column=column)
 
     @contextlib.contextmanager
-    def open_combined(self, actor: Actor, task_id: str) -> Iterator[BinaryIO]:
+    def open_combined(self, actor: Actor, task_id: str, excel: bool = False) -> Iterator[BinaryIO]:
         """The combined result, once made, as a stream."""
-        _original, _done, key = self._combined(actor, task_id)
+        _original, _done, key = self._combined(actor, task_id, excel)
         with self.store.open_read(key) as f:
             yield f
 
-    def combined_url(self, actor: Actor, task_id: str) -> str | None:
+    def combined_url(self, actor: Actor, task_id: str, excel: bool = False) -> str | None:
         """A short-lived URL of the combined result once it is made (:meth:`prepare_combined`)."""
-        original, _done, key = self._combined(actor, task_id)
+        original, _done, key = self._combined(actor, task_id, excel)
         if self.outputs.exports.state(key).kind != "ready":
             raise exports.NotReady("the combined result is not made yet; ask for it to be prepared first")
-        return self.outputs.urls.get(key, self.combined_filename(original))
+        return self.outputs.urls.get(key, self.combined_filename(original, excel))

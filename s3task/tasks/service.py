@@ -331,26 +331,26 @@ class TaskService:
     ) -> tuple[builtins.list[str], builtins.list[builtins.list[str]]]:
         return self._corrections.rows_to_correct(actor, task_id, limit)
 
-    def combined_filename(self, record: TaskRecord) -> str:
-        return self._corrections.combined_filename(record)
+    def combined_filename(self, record: TaskRecord, excel: bool = False) -> str:
+        return self._corrections.combined_filename(record, excel)
 
-    def combined_state(self, actor: Actor, task_id: str) -> exports.State:
-        return self._corrections.combined_state(actor, task_id)
+    def combined_state(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+        return self._corrections.combined_state(actor, task_id, excel)
 
-    def prepare_combined(self, actor: Actor, task_id: str) -> exports.State:
-        return self._corrections.prepare_combined(actor, task_id)
+    def prepare_combined(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+        return self._corrections.prepare_combined(actor, task_id, excel)
 
-    def combined_job(self, actor: Actor, task_id: str) -> Future[ObjectMeta] | None:
-        return self._corrections.combined_job(actor, task_id)
+    def combined_job(self, actor: Actor, task_id: str, excel: bool = False) -> Future[ObjectMeta] | None:
+        return self._corrections.combined_job(actor, task_id, excel)
 
-    def ensure_combined(self, actor: Actor, task_id: str) -> None:
-        self._corrections.ensure_combined(actor, task_id)
+    def ensure_combined(self, actor: Actor, task_id: str, excel: bool = False) -> None:
+        self._corrections.ensure_combined(actor, task_id, excel)
 
-    def open_combined(self, actor: Actor, task_id: str) -> AbstractContextManager[BinaryIO]:
-        return self._corrections.open_combined(actor, task_id)
+    def open_combined(self, actor: Actor, task_id: str, excel: bool = False) -> AbstractContextManager[BinaryIO]:
+        return self._corrections.open_combined(actor, task_id, excel)
 
-    def combined_url(self, actor: Actor, task_id: str) -> str | None:
-        return self._corrections.combined_url(actor, task_id)
+    def combined_url(self, actor: Actor, task_id: str, excel: bool = False) -> str | None:
+        return self._corrections.combined_url(actor, task_id, excel)
 
     # --- recipes ------------------------------------------------------------------------------------------------
 

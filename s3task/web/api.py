@@ -74,7 +74,9 @@ QUERY_MESSAGES = {
 }
 #: How long a request for a copy of an output (Excel, exact values, rows with errors) waits for it to be made.
 PREPARE_WAIT_SECONDS = 20.0
-OUTPUT_MESSAGES = {"variant": "variant must be one of csv, exact, errors, xlsx, parquet, errors-xlsx, combined"}
+OUTPUT_MESSAGES = {
+    "variant": "variant must be one of csv, exact, errors, xlsx, parquet, errors-xlsx, combined, combined-xlsx"
+}
 
 
 class Api:
@@ -188,8 +190,8 @@ class Api:
         # for it a while, on the event loop, holding no thread (copywait); a large one (an Excel file takes
         # about 12 s per 100,000 rows) gets 503 output_preparing with Retry-After instead of a connection a
         # proxy would cut, and asks again, as does a request when too many wait already.
-        if variant == "combined":
-            return await self.combined_output(request, actor, task_id)
+        if variant == "combined" or variant == "combined-xlsx":  # ``in`` would not narrow its type
+            return await self.combined_output(request, actor, task_id, excel=variant == "combined-xlsx")
         job = await run_in_threadpool(self.service.copy_job, actor, task_id, variant)
         if job is not None:
             await self.copy_waiters.wait(job, PREPARE_WAIT_SECONDS)
@@ -204,17 +206,20 @@ class Api:
         )
         return reply(link, headers={"Cache-Control": "no-store"})
 
-    async def combined_output(self, request: Request, actor: Actor, task_id: str) -> Response:
-        """``variant=combined``: the output with the rows its corrections ran again, made and waited for alike."""
+    async def combined_output(self, request: Request, actor: Actor, task_id: str, *, excel: bool) -> Response:
+        """``variant=combined`` (``combined-xlsx``: as an Excel workbook): the output with the rows its corrections
+        ran again, made and waited for alike; asked of a correction, its original's."""
         service = self.service
-        job = await run_in_threadpool(service.combined_job, actor, task_id)
+        job = await run_in_threadpool(service.combined_job, actor, task_id, excel)
         if job is not None:
             await self.copy_waiters.wait(job, PREPARE_WAIT_SECONDS)
-        url = await run_in_threadpool(service.combined_url, actor, task_id)
+        url = await run_in_threadpool(service.combined_url, actor, task_id, excel)
         if url is None:
             raise HttpError(503, "no_download_url", "this store cannot make download links")
         record = await run_in_threadpool(service.get, actor, task_id)
-        name = service.combined_filename(record)
+        if record.corrects:  # a correction's combined result is its original's, named after it
+            record = await run_in_threadpool(service.get, actor, record.corrects)
+        name = service.combined_filename(record, excel)
         link = OutputLink(url=absolute_url(request, url), expires_in=service.url_seconds, filename=name)
         return reply(link, headers={"Cache-Control": "no-store"})
 

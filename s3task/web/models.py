@@ -249,18 +249,20 @@ class OutputQuery(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    variant: Literal["csv", "exact", "errors", "xlsx", "parquet", "errors-xlsx", "combined"] = Field(
+    variant: Literal["csv", "exact", "errors", "xlsx", "parquet", "errors-xlsx", "combined", "combined-xlsx"] = Field(
         default="csv",
         description="Which file: `csv` the output as stored (UTF-8 with a BOM; a value a spreadsheet would run "
         "as a formula, or that starts with ', has a ' before it), `exact` the same CSV with the values exactly "
         "as produced (for pandas and scripts), `errors` only the rows with an error (error column first), "
         "`errors-xlsx` the same rows as an Excel workbook: the error, the row in the file the task read, then "
         "the input's cells as read (to fix and upload as a correction), `combined` the output with the rows its "
-        "completed corrections ran again in their places (409 before one has completed), "
+        "completed corrections ran again in their places (409 before one has completed; asked of a correction, "
+        "its original's), `combined-xlsx` the same as an Excel workbook by the `xlsx` rule (409 above Excel's "
+        "limits), "
         "`xlsx` an Excel workbook (numbers and dates where every value of a column is one Excel keeps exactly, "
         "else text cells), `parquet` a Parquet file with each column typed as its values "
         "allow (bool, int64, float64, date32, timestamp, else string; docs/API.md). The first request for exact, "
-        "errors, errors-xlsx, xlsx, parquet or combined makes that file "
+        "errors, errors-xlsx, xlsx, parquet, combined or combined-xlsx makes that file "
         "and answers when it is made (xlsx: about 12 s per 100,000 rows of 11 columns); later ones answer at once.",
     )
 

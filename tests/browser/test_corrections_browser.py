@@ -1,7 +1,8 @@
 """The errors round trip as staff meet it in Chromium: the rows with errors downloaded as a workbook, fixed
 (openpyxl, as Excel would save them), uploaded back on the task's page, run as a linked task by the
 app's embedded worker, and the combined result downloaded and checked row for row against the task
-over the original file with the fixes applied.
+over the original file with the fixes applied; then, from the correction's page, the same combined result
+as an Excel workbook.
 
 Takes the screenshot docs/APP.md shows into tests/artifacts/, and copies it there when UPDATE_DOC_SHOTS=1.
 """
@@ -108,7 +109,19 @@ def test_errors_fixed_in_excel_come_back_as_one_combined_result(browser, tmp_pat
             combined = tmp_path / got.value.suggested_filename
             got.value.save_as(combined)
             assert combined.name.endswith("-combined.csv")
+
+            # The correction's page offers its original's combined result too, as Excel.
+            page.goto(f"{url}/task?id={correction}")
+            settle(page)
+            with page.expect_download(timeout=60_000) as got:
+                page.get_by_role("button", name="Download the combined result (Excel)").click()
+            workbook = tmp_path / got.value.suggested_filename
+            got.value.save_as(workbook)
+            assert workbook.name.startswith("Customer-list-") and workbook.name.endswith("-combined.xlsx")
     finally:
         page.close()
     applied = [[*row[:1], FIXES.get(row[0], row[1]), *row[2:]] for row in CUSTOMERS]
     assert rows_of(combined.read_bytes()) == rows_of(run_task_type("email_enrichment", csv_bytes(applied)).output)
+    cells = [list(row) for row in openpyxl.load_workbook(workbook).active.iter_rows(values_only=True)]
+    assert [row[:3] for row in cells] == [[c or None for c in row] for row in applied]  # "=VIP" as text
+    assert all(row[-1] is None for row in cells[1:])  # every fix in place: no row with an error

@@ -150,3 +150,58 @@ def test_a_few_rows_fixed_in_the_grid_run_again_as_the_same_linked_task(app, ser
     again = service.submit_correction(ANN, original, grid_csv(names, edited))
     text = service.store.get(again.input_object_path).body.decode()
     assert text.splitlines() == ["name,mail", "Cy,cy@example.com; cy@example.org"]
+
+
+def test_the_combined_result_is_offered_as_excel_on_the_original_and_on_each_correction(
+    app,  # noqa: F811
+    service: TaskService,  # noqa: F811
+) -> None:
+    import io
+
+    import openpyxl
+    from conftest import wait_for
+
+    from ui.corrections import COMBINED_EXCEL_LABEL, COMBINED_LABEL
+
+    original = finished(service, ROWS)
+    made = service.submit_correction(ANN, original, corrected_book(service, original))
+    at = task_page(app, made.task_id)
+    assert COMBINED_EXCEL_LABEL not in [b.label for b in at.button]  # nothing to combine before it completed
+    work(service, made.task_id)
+    assert {COMBINED_LABEL, COMBINED_EXCEL_LABEL} <= {b.label for b in task_page(app, original).button}
+    at = task_page(app, made.task_id)  # the correction's page: its original's combined result, both files
+    assert {COMBINED_LABEL, COMBINED_EXCEL_LABEL} <= {b.label for b in at.button}
+    assert any("the original “March list”'s result with every fix" in c.value for c in at.caption)
+    (button,) = [b for b in at.button if b.label == COMBINED_EXCEL_LABEL]
+    at = button.click().run()
+    assert not at.exception, at.exception
+
+    def made_by_the_app() -> bytes:
+        with service.open_combined(ANN, original, excel=True) as f:
+            return f.read()
+
+    wait_for(lambda: _quietly(made_by_the_app), 60, what="the combined workbook in the store")
+    sheet = openpyxl.load_workbook(io.BytesIO(made_by_the_app())).active
+    got = [[c.value for c in row] for row in sheet.iter_rows()]
+    assert [r[:2] for r in got] == [["name", "mail"], *([n, f"{n.lower()}@example.com"] for n in ("Ada", "Bob", "Cy"))]
+    assert all(r[got[0].index("error")] is None for r in got[1:])  # every fix in place
+    at = at.run()
+    assert COMBINED_EXCEL_LABEL in [b.label for b in at.button]  # made: the button downloads it now
+
+
+def test_a_combined_result_too_big_for_excel_says_so_under_its_csv_button(
+    app,  # noqa: F811
+    service: TaskService,  # noqa: F811
+    monkeypatch,
+) -> None:
+    from s3task import exports
+    from ui.corrections import COMBINED_EXCEL_LABEL, COMBINED_LABEL
+
+    original = finished(service, ROWS)
+    work(service, service.submit_correction(ANN, original, corrected_book(service, original)).task_id)
+    monkeypatch.setattr(exports.variants, "EXCEL_MAX_ROWS", 3)  # the header and 2 rows: its 3 rows do not fit
+    at = task_page(app, original)
+    labels = [b.label for b in at.button]
+    assert COMBINED_LABEL in labels and COMBINED_EXCEL_LABEL not in labels
+    said = "No Excel file of the combined result: the result has 3 rows and an Excel worksheet holds at most 2"
+    assert any(c.value.startswith(said) for c in at.caption), [c.value for c in at.caption]
