@@ -27,7 +27,7 @@ def parse(raw: Any) -> StepList:
             raise StepError(f"the step list is {len(raw):,} bytes; at most {MAX_LIST_BYTES // 1024} KiB")
         try:
             raw = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
             raise StepError(f"the step list is not valid JSON: {e}") from e
     if isinstance(raw, Mapping) and "steps" in raw:
         raw = raw["steps"]  # {"steps": [...]}: the form the task's parameters and a recipe keep

@@ -15,9 +15,17 @@ if TYPE_CHECKING:
     from ..store.base import ObjectStore
 
 
+def _text(table: pa.Table) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table([c.cast(pa.large_string()) for c in table.columns], names=table.column_names)
+
+
 def reference_rows(store: ObjectStore, layout: Layout, task_id: str) -> Iterator[pa.Table]:
     """The rows of task ``task_id``'s result (its output CSV), block by block; InvalidInput if it has none."""
-    from ..csvio import DEFAULT_BLOCK_SIZE, CsvReader
+    import pyarrow as pa
+
+    from ..exports.source import exact_tables, peek_bom
     from ..records import read_record
 
     try:
@@ -28,12 +36,15 @@ def reference_rows(store: ObjectStore, layout: Layout, task_id: str) -> Iterator
         raise InvalidInput(f"the reference table's task {task_id} has no result (it is {record.status.value})")
     try:
         with store.open_read(record.output_object_path) as source:
-            reader = CsvReader(source, DEFAULT_BLOCK_SIZE, None)
+            # Its values exactly as produced: the stored CSV gives "+44 …" and "=1+1" a leading ' (formula
+            # protection), which a key or a value taken must not carry.
+            legacy, stream = peek_bom(source)
+            names, tables = exact_tables(stream, legacy)
             fed = False
-            for table, _end in reader.tables():
+            for table in tables:
                 fed = True
-                yield table
+                yield _text(table)
             if not fed:
-                yield reader.empty_table()
+                yield _text(pa.table({n: pa.array([], pa.large_string()) for n in names}))
     except NotFound as e:
         raise InvalidInput(f"the reference table's task {task_id} no longer has its result file") from e

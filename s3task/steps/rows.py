@@ -25,7 +25,7 @@ NO_VALUE = ("is_empty", "is_not_empty")
 NUMBER_TESTS = ("greater_than", "less_than")
 DATE_TESTS = ("before", "after")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
+NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # ASCII digits: Python's \d takes others
 
 
 def read_condition(where: str, raw: Any) -> dict[str, Any]:

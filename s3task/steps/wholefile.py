@@ -72,6 +72,7 @@ class FileSteps:
             names = self._load(con, blocks)
             if names is None:  # no blocks at all (not even a header's empty one): nothing to give back
                 return
+            _distinct(self.steps[0], names, "the table")
             current = "t"
             for step in self.steps:
                 current = self._step(con, step, current, names)
@@ -114,6 +115,8 @@ class FileSteps:
 
     def _step(self, con: Any, step: Step, current: str, names: list[str]) -> str:
         out = f"s{step.number}"
+        if not names:
+            raise step.fail("the table has no columns left (the steps above removed them all)")
         rows_in = self._count(con, current)
         changed = 0
         if step.kind.name == "remove_duplicates":
@@ -140,6 +143,7 @@ class FileSteps:
         return out
 
     def _lookup(self, con: Any, step: Step, current: str, out: str, names: list[str]) -> int:
+        _distinct(step, names + list(step["take"]), "the table with the columns it adds")
         ref = self._reference(con, step)
         on, ref_on = list(step["on"]), list(step["reference_on"] or step["on"])
         fold = step["match"] != "exactly"
@@ -183,6 +187,12 @@ class FileSteps:
             raise step.fail("a lookup needs the reference table, which cannot be read here")
         count, made = 0, False
         for table in self.context.open_reference(step["reference"]):
+            _distinct(step, table.column_names, "the reference table")
+            reserved = [n for n in table.column_names if n in (ROW, ERRORS)]
+            if reserved:
+                raise step.fail(
+                    f"the reference table has a column named {reserved[0]!r}, a name s3task keeps for itself"
+                )
             wanted = list(step["reference_on"] or step["on"]) + list(step["take"])
             missing = [c for c in wanted if c not in table.column_names]
             if missing:
@@ -211,6 +221,18 @@ SPACE = r"[\s\p{Z}]"
 def _trimmed(expr: str) -> str:
     """``expr`` without spaces at its ends (as Arrow's ``utf8_trim_whitespace``)."""
     return f"regexp_replace({expr}, '^{SPACE}+|{SPACE}+$', '', 'g')"
+
+
+def _distinct(step: Step, names: list[str], what: str) -> None:
+    """DuckDB tells column names apart ignoring case: refuse two that differ only so, rather than mix them."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise step.fail(
+                f"{what} has the columns {other!r} and {name!r}, which differ only in case and which this step "
+                "cannot tell apart: rename one of them first"
+            )
 
 
 def _add_error(condition: str, words: str, prefix: str) -> str:

@@ -152,9 +152,10 @@ def _process(job: Job, source: Any, sink: Any, on_progress: Any, where: tuple[An
 
 @contextlib.contextmanager
 def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
-    """What a step list's whole-file steps need: a scratch folder (gone afterwards); memory for DuckDB, half
-    the attempt's cap and at most 512 MB (the rest is the reader's, the writer's and Python's: DuckDB spills
-    to the scratch folder beyond it); and the reference tables."""
+    """What a step list's whole-file steps need: a scratch folder (gone afterwards); memory for DuckDB, a
+    quarter of the attempt's cap and at most 512 MB (the rest is the reader's, the writer's, Arrow's and
+    Python's with both libraries loaded, which reach about 300 MB; DuckDB spills to the scratch folder
+    beyond its share); and the reference tables."""
     from .. import handlers
     from ..handlers.steps import Steps
 
@@ -165,7 +166,7 @@ def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
     from ..steps.wholefile import Context
 
     with tempfile.TemporaryDirectory(prefix="s3task-steps-") as scratch:
-        memory = min(job.memory_mb // 2, 512) if job.memory_mb else 512
+        memory = min(job.memory_mb // 4, 512) if job.memory_mb else 512
         yield Context(memory_mb=memory, scratch=scratch, open_reference=lambda t: reference_rows(store, layout, t))
 
 
