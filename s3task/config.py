@@ -218,6 +218,9 @@ class Settings:
     #: Tasks one user may create per minute, in each app or API process (0: no limit): more are refused
     #: (HTTP 429 with Retry-After), so one user cannot flood everyone's list or the service's memory.
     max_creates_per_minute: int = setting(60, rule=number(0, 100_000, whole=True))
+    #: Uploads in parts open at once on one user's tasks (0: no limit): one more is refused in words
+    #: (s3task.tasks.open_uploads); a task holds at most two whatever this says.
+    max_open_uploads: int = setting(10, rule=number(0, 10_000, whole=True))
     #: Largest parameters of one task, in KiB of JSON (at most 64: the record must stay readable).
     max_parameters_kb: int = setting(16, rule=number(1, 64, whole=True))
     #: Largest upload the app accepts, in megabytes.

@@ -76,6 +76,11 @@ class MarkerLost(StoreError):
     """A task that may be pending has no active/ marker, and putting it back failed."""
 
 
+class PartsChanged(StoreError):
+    """The store does not hold the parts named for a join as they were sent (S3's InvalidPart: a part sent
+    again with other bytes since, or never sent): nothing was joined."""
+
+
 class UnsafeStore(StoreError):
     """The store does not enforce conditional writes; running on it would corrupt task state."""
 
@@ -140,6 +145,10 @@ class InvalidInput(S3TaskError):
 
 class UploadInterrupted(S3TaskError):
     """An upload in parts stopped before the store had all of it; what it sent is kept, to be continued."""
+
+
+class TooManyUploads(InvalidTransition):
+    """As many uploads in parts are open as allowed (on this task, or of yours): continue or cancel one first."""
 
 
 class NotSent(S3TaskError):

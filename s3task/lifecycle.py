@@ -134,13 +134,13 @@ def check_owner(record: TaskRecord, lease: Lease) -> None:
 # --- transitions ---------------------------------------------------------------
 
 
-def note_upload(
-    record: TaskRecord, now: datetime, *, fingerprint: dict[str, Any] | None = None, upload: dict[str, Any]
-) -> TaskRecord:
+def note_upload(record: TaskRecord, now: datetime, *, upload: dict[str, Any],
+                fingerprint: dict[str, Any] | None = None, note: str = "") -> TaskRecord:  # fmt: skip
     """Note on a task still waiting for its file how its upload goes on: ``upload`` ({"upload_id",
-    "part_size"}; {} when a new one is to start) and, if given, the ``fingerprint`` of the file it is of
-    (s3task.fingerprint). A task already submitted or cancelled is refused, its upload long over."""
-    changes: dict[str, Any] = {"input_upload": dict(upload)}
+    "part_size"}, and "resend": the parts held that must go again; {} when a new one is to start) and, if
+    given, the ``fingerprint`` of the file it is of (s3task.fingerprint); ``note``: why, in the history. A
+    task already submitted or cancelled is refused, its upload long over."""
+    changes: dict[str, Any] = {"input_upload": dict(upload), "_note": note}
     if fingerprint is not None:
         changes["input_fingerprint"] = dict(fingerprint)
     return _move(record, State.CREATED, now, "upload", **changes)

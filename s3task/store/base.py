@@ -213,6 +213,17 @@ class MultipartStore(Protocol):
 
 
 @runtime_checkable
+class OpenUploads(Protocol):
+    """A store that lists the uploads in parts still open under a prefix (S3's ListMultipartUploads), so
+    that they can be counted and bounded (s3task.tasks.open_uploads). A capability: Azure keeps no
+    uploads to list (a blob's uncommitted blocks are one list, dropped by Azure after a week)."""
+
+    def open_uploads(self, prefix: str) -> list[tuple[str, str]]:
+        """Every upload still open under ``prefix``, as (key, upload id)."""
+        ...
+
+
+@runtime_checkable
 class PutHeaders(Protocol):
     """A store whose presigned PUT (:meth:`ObjectStore.presign_put`) must carry headers besides its
     Content-Type (Azure: ``x-ms-blob-type: BlockBlob``). A capability: S3's needs none."""

@@ -12,6 +12,8 @@ chain work unchanged. S3's quirks are normalised in this backend (the errors in
   re-reads and recomputes; we never resend the old body), on a create →
   resend;
 - missing key → ``NotFound``; missing bucket → ``BucketMissing``;
+- ``InvalidPart`` on a join (a part named is not held with the ETag named: sent again with other
+  bytes) → ``PartsChanged``;
 - 501 on a conditional delete (LocalStack) → the delete is done by a conditional
   overwrite first (:func:`.s3_writer.delete_by_tombstone`);
 - a listing entry not after ``start_after`` (LocalStack's common prefixes) → dropped;
@@ -326,10 +328,9 @@ class S3Store(Parts):
     # --- what killed writers leave (s3task.store.base.Leftovers) ---
 
     def drop_unfinished(self, key: str) -> int:
-        """Abort every unfinished multipart upload of exactly ``key`` (a killed attempt's output)."""
-        with _translated(key, "list"):
-            resp = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=check_key(key))
-        uploads = [u["UploadId"] for u in resp.get("Uploads", []) if u["Key"] == key]
+        """Abort every unfinished multipart upload of exactly ``key`` (a killed attempt's output, a
+        cancelled task's input), every page of them."""
+        uploads = [upload_id for k, upload_id in self.open_uploads(key) if k == key]
         for upload_id in uploads:
             self.abort_multipart(key, upload_id)
         return len(uploads)

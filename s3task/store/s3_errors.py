@@ -14,6 +14,7 @@ from ..errors import (
     BucketMissing,
     Conflict,
     NotFound,
+    PartsChanged,
     PreconditionFailed,
     StoreError,
     StoreUnavailable,
@@ -49,6 +50,8 @@ def _from_client_error(e: ClientError, key: str, op: str) -> StoreError:
         return UnsafeStore(f"The store does not support conditional writes ({code or status} on {key}).")
     if status == 409 and code == "ConditionalRequestConflict":
         return Conflict(f"{key}: a concurrent conditional write is in progress")
+    if code == "InvalidPart":  # CompleteMultipartUpload: a part named is not held with the ETag named
+        return PartsChanged(f"the store does not hold the parts of {key} as they were sent ({code})")
     if code == "NoSuchBucket":
         return BucketMissing(f"the bucket does not exist ({e})")
     if status == 404 or code in ("NoSuchKey", "NotFound", "404"):

@@ -12,8 +12,9 @@ from .base import Part, check_key
 from .s3_errors import _translated
 
 MAX_PARTS = 10_000
-#: Parts asked for per ListParts request (S3's own maximum is 1,000).
+#: Parts asked for per ListParts request, and uploads per ListMultipartUploads request (S3's own maxima).
 LIST_PARTS_PAGE = 1000
+LIST_UPLOADS_PAGE = 1000
 
 
 class Parts:
@@ -71,6 +72,21 @@ class Parts:
                 Bucket=self.bucket, Key=check_key(key), UploadId=upload_id, MultipartUpload=listing
             )
         return str(resp["ETag"])
+
+    def open_uploads(self, prefix: str) -> list[tuple[str, str]]:
+        """Every multipart upload still open under ``prefix``, as (key, upload id), page by page
+        (ListMultipartUploads: ``s3:ListBucketMultipartUploads``)."""
+        found: list[tuple[str, str]] = []
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": check_key(prefix), "MaxUploads": LIST_UPLOADS_PAGE}
+        while True:
+            with _translated(prefix, "list"):
+                resp = self.client.list_multipart_uploads(**kwargs)
+            found += [(str(u["Key"]), str(u["UploadId"])) for u in resp.get("Uploads", [])]
+            key_marker, id_marker = resp.get("NextKeyMarker"), resp.get("NextUploadIdMarker")
+            if not resp.get("IsTruncated") or not (key_marker or id_marker):
+                break
+            kwargs.update(KeyMarker=key_marker or "", UploadIdMarker=id_marker or "")
+        return sorted(set(found))
 
     def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop the upload and its parts; an upload that is already gone is not an error."""

@@ -16,12 +16,12 @@ from typing import Any, BinaryIO
 
 from .. import lifecycle
 from ..csvio import INSPECT_BYTES
-from ..errors import InvalidInput, InvalidTransition, S3TaskError, StoreUnavailable, UploadInterrupted
+from ..errors import InvalidInput, InvalidTransition, PartsChanged, S3TaskError, StoreUnavailable, UploadInterrupted
 from ..layout import CSV_TYPE
 from ..record import TaskRecord
 from ..states import Status
 from ..store.base import MultipartStore, ObjectMeta, PutMode
-from . import access
+from . import access, changed_parts, open_uploads
 from .access import Actor
 from .input_check import judge_input
 from .transitions import Transitions
@@ -110,9 +110,10 @@ class Inputs:
         If any of that fails the parts are dropped and the task is cancelled (and the
         error raised), so a failed upload never leaves a task waiting for a file. A task
         that is no longer waiting for its file (submitted or cancelled meanwhile) is left
-        as it is. One exception: the store failing (StoreUnavailable: a timeout, a 5xx after
-        the SDK's retries) on an upload noted on the task (one that can be continued from the
-        task's page, s3task.tasks.resumable) keeps the task and its parts: UploadInterrupted.
+        as it is. Two exceptions, on an upload noted on the task (one that can be continued from
+        the task's page, s3task.tasks.resumable), which keep the task and its parts (UploadInterrupted):
+        the store failing (StoreUnavailable: a timeout, a 5xx after the SDK's retries), and a part that
+        changed in the store since it was sent (PartsChanged, said in words: s3task.tasks.changed_parts).
         """
         try:
             if upload_id:
@@ -121,6 +122,8 @@ class Inputs:
             return self.transitions.submit(actor, task_id, size=size)
         except InvalidTransition:
             raise
+        except PartsChanged as e:
+            raise self._parts_changed(actor, task_id, upload_id or "", parts) from e
         except StoreUnavailable as e:
             if upload_id and self._noted(actor, task_id, upload_id):
                 raise UploadInterrupted(f"the task store failed while joining the file's parts: {e}") from e
@@ -130,13 +133,30 @@ class Inputs:
             self.abandon_upload(actor, task_id, upload_id)
             raise
 
-    def _noted(self, actor: Actor, task_id: str, upload_id: str) -> bool:
-        """Is ``upload_id`` the upload noted on the task, to be continued (False when that cannot be read)?"""
+    def _parts_changed(
+        self, actor: Actor, task_id: str, upload_id: str, parts: Sequence[tuple[int, str]]
+    ) -> S3TaskError:
+        """The join refused because parts changed since they were sent, in words: an upload noted on the task
+        keeps waiting with those parts to go again (UploadInterrupted); any other is given up."""
+        noted = self._noted(actor, task_id, upload_id)
+        key = self.transitions.layout.input_key(task_id)
+        numbers = changed_parts.changed(self._multipart_store(), key, upload_id, parts)
+        name = str((noted.input_fingerprint if noted else {}).get("name") or "the file")
+        if noted is None:
+            self.abandon_upload(actor, task_id, upload_id)
+            return PartsChanged(changed_parts.words(name, task_id, numbers, how=None))
+        resend = numbers if numbers is not None else [n for n, _ in parts]
+        changed_parts.note_resend(self.transitions, task_id, upload_id, resend)
+        return UploadInterrupted(changed_parts.words(name, task_id, numbers, how=changed_parts.ON_THE_PAGE))
+
+    def _noted(self, actor: Actor, task_id: str, upload_id: str) -> TaskRecord | None:
+        """The task, if ``upload_id`` is the upload noted on it, to be continued (None when that cannot be read)."""
         try:
             record = self.transitions.get(actor, task_id, fresh=True)
         except S3TaskError:
-            return False
-        return record.status == Status.CREATED and (record.input_upload or {}).get("upload_id") == upload_id
+            return None
+        noted = record.status == Status.CREATED and (record.input_upload or {}).get("upload_id") == upload_id
+        return record if noted else None
 
     def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
         """Drop an upload that will not finish: its parts, and the task made for it with what was sent of its
@@ -190,8 +210,14 @@ class Inputs:
 
     def create_multipart(self, actor: Actor, task_id: str) -> str:
         """Start a multipart upload of the input; returns its upload id."""
-        key = self.uploadable(actor, task_id).input_object_path
-        return self._multipart_store().create_multipart(key, content_type=CSV_TYPE)
+        return self.open_upload(actor, self.uploadable(actor, task_id))
+
+    def open_upload(self, actor: Actor, record: TaskRecord) -> str:
+        """Start an upload in parts of ``record``'s input, within the bounds on open uploads (refused in words
+        past them, TooManyUploads: s3task.tasks.open_uploads); its id."""
+        upload_id = self._multipart_store().create_multipart(record.input_object_path, content_type=CSV_TYPE)
+        open_uploads.check_started(self.transitions, actor, record, upload_id)
+        return upload_id
 
     def presign_parts(
         self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None

@@ -1,13 +1,15 @@
-"""What one user may make a service hold: tasks created per minute, parameter bytes per task; and the
-caches of records that a service keeps, bounded in bytes as well as in count.
+"""What one user may make a service hold: tasks created per minute, parameter bytes per task, uploads in
+parts open at once (counted in the store, s3task.tasks.open_uploads); and the caches of records that a
+service keeps, bounded in bytes as well as in count.
 
 A service keeps the records it created (for their submit) and the finished records it read (they never
 change, but for the corrections listed on a completed task, which whoever shows them reads fresh).
 Bounded by count alone, 500 records of 60 KB parameters each are 30 MB a service never gives back,
 and one user creating thousands of tasks a minute floods everyone's list. So:
 
-- :class:`CreateLimits` (``S3TASK_MAX_CREATES_PER_MINUTE``, ``S3TASK_MAX_PARAMETERS_KB``) and
-  :class:`CreateRate`, the per-user count of the last minute's creates in this process;
+- :class:`CreateLimits` (``S3TASK_MAX_CREATES_PER_MINUTE``, ``S3TASK_MAX_PARAMETERS_KB``,
+  ``S3TASK_MAX_OPEN_UPLOADS``) and :class:`CreateRate`, the per-user count of the last minute's creates in
+  this process;
 - :class:`SizedCache`, an LRU map that drops its oldest entries past a count or a byte total.
 """
 
@@ -39,11 +41,14 @@ class CreateLimits:
 
     per_minute: int = 60
     params_bytes: int = 16 * 1024
+    #: Uploads in parts open at once on one user's tasks, counted in the store (0: no limit).
+    open_uploads: int = 10
 
     @classmethod
     def of(cls, settings: Settings) -> CreateLimits:
-        """The limits ``S3TASK_MAX_CREATES_PER_MINUTE`` and ``S3TASK_MAX_PARAMETERS_KB`` set."""
-        return cls(settings.max_creates_per_minute, settings.max_parameters_kb * 1024)
+        """The limits ``S3TASK_MAX_CREATES_PER_MINUTE``, ``S3TASK_MAX_PARAMETERS_KB`` and
+        ``S3TASK_MAX_OPEN_UPLOADS`` set."""
+        return cls(settings.max_creates_per_minute, settings.max_parameters_kb * 1024, settings.max_open_uploads)
 
 
 class CreateRate:

@@ -16,7 +16,9 @@ A browser's upload (the New task page, then *Continue upload* on the task's page
 the browser sending the parts to presigned URLs: :meth:`Resumable.browser_parts` checks the file
 picked is the one recorded on the task (its fingerprint, which the browser computes alike), notes the
 upload on the task (or lists the parts of the one noted) and says which parts the store holds. The
-browser cannot work out a part's MD5 cheaply, so a part held is kept on its number and size.
+browser cannot work out a part's MD5 cheaply, so a part held is kept on its number and size — unless
+the task notes it as one to send again (``resend``: it changed in the store after it was sent, found
+when the join was refused, s3task.tasks.changed_parts).
 """
 
 from __future__ import annotations
@@ -31,14 +33,22 @@ from datetime import timedelta
 from typing import Any, BinaryIO
 
 from .. import lifecycle
-from ..errors import InvalidInput, InvalidTransition, NotFound, S3TaskError, StoreError, UploadInterrupted
+from ..errors import (
+    InvalidInput,
+    InvalidTransition,
+    NotFound,
+    PartsChanged,
+    S3TaskError,
+    StoreError,
+    TooManyUploads,
+    UploadInterrupted,
+)
 from ..fingerprint import Fingerprint
 from ..ids import created_at
-from ..layout import CSV_TYPE
 from ..record import TaskRecord
 from ..states import Status
 from ..store.base import MultipartStore, Part
-from . import access
+from . import access, changed_parts
 from .access import Actor
 from .input_check import check_input
 from .inputs import Inputs
@@ -145,7 +155,8 @@ class Resumable:
         def whole(part: Part) -> bool:  # a part of this upload, of the size its place in the file has
             return 1 <= part.number <= count and part.size == min(part_size, file.size - (part.number - 1) * part_size)
 
-        kept = {p.number: p.etag for p in held if whole(p)}
+        resend = set(record.input_upload.get("resend") or ())  # changed in the store since it was sent
+        kept = {p.number: p.etag for p in held if whole(p) and p.number not in resend}
         return BrowserUpload(str(record.input_upload["upload_id"]), part_size, count, kept)
 
     # --- sending ----------------------------------------------------------------------------------
@@ -166,7 +177,12 @@ class Resumable:
         if not self.in_parts(file.size):
             return self.inputs.submit_file(actor, name, task_type, payload, stream, input_format, file.to_dict())
         record = self.transitions.create(actor, name, task_type, payload, input_format, file.to_dict())
-        return self._send_and_queue(actor, record, stream, file)
+        try:
+            return self._send_and_queue(actor, record, stream, file)
+        except TooManyUploads:  # refused before any part went: no task is left for it
+            if not self.transitions.discard(record):
+                self.inputs.abandon_upload(actor, record.task_id)
+            raise
 
     def resume(self, actor: Actor, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> TaskRecord:
         """Continue the upload of ``file`` into ``record`` (found by :meth:`find`) and queue it."""
@@ -213,7 +229,15 @@ class Resumable:
             sender = _Sender(store, record, stream, file.size)
             kept = sender.keep(held)
             sent = sender.send([n for n in range(1, sender.count + 1) if n not in kept])
-            store.complete_multipart(record.input_object_path, sender.upload_id, sorted({**kept, **sent}.items()))
+            joined = sorted({**kept, **sent}.items())
+            store.complete_multipart(record.input_object_path, sender.upload_id, joined)
+        except PartsChanged as e:  # another sender put other bytes into a part meanwhile: nothing joined
+            assert sender is not None
+            numbers = changed_parts.changed(store, record.input_object_path, sender.upload_id, joined)
+            resend = numbers if numbers is not None else [n for n, _ in joined]
+            changed_parts.note_resend(self.transitions, record.task_id, sender.upload_id, resend)
+            how = changed_parts.WITH_THE_CLI  # which sends again every held part that is not the file's bytes
+            raise UploadInterrupted(changed_parts.words(file.name, record.task_id, numbers, how=how)) from e
         except StoreError as e:
             count = sender.count if sender else math.ceil(file.size / part_size_for(file.size))
             raise UploadInterrupted(
@@ -257,7 +281,7 @@ class Resumable:
                 return current, etag, held
             except NotFound:
                 pass  # gone (completed, aborted or swept): a new upload into the same task
-        upload_id = store.create_multipart(record.input_object_path, content_type=CSV_TYPE)
+        upload_id = self.inputs.open_upload(actor, record)  # within the bounds on open uploads
         upload = {"upload_id": upload_id, "part_size": part_size_for(file.size)}
         known = self.transitions.recall(record.task_id)
         written = self.transitions.records.write(

@@ -72,7 +72,7 @@ class Transitions:
         self.store, self.layout = records.store, records.layout
         self.max_attempts = max_attempts
         # None (a service built in code, not from Settings): no per-user limits beyond the record's own.
-        self.limits = limits or CreateLimits(per_minute=0, params_bytes=MAX_PAYLOAD_BYTES)
+        self.limits = limits or CreateLimits(per_minute=0, params_bytes=MAX_PAYLOAD_BYTES, open_uploads=0)
         self._rate = CreateRate(self.limits.per_minute)
         #: Called with the task id after a submit or retry has queued it (the app wakes its embedded worker).
         self.on_queued: Callable[[str], None] | None = None

@@ -44,6 +44,7 @@ TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {
     "max_upload_mb": (["0", "-1", "1.5"], [("1", 1), ("500", 500)]),
     "max_creates_per_minute": (["-1", "100001", "1.5", "lots"], [("0", 0), ("60", 60)]),
     "max_parameters_kb": (["0", "65", "1.5"], [("1", 1), ("64", 64)]),
+    "max_open_uploads": (["-1", "10001", "2.5", "many"], [("0", 0), ("10", 10)]),
     "url_seconds": (["0", "604801", "700000", "1h"], [("604800", 604800), ("900", 900)]),
     "app_origin": (["https://x.example/path", "tasks.example.com", "ftp://x"],
                    [("https://a.example, http://127.0.0.1:8501", "https://a.example, http://127.0.0.1:8501")]),
