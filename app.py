@@ -107,8 +107,32 @@ if __name__ == "__main__":
 elif __name__ != "__mp_main__":
     # `streamlit run app.py` imports this file as the module `app` to build the web
     # server, then runs it as __main__ for every page view (the branch above).
+    import contextlib
+    import importlib
+    from collections.abc import AsyncIterator
+
     import streamlit as st
+    from starlette.concurrency import run_in_threadpool
 
     from ui import server
 
-    app = st.App(Path(__file__).resolve(), routes=server.routes(), lifespan=server.lifespan)
+    #: What the pages import — pandas and pyarrow through ui.services, the pages' helpers — imported while the
+    #: server starts, before it answers, instead of by the first page a person opens after a start (issue 36
+    #: item 17, BENCHMARKS.md: most of that page's time). In the lifespan, once Streamlit's runtime is up, so
+    #: that the helpers' caches are the runtime's.
+    PAGE_MODULES = (
+        "ui.context", "ui.sidebar", "ui.tables", "ui.detail", "ui.result", "ui.explore_view", "ui.corrections",
+        "ui.profile_view", "ui.step_counts", "ui.recipe_save", "ui.notify", "s3task.query", "s3task.exports.source",
+    )  # fmt: skip
+
+    def _import_pages() -> None:
+        for name in PAGE_MODULES:
+            importlib.import_module(name)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: object) -> AsyncIterator[None]:
+        await run_in_threadpool(_import_pages)
+        async with server.lifespan(app):
+            yield
+
+    app = st.App(Path(__file__).resolve(), routes=server.routes(), lifespan=lifespan)

@@ -220,8 +220,11 @@ def _tables(raw: Any) -> tuple[list[str], Iterator[pa.Table]]:
 
 
 def columns_of(raw: Any) -> list[str]:
-    """The output's column names as the task wrote them (its header, read by the exact reader)."""
-    return _tables(raw)[0]
+    """The output's column names as the task wrote them (its header row alone, as the exact reader reads it)."""
+    from .exports.source import exact_names, peek_bom
+
+    legacy, stream = peek_bom(raw)
+    return exact_names(stream, legacy)
 
 
 def answer(raw: Any, query: Query, *, window: int = WINDOW) -> Answer:

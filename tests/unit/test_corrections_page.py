@@ -130,11 +130,14 @@ def test_the_task_list_shows_a_correction_right_under_its_original(app, service:
 def test_a_few_rows_fixed_in_the_grid_run_again_as_the_same_linked_task(app, service: TaskService) -> None:  # noqa: F811
     import pandas as pd
 
-    from ui.corrections import FIX_LABEL, RUN_LABEL, grid_csv
+    from ui.corrections import FIX_LABEL, RUN_LABEL, fix_key, grid_csv
 
     original = finished(service, ROWS)
     at = task_page(app, original)
     assert FIX_LABEL in [e.label for e in at.expander]
+    assert RUN_LABEL not in [b.label for b in at.button]  # closed: its rows are not read (issue 36 item 17)
+    at.session_state[fix_key(original)] = True  # opened
+    at.run()
     grid = at.dataframe[-1].value  # the editable grid (AppTest shows it as a dataframe)
     assert grid.columns.tolist() == ["error", "row in file", "name", "mail"]
     assert grid["row in file"].tolist() == ["3", "4"] and grid["mail"].tolist() == ["bob at home", "cy@"]
