@@ -102,7 +102,8 @@ def coverage(page: Page, shown: int, active: bool) -> str:
 
 def show(page: Page) -> None:
     if page.problems:
-        with st.expander(f"{len(page.problems)} task(s) could not be read", icon=":material/warning:"):
+        unread = fmt.counted(len(page.problems), "task")
+        with st.expander(f"{unread} could not be read", icon=":material/warning:"):
             for problem in page.problems:
                 st.text(problem)
     if not page.tasks:

@@ -11,9 +11,11 @@ import argparse
 import json
 from dataclasses import asdict
 
+from . import handlers
 from .csvio import InputFormat
 from .safetext import visible
 from .tasks import Actor, TaskService
+from .tasks.recipes import Recipe
 
 
 def add_recipe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,10 +33,16 @@ def add_recipe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     remove.add_argument("--shared", action="store_true")
 
 
+def described(recipe: Recipe) -> str:
+    """ "“CRM monthly” (ann's: Check and enrich email addresses)": the recipe's name, whose, and its type's title."""
+    whose = "shared" if recipe.shared else f"{recipe.owner}'s"
+    return f"“{recipe.name}” ({whose}: {handlers.title_of(recipe.task_type)})"
+
+
 def cmd_recipe(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     if args.recipe_command == "save":
         recipe = service.save_recipe(actor, args.name, args.task_id, shared=args.shared, replace=args.replace)
-        print(f"saved recipe {recipe.describe()}: {InputFormat.from_dict(recipe.input_format).describe()}")
+        print(f"saved recipe {described(recipe)}, read as: {InputFormat.from_dict(recipe.input_format).describe()}")
         return 0
     if args.recipe_command == "remove":
         service.remove_recipe(actor, args.name, shared=args.shared)
@@ -48,5 +56,5 @@ def cmd_recipe(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         print("no recipes yet: `s3task recipe save NAME --from TASK_ID` keeps a task's settings")
     for r in recipes:
         columns = ", ".join(visible(h) for h in r.header)
-        print(f"{visible(r.describe())} · {InputFormat.from_dict(r.input_format).describe()} · columns: {columns}")
+        print(f"{visible(described(r))} · {InputFormat.from_dict(r.input_format).describe()} · columns: {columns}")
     return 0

@@ -97,7 +97,9 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     if args.steps:
         params["steps"] = _steps_file(args.steps)
         if args.task_type not in (None, "steps"):
-            raise InvalidInput(f"--steps makes a 'steps' task, not {args.task_type}")
+            raise InvalidInput(
+                f"--steps is for --type steps ({handlers.title_of('steps')}), not --type {args.task_type}"
+            )
         args.task_type = "steps"
     with path.open("rb") as f:
         given = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
@@ -105,7 +107,10 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         if args.recipe:
             recipe = service.recipe(actor, args.recipe)
             if args.task_type not in (None, recipe.task_type):
-                raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {args.task_type}")
+                raise InvalidInput(
+                    f"recipe {recipe.name!r} is for --type {recipe.task_type} ({handlers.title_of(recipe.task_type)}), "
+                    f"not --type {args.task_type}"
+                )
             args.task_type = recipe.task_type
             params, read_as = recipes.applied(recipe, params, given)
         else:
@@ -114,7 +119,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         params.update(_columns(args.column, args.task_type))
         # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
         record = _send(args, service, actor, f, params, read_as)
-    print(f"submitted {args.name!r} ({args.task_type})", file=sys.stderr)
+    print(f"submitted {args.name!r}: {handlers.title_of(args.task_type)}", file=sys.stderr)
     print(f"read as: {InputFormat.from_dict(record.input_format).describe()}", file=sys.stderr)
     print(record.task_id)
     return 0
@@ -136,8 +141,8 @@ def _send(
             _same_settings(waiting, params, read_as)
             print(_continuing(service, waiting, file.size), file=sys.stderr)
             return service.resume_upload(actor, waiting, f, file)
-        print(f"no upload of {file.name!r} as {args.name!r} ({args.task_type}) waits to be continued; "
-              "starting a new one", file=sys.stderr)  # fmt: skip
+        print(f"no upload of {file.name!r} as {args.name!r} ({handlers.title_of(args.task_type)}) waits to be "
+              "continued; starting a new one", file=sys.stderr)  # fmt: skip
     try:
         return service.submit_resumable(actor, args.name, args.task_type, params, f, file, read_as)
     except KeyboardInterrupt:
@@ -178,7 +183,10 @@ def _columns(items: list[str], task_type: str) -> dict[str, str]:
         need = next((n for n in needs if need_name.lower() in (n.label.lower(), n.param)), None)
         if need is None:
             known = ", ".join(n.label for n in needs) or "none"
-            raise InvalidInput(f"{task_type} needs no column {need_name!r} (the columns it needs: {known})")
+            raise InvalidInput(
+                f"--type {task_type} ({handlers.title_of(task_type)}) needs no column {need_name!r} "
+                f"(the columns it needs: {known})"
+            )
         chosen[need.param] = header
     return chosen
 

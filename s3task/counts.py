@@ -97,6 +97,13 @@ def counts_of(record: TaskRecord) -> Counts:
     return Counts(read, written, errors, left_out, summary)
 
 
+def phrase(label: str, value: str) -> str:
+    """A count in a sentence: "2 rows read", "1 row read", "1 summary row" (``label``, ``value``: a :meth:`Counts.lines`
+    pair)."""
+    words = label.lower()
+    return f"{value} {words.replace('rows', 'row', 1) if value == '1' else words}"
+
+
 def count_help(record: TaskRecord, name: str) -> str:
     """What the count ``name`` (a key of :data:`LABELS`) means for this task."""
     return SUMMARY_HELP if name == "rows_written" and counts_of(record).summary else HELP[name]

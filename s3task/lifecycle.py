@@ -70,8 +70,10 @@ _WHAT_NEXT = {
     State.COMPLETED: "it is finished; its output can be downloaded",
     State.FAILED: "it can be retried or cancelled",
     State.FAILED_FOR_GOOD: "a retry gives it one more attempt",
-    State.ABANDONED: "it was cancelled; nothing more can be done with it",
+    State.ABANDONED: "nothing more can be done with it",
 }
+#: A state in the words of a sentence, where its value is not the word ("abandoned": the task was cancelled).
+_IS = {State.FAILED_FOR_GOOD: "has failed for good", State.ABANDONED: "is cancelled"}
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,7 @@ def allows(record: TaskRecord, action: str) -> bool:
 
 def describe(record: TaskRecord) -> str:
     state = record.state
-    if state is State.FAILED_FOR_GOOD:
-        return f"task {record.task_id} has failed for good; {_WHAT_NEXT[state]}"
-    return f"task {record.task_id} is {state.value}; {_WHAT_NEXT[state]}"
+    return f"task {record.task_id} {_IS.get(state, f'is {state.value}')}; {_WHAT_NEXT[state]}"
 
 
 def _move(record: TaskRecord, target: State, now: datetime, event: str, **changes: Any) -> TaskRecord:

@@ -35,9 +35,9 @@ RUN_LABEL = "Run these rows again"
 
 def _errors(record: TaskRecord) -> str:
     if record.status != "completed":
-        return fmt.plain(record.status)
+        return fmt.status_label(record).lower()  # its status in the page's words ("cancelled", not "abandoned")
     n = record.error_count
-    return "no rows with errors" if not n else f"{n:,} row{'s' if n != 1 else ''} with errors"
+    return "no rows with errors" if not n else f"{fmt.counted(n, 'row')} with errors"
 
 
 def _linked(record: TaskRecord) -> str:
@@ -74,7 +74,7 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
         return
     if not found:
         return
-    st.markdown(f"**Corrections** of its {record.error_count:,} rows with errors:")
+    st.markdown(f"**Corrections** of its {fmt.counted(record.error_count, 'row')} with errors:")
     for correction in found:
         with st.container(horizontal=True, key=f"correction_{correction.task_id}"):
             st.page_link(
@@ -84,7 +84,7 @@ def lineage(ctx: Context, record: TaskRecord) -> None:
                 icon=":material/redo:",
             )
             read = correction.row_count if correction.row_count is not None else correction.processed_count
-            st.caption(f"{read:,} rows run again · {_errors(correction)}")
+            st.caption(f"{fmt.counted(read, 'row')} run again · {_errors(correction)}")
     if any(c.status == "completed" for c in found) and service.may_act(ctx.actor, record):
         combined(ctx, record)
 

@@ -55,7 +55,7 @@ def _question(record: TaskRecord, columns: list[str]) -> query.Query:
     )
     st.caption(
         f":material/travel_explore: The search, the filter and the sort act on every row of the result "
-        f"({rows:,} rows), not only on the rows shown."
+        f"({fmt.counted(rows, 'row')}), not only on the rows shown."
     )
     sort_col, order_col, filter_col, value_col = st.columns(4)
     sort = sort_col.selectbox("Sort by", [FILE_ORDER, *columns], key=f"explore_sort_{tid}")
@@ -114,8 +114,7 @@ def _page(ctx: Context, record: TaskRecord, asked: query.Query) -> query.Answer:
 
 
 def _summary(found: query.Answer, asked: query.Query) -> None:
-    rows = "row" if found.matching == 1 else "rows"
-    st.markdown(f"**{found.matching:,} matching {rows} of {found.total:,}**")
+    st.markdown(f"**{fmt.counted(found.matching, 'matching row')} of {found.total:,}**")
     if asked.sort and found.matching:
         way = "descending" if asked.descending else "ascending"
         how = query.describe_sort(found.sort_order)

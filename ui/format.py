@@ -105,11 +105,16 @@ def done_in(seconds: float | None) -> str:
     return duration(seconds)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count and its noun in the form it takes: "1 row", "0 rows", "1,200 rows"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def running_text(record: TaskRecord, now: datetime) -> str:
     """The text on a running task's bar: share done, rows read, speed and time left (as far as known)."""
-    text = f"{record.progress:.0%} · {record.processed_count:,} rows read"
+    text = f"{record.progress:.0%} · {counted(record.processed_count, 'row')} read"
     rate = rows_per_second(record, now)
-    if rate:
+    if rate and rate >= 1:  # below one a second, "0 rows/s" would say it is not moving
         text += f" · {rate:,.0f} rows/s"
     left = time_left(record, now)
     if left is not None:

@@ -32,10 +32,17 @@ def offer(page: NewTaskForm, inspection: Inspection, file_key: str) -> None:
     with st.container(border=True):
         st.markdown(f"Looks like **{fmt.plain(offered.name)}** — use that recipe?")
         st.caption(
-            fmt.plain(f"{offered.describe()}: {handlers.get(offered.task_type).title}, read as ")
+            fmt.plain(f"{whose(offered, ctx.actor.name)}: {handlers.title_of(offered.task_type)}, read as ")
             + fmt.plain(tf.describe_format(offered.input_format))
         )
         st.button("Use this recipe", icon=":material/menu_book:", on_click=_use, args=(page, offered))
+
+
+def whose(recipe: Recipe, user: str) -> str:
+    """Whose recipe it is, in words: "Your recipe", "Shared recipe (saved by boss)", "ann's recipe"."""
+    if recipe.shared:
+        return f"Shared recipe (saved by {recipe.owner})" if recipe.owner else "Shared recipe"
+    return "Your recipe" if recipe.owner == user else f"{recipe.owner}'s recipe"
 
 
 def _use(page: NewTaskForm, recipe: Recipe) -> None:

@@ -18,6 +18,8 @@ from . import format as fmt
 
 _LABELS = list(dict.fromkeys(label for label, _ in fmt.STATUS_STYLE.values()))
 _COLORS = [fmt.STATUS_CSS[next(c for lab, c in fmt.STATUS_STYLE.values() if lab == label)] for label in _LABELS]
+#: The titles of the types whose result is a summary of the file, not its rows (s3task.counts).
+_SUMMARIES = ", ".join(t.title for t in handlers.all_types() if t.output_rows == "summary")
 #: The status filter's choices: what the Status column shows.
 STATUS_LABELS = tuple(_LABELS)
 
@@ -116,7 +118,9 @@ COLUMNS: dict[str, object] = {
     "progress": st.column_config.ProgressColumn("Progress", min_value=0, max_value=100, format="%d%%"),
     "rows": st.column_config.NumberColumn(LABELS["rows_read"], help=HELP["rows_read"], format="localized"),
     "written": st.column_config.NumberColumn(
-        LABELS["rows_written"], help=HELP["rows_written"] + " For a summary (profile): its rows.", format="localized"
+        LABELS["rows_written"],
+        help=HELP["rows_written"] + f" For a summary of the file ({_SUMMARIES}): its rows.",
+        format="localized",
     ),
     "errors": st.column_config.NumberColumn(
         LABELS["rows_with_errors"], help=HELP["rows_with_errors"], format="localized"

@@ -65,13 +65,19 @@ class Param:
                     raise ValueError(value)
                 return text in ("1", "true", "yes", "on")
         except (TypeError, ValueError) as e:
-            raise InvalidInput(f"parameter {self.name!r} must be a {self.type}, not {value!r}") from e
+            raise InvalidInput(
+                f"parameter {self.name!r} must be {_KIND_WORDS.get(self.type, self.type)}, not {value!r}"
+            ) from e
         if self.type == "steps":
             return value  # a step list: its task type reads and checks it (s3task.handlers.steps)
         text = str(value)
         if self.type == "choice" and text not in self.choices:
             raise InvalidInput(f"parameter {self.name!r} must be one of {', '.join(self.choices)}")
         return text
+
+
+#: What a parameter of each type must be, in words (a refusal says it).
+_KIND_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false"}
 
 
 class TaskType:
@@ -132,7 +138,7 @@ class TaskType:
         known = {p.name for p in cls.params}
         unknown = sorted(set(payload) - known)
         if unknown:
-            raise InvalidInput(f"{cls.name} has no parameter {', '.join(map(repr, unknown))}")
+            raise InvalidInput(f"the type {cls.name} ({cls.title}) has no parameter {', '.join(map(repr, unknown))}")
         return {p.name: p.coerce(payload.get(p.name)) for p in cls.params}
 
 
@@ -150,7 +156,16 @@ def get(name: str) -> type[TaskType]:
     try:
         return _REGISTRY[name]
     except KeyError as e:
-        raise UnknownTaskType(f"no task type named {name!r} (known: {', '.join(sorted(_REGISTRY))})") from e
+        known = ", ".join(f"{n} ({t.title})" for n, t in sorted(_REGISTRY.items()))
+        raise UnknownTaskType(f"no task type named {name!r}; the types are {known}") from e
+
+
+def title_of(name: str) -> str:
+    """The title of the task type ``name`` (what staff read), or the name where this process does not know it."""
+    try:
+        return get(name).title
+    except UnknownTaskType:
+        return name
 
 
 def all_types() -> list[type[TaskType]]:

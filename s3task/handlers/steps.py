@@ -53,7 +53,7 @@ class Steps(TaskType):
         payload = dict(payload or {})
         unknown = sorted(set(payload) - {"steps"})
         if unknown:
-            raise InvalidInput(f"{cls.name} has no parameter {', '.join(map(repr, unknown))}")
+            raise InvalidInput(f"the type {cls.name} ({cls.title}) has no parameter {', '.join(map(repr, unknown))}")
         if payload.get("steps") in (None, "", []):
             raise InvalidInput("the task needs its list of steps (parameter 'steps'): add at least one step")
         steps = parse(payload["steps"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..counts import Counts, counts_of
+from ..counts import Counts, counts_of, phrase
 from ..record import TaskRecord
 
 #: The lifecycle action of a write (its history entry) -> the event type.
@@ -128,7 +128,7 @@ def outcome(event: dict[str, Any]) -> str:
     task = event["task"]
     state = task["state"]
     if state == "completed":
-        shown = ", ".join(f"{value} {label.lower()}" for label, value in count_lines(event))
+        shown = ", ".join(phrase(label, value) for label, value in count_lines(event))
         return f"completed, {shown}" if shown else "completed"
     if state == "failed_for_good":
         return "failed"

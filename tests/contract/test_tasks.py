@@ -325,9 +325,9 @@ def test_cancel_then_cancel_again(service: TaskService) -> None:
     cancelled = service.cancel(ADA, task_id)
     assert cancelled.status == "abandoned"
     assert not exists(service.store, service.layout.active_key(task_id))
-    with pytest.raises(InvalidTransition, match="is abandoned; it was cancelled"):
+    with pytest.raises(InvalidTransition, match="is cancelled; nothing more can be done"):
         service.cancel(ADA, task_id)
-    with pytest.raises(InvalidTransition, match="is abandoned"):
+    with pytest.raises(InvalidTransition, match="is cancelled"):
         service.retry(ADA, task_id)
 
 

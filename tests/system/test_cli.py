@@ -159,7 +159,7 @@ def test_cancel_retry_download(local, tmp_path: Path) -> None:
     one_line_error(retry, queued, "queued", "only failed tasks can be retried")
     assert ok(run(url, "cancel", queued, cwd=tmp_path)).strip() == "abandoned"
     assert read_record(store, LAYOUT, queued)[0].status == "abandoned"
-    one_line_error(run(url, "download", queued, cwd=tmp_path), "no output", "abandoned")
+    one_line_error(run(url, "download", queued, cwd=tmp_path), "no output", "is cancelled")
 
     target = tmp_path / "out" / "result.csv"
     target.parent.mkdir()

@@ -170,7 +170,10 @@ def test_resume_with_nothing_to_continue_says_so_and_starts_a_new_upload(
     path.write_bytes(b"a,b\n1,2\n")
     done = submit(url, child_env(endpoint=endpoint, S3TASK_USER="ada"), path, "--resume", name="small")
     assert done.returncode == 0, done.stderr
-    assert "no upload of 'small.csv' as 'small' (copy) waits to be continued; starting a new one" in done.stderr
+    assert (
+        "no upload of 'small.csv' as 'small' (Copy rows unchanged) waits to be continued; starting a new one"
+        in done.stderr
+    )
     (task,) = tasks_of(store)
     assert task.status == "queued" and task.task_id == done.stdout.strip().splitlines()[-1]
     assert task.input_fingerprint["name"] == "small.csv"

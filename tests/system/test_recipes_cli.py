@@ -38,14 +38,14 @@ def test_a_recipe_saved_from_march_makes_april_the_same_way(tmp_path: Path) -> N
     assert march.returncode == 0, march.stderr
     saved = s3task(store, "recipe", "save", "CRM monthly", "--from", march.stdout.strip())
     assert saved.returncode == 0, saved.stderr
-    assert "saved recipe “CRM monthly” (ann's: email_enrichment)" in saved.stdout
+    assert "saved recipe “CRM monthly” (ann's: Check and enrich email addresses), read as:" in saved.stdout
     listed = s3task(store, "recipe", "list")
     assert "columns: Kunde, Mail, Betrag" in listed.stdout and "semicolon" in listed.stdout.lower()
     assert json.loads(s3task(store, "recipe", "list", "--json").stdout)[0]["params"] == {"email_column": "Mail"}
     april = s3task(store, "submit", str(write(tmp_path / "april.csv", APRIL)), "--name", "April",
                    "--recipe", "crm monthly")  # fmt: skip
     assert april.returncode == 0, april.stderr
-    assert "submitted 'April' (email_enrichment)" in april.stderr
+    assert "submitted 'April': Check and enrich email addresses" in april.stderr
     task = record(store, april.stdout.strip())
     assert (task.task_type, task.input_format["delimiter"]) == ("email_enrichment", ";")
     assert task.payload["email_column"] == "MAIL"  # the recipe's "Mail", matched ignoring case
@@ -53,7 +53,11 @@ def test_a_recipe_saved_from_march_makes_april_the_same_way(tmp_path: Path) -> N
     assert record(store, task.task_id).status == "completed"
     other = s3task(store, "submit", str(tmp_path / "april.csv"), "--name", "x", "--recipe", "CRM monthly",
                    "--type", "copy")  # fmt: skip
-    assert other.returncode == 1 and "recipe 'CRM monthly' makes email_enrichment tasks, not copy" in other.stderr
+    assert other.returncode == 1
+    assert (
+        "recipe 'CRM monthly' is for --type email_enrichment (Check and enrich email addresses), not --type copy"
+        in other.stderr
+    )
     gone = s3task(store, "recipe", "remove", "CRM monthly")
     assert gone.returncode == 0 and "no recipes yet" in s3task(store, "recipe", "list").stdout
 
@@ -68,7 +72,10 @@ def test_a_column_named_with_column_and_a_file_without_one_refused(tmp_path: Pat
     unknown = s3task(store, "submit", str(tmp_path / "two.csv"), "--name", "x", "--type", "email_enrichment",
                      "--column", "phone=Contact")  # fmt: skip
     assert unknown.returncode == 1
-    assert "email_enrichment needs no column 'phone' (the columns it needs: email)" in unknown.stderr
+    assert (
+        "--type email_enrichment (Check and enrich email addresses) needs no column 'phone' (the columns it needs: "
+        "email)" in unknown.stderr
+    )
     bare = s3task(store, "submit", str(write(tmp_path / "none.csv", [["id", "name"], ["1", "Ann"]])), "--name", "x",
                   "--type", "email_enrichment")  # fmt: skip
     assert bare.returncode == 1
