@@ -14,7 +14,8 @@ fresh child process that reports its wall and CPU time and its peak RSS (``VmHWM
 - ``openpyxl``: openpyxl's read-only ``iter_rows(values_only=True)`` to ``csv.writer``.
 
 Ratios are against ``pandas`` on the same file in the same run (its wall, CPU and peak RSS over each
-reader's). With ``--repeat N`` each reader runs N times and the fastest run is kept.
+reader's). With ``--repeat N`` each reader runs N times and the fastest run is kept. ``--wide ROWS`` measures
+instead a wide sheet through the worker's engine, as a workbook and as a CSV (:mod:`bench.workbook_wide`).
 Prints a Markdown table, writes every figure to ``bench/workbook.json`` and the section "Workbooks"
 of ``BENCHMARKS.md`` from them (kept there by ``bench/report/`` like the other sections measured by a
 script of their own); ``--report`` only rewrites that section from ``bench/workbook.json``.
@@ -35,6 +36,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+if os.environ.get("BENCH_CODE"):  # --code: another checkout's s3task (bench/workbook_wide.py)
+    sys.path.insert(0, os.environ["BENCH_CODE"])
+
+from bench import workbook_wide  # noqa: E402
 
 READERS = ("ours", "pandas", "calamine", "openpyxl")
 NAMES = ["Anna Smith", "Ben Müller", "Chloé García", "Dmitri Rossi", "Emma Dubois", "Farid Novak", "Grace Chen"]
@@ -156,19 +161,32 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each reader; the fastest is reported")
     parser.add_argument("--only", default=",".join(READERS), help="the readers to run, comma-separated")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md from bench/workbook.json")
+    parser.add_argument("--wide", type=int, default=0, help="only the wide sheet of this many rows, through the engine")
+    parser.add_argument("--label", default="this checkout", help="--wide: the figures' label (one per code measured)")
+    parser.add_argument("--code", help="--wide: a folder holding the s3task package to measure instead of this one")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         reader, source, target = args.child
-        print(json.dumps(convert(reader, Path(source), Path(target))))
+        measured = workbook_wide.engine if reader == "engine" else lambda s, t: convert(reader, s, t)
+        print(json.dumps(measured(Path(source), Path(target))))
         return
     if args.report:
         write_section(json.loads(RESULTS.read_text()), ROOT / "BENCHMARKS.md")
         return
     folder = ROOT / "bench" / "out" / "workbooks"
     folder.mkdir(parents=True, exist_ok=True)
+    if args.wide:
+        out = json.loads(RESULTS.read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = workbook_wide.measure(args.wide, folder, Path(tmp), args.label, args.code)
+        out["engine"] = [run for run in out.get("engine", []) if run["label"] != args.label] + runs
+        RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+        write_section(out, ROOT / "BENCHMARKS.md")
+        return
     sizes = [(args.rows, args.only.split(","))] + ([(args.large, ["ours", "calamine"])] if args.large else [])
     results = []
+    engine = json.loads(RESULTS.read_text()).get("engine", []) if RESULTS.exists() else []
     print("| sheet | reader | rows | wall s | CPU s | peak RSS | pandas ÷ this: wall | CPU | RSS |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -196,6 +214,7 @@ def main() -> None:
     machine = f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
     print(f"\n{machine}")
     out = {"machine": machine, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "results": results}
+    out |= {"engine": engine} if engine else {}  # measured by --wide, kept
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     write_section(out, ROOT / "BENCHMARKS.md")
 
@@ -231,7 +250,7 @@ def section(out: dict) -> str:
             f"| {run['sheet_rows']:,} rows, {run['xlsx_bytes'] / 1e6:.0f} MB | {run['reader']} | {run['seconds']:.1f} "
             f"| {run['cpu']:.1f} | {run['peak_mb']:.0f} MB | {ratios} |"
         )
-    lines += ["", *_why(rows), END, ""]
+    lines += ["", *_why(rows), *workbook_wide.lines(out.get("engine", [])), END, ""]
     return "\n".join(lines)
 
 

@@ -312,3 +312,31 @@ def _packed_member(z: zipfile.ZipFile, name: str, packed: bytes, crc: int, size:
     z.filelist.append(info)
     z.NameToInfo[name] = info
     z.start_dir = z.fp.tell()  # type: ignore[attr-defined]
+
+
+def wide_table(rows: int, columns: int = 16_384) -> tuple[bytes, bytes]:
+    """The reviewer's wide table (issue 36, item 6) as a workbook and as the same table in a CSV: a header of
+    ``columns`` names, then ``rows`` rows of texts (as Excel stores them: shared strings, 500 of them) and
+    whole numbers in turn, up to Excel's last column (XFD) by default. Written here, not by xlsxwriter (12 s for
+    50 rows of 16,384 columns), in the XML Excel writes; what the reader gives is the CSV's values."""
+    from s3task.csvio.sheetcells import column_letters
+
+    letters = [column_letters(j + 1) for j in range(columns)]
+    texts = [f"t{k}" for k in range(500)]
+    names = [f"col{j + 1}" for j in range(columns)]
+    grid = [names]
+    xml = ["".join(f'<c r="{letters[j]}1" t="s"><v>{500 + j}</v></c>' for j in range(columns))]
+    for r in range(2, rows + 2):
+        values = [str((r * 31 + j) % 1000) if j % 2 else texts[(r + j) % 500] for j in range(columns)]
+        grid.append(values)
+        xml.append(
+            "".join(
+                f'<c r="{letters[j]}{r}"><v>{v}</v></c>'
+                if j % 2
+                else f'<c r="{letters[j]}{r}" t="s"><v>{(r + j) % 500}</v></c>'
+                for j, v in enumerate(values)
+            )
+        )
+    sheet = "".join(f'<row r="{r}">{cells}</row>' for r, cells in enumerate(xml, 1))
+    book = sheets_book({"Wide": sheet}, texts + names)
+    return book, "".join(",".join(row) + "\r\n" for row in grid).encode()

@@ -37,14 +37,13 @@ The package: this module is the streaming reader (:class:`CsvReader`, :func:`rea
 the names the rest of s3task imports; :mod:`.common` holds the limits and shared constants,
 :mod:`.boundary` finds row boundaries, :mod:`.parsing` parses a block with Arrow and explains
 what it refuses, :mod:`.dialect` detects and transcodes the input format, :mod:`.writing` is the
-writer. An Excel workbook has a reader of the same shape, which the engine
-uses for an input whose :class:`InputFormat` (:mod:`.formats`) is a workbook's:
-:mod:`.workbook` opens and checks the container and lists its sheets, :mod:`.sheetreader` reads a
-sheet in blocks (:class:`~s3task.csvio.sheetreader.WorkbookReader`), :mod:`.sheetcells` reads the
-cells of a piece of a sheet as Excel shows them; it needs a seekable file (a zip's directory is at
-its end), which :func:`~s3task.csvio.spool.spooled` makes of a stream, or a
-:class:`~s3task.csvio.sparse.SparseFile` of the byte ranges a browser sent for a preview.
-:class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
+writer. An Excel workbook has a reader of the same shape, which the engine uses for an input whose
+:class:`InputFormat` (:mod:`.formats`) is a workbook's: :mod:`.workbook` opens and checks the container
+and lists its sheets, :mod:`.sheetreader` reads a sheet in blocks (:class:`~s3task.csvio.sheetreader.WorkbookReader`),
+:mod:`.sheetcells` reads the cells of a piece of a sheet as Excel shows them, :mod:`.sheetblocks` gathers
+them into blocks sized by cells; it needs a seekable file (a zip's directory is at its end), which
+:func:`~s3task.csvio.spool.spooled` makes of a stream, or a :class:`~s3task.csvio.sparse.SparseFile` of the
+byte ranges a browser sent for a preview. :class:`CsvReader` looks :data:`MAX_ROW_BYTES` up
 in this module, so setting ``csvio.MAX_ROW_BYTES`` (as a test does) still bounds its rows.
 """
 

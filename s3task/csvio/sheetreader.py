@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidInput, NotSent
 from .common import TEXT
+from .sheetblocks import BLOCK_CELLS, concat, gathered, select, table_of
 from .sheetcells import (
     MAX_BLOCK_TEXT,
     MAX_ROWS,
@@ -28,9 +30,10 @@ from .sheetnumbers import AGAIN, styles_of
 from .sparse import NOT_SENT_TEXT
 from .workbook import DAMAGED, MAX_SHEET_XML, MAX_STRINGS_XML, Workbook, open_part, open_workbook, read_part
 
-#: XML read per piece: the unit of a block, of progress and of memory. Measured on Excel's largest sheet
-#: (1,048,575 rows × 6, bench/workbook.py), peak RSS and CPU: 4 MB 271 MB, 7.9 s; 2 MB 243 MB, 8.7 s
-#: (the same, within the noise of a loaded box); 1 MB 240 MB, 10.7 s.
+#: XML read per piece: the unit of parsing and of the memory it takes (a block gathers the cells of pieces:
+#: :mod:`.sheetblocks`). Measured when a block was a piece, on Excel's largest sheet (1,048,575 rows × 6,
+#: bench/workbook.py), peak RSS and CPU: 4 MB 271 MB, 7.9 s; 2 MB 243 MB, 8.7 s (the same, within the noise of a
+#: loaded box); 1 MB 240 MB, 10.7 s.
 PIECE_BYTES = 2 << 20
 #: The text a sheet may unpack to in all: this many times the workbook's size, and at least
 #: :data:`MIN_SHEET_TEXT`. A real sheet's text is a few times its file (shared strings spare repeats); one
@@ -113,26 +116,14 @@ def find_header(cells: Cells) -> int:
     return wide if wide is not None else int(rows[0])
 
 
-def _concat(parts: list[Cells]) -> Cells:
-    return Cells(
-        np.concatenate([c.rows for c in parts]),
-        np.concatenate([c.columns for c in parts]),
-        pa.concat_arrays([c.values for c in parts]),
-        np.concatenate([c.is_text for c in parts]),
-    )
-
-
-def _select(cells: Cells, keep: np.ndarray) -> Cells:
-    return Cells(cells.rows[keep], cells.columns[keep], cells.values.filter(pa.array(keep)), cells.is_text[keep])
-
-
 class WorkbookReader:
     """Reads one sheet of a workbook as a header plus a sequence of Arrow tables of string columns.
 
     ``source`` is the file, or a workbook already opened (:func:`~.workbook.open_workbook`: its sheets listed
     for a choice first), which the reader then closes with its own.
     ``sheet`` is the sheet's name (default: the one the workbook opens on, ``Workbook.sheet``);
-    ``header_row`` the header's row as Excel numbers rows (default: found, :func:`find_header`). After
+    ``header_row`` the header's row as Excel numbers rows (default: found, :func:`find_header`); ``piece_bytes`` the
+    XML parsed at a time, ``block_cells`` the cells a block holds at most (:mod:`.sheetblocks`). After
     construction ``names``, ``header_row`` and ``sheet`` say what was taken. ``tables()`` yields each
     block with the offset it has reached in the file, which ends at the file's size; ``bytes_consumed``
     follows it. After each table, ``last_rows`` holds its rows' numbers in the sheet (as CsvReader's, when asked for).
@@ -146,9 +137,11 @@ class WorkbookReader:
         sheet: str | None = None,
         header_row: int | None = None,
         piece_bytes: int = PIECE_BYTES,
+        block_cells: int = BLOCK_CELLS,
     ) -> None:
         # Rows are counted only to choose the default sheet (notes opened on, a table beside them).
         self._book = source if isinstance(source, Workbook) else open_workbook(source, count_rows=sheet is None)
+        self._block_cells = block_cells
         try:
             self._start(source, sheet, header_row, piece_bytes)
         except BaseException:
@@ -206,7 +199,7 @@ class WorkbookReader:
         end = 0
         for piece, end in self._cells:  # noqa: B007 (end: where the last piece read ends)
             _check_rows(piece)
-            parts.append(piece if chosen is None else _select(piece, piece.rows >= chosen))  # rows above: let go
+            parts.append(piece if chosen is None else select(piece, piece.rows >= chosen))  # rows above: let go
             seen = np.unique(np.concatenate([c.rows for c in parts]))
             if len(seen) >= HEADER_SCAN_ROWS if chosen is None else len(seen) > 0:
                 break
@@ -216,7 +209,7 @@ class WorkbookReader:
             if chosen is None:
                 raise InvalidInput(f"sheet {self.sheet!r} is empty — choose the sheet that holds the table")
             raise InvalidInput(f"sheet {self.sheet!r} has nothing in row {chosen:,} or under it")
-        cells = _concat(parts)
+        cells = concat(parts)
         row = find_header(cells) if chosen is None else chosen
         in_row = cells.rows == row
         if not in_row.any():
@@ -229,14 +222,18 @@ class WorkbookReader:
         for column, value in zip(columns.tolist(), values, strict=True):
             names[column - first] = value
         _check_names(names, first, row)
-        return row, names, first, (_select(cells, cells.rows > row), end)
+        return row, names, first, (select(cells, cells.rows > row), end)
 
     def tables(self) -> Iterator[tuple[pa.Table, int]]:
-        """Yield blocks of rows (all columns text; empty rows left out), each with the input offset it reaches."""
+        """Yield blocks of rows (all columns text; empty rows left out), each with the input offset it reaches:
+        the rows read with the header first (a preview's first rows come at once), then blocks of at most
+        ``block_cells`` cells (:func:`~.sheetblocks.gathered`)."""
+        first = gathered(iter([self._pending]), len(self.names), 0, self._block_cells)
+        blocks = itertools.chain(first, self._checked(self._pending[1]))
         try:
-            for cells, end in _chain(self._pending, self._cells):
-                _check_rows(cells)
+            for cells, end in blocks:
                 table = self._table(cells)
+                del cells  # held no longer than its table is made: while a block waits, only its table is held
                 self.bytes_consumed = self._offset(end)
                 yield table, self.bytes_consumed
             if self.bytes_consumed < self.input_size:
@@ -244,6 +241,16 @@ class WorkbookReader:
                 yield self.empty_table(), self.input_size
         finally:
             self.close()
+
+    def _checked(self, start: int) -> Iterator[tuple[Cells, int]]:
+        """The blocks after the header's: each piece's rows checked before they are gathered."""
+
+        def pieces() -> Iterator[tuple[Cells, int]]:
+            for cells, end in self._cells:
+                _check_rows(cells)
+                yield cells, end
+
+        return gathered(pieces(), len(self.names), start, self._block_cells)
 
     def _offset(self, xml_end: int) -> int:
         return self.input_size if xml_end >= self._xml_size else self.input_size * xml_end // self._xml_size
@@ -259,17 +266,8 @@ class WorkbookReader:
                 f"cell {cell} of sheet {self.sheet!r} holds a value, but the header (row {self.header_row:,}) "
                 "has no column there — give that column a name in the header row, or clear the cell"
             )
-        row_ids, row_of = np.unique(cells.rows, return_inverse=True)
-        self.last_rows = row_ids.astype(np.int64)  # the rows as Excel numbers them (empty ones are left out)
-        order = np.lexsort((cells.rows, cells.columns))  # by column, then row: each column is a run
-        bounds = np.searchsorted(cells.columns[order], np.arange(first, first + width + 1))
-        arrays = []
-        for j in range(width):
-            chosen = order[bounds[j] : bounds[j + 1]]
-            index = np.full(len(row_ids), -1, np.int64)
-            index[row_of[chosen]] = chosen
-            arrays.append(pc.fill_null(cells.values.take(pa.array(index, mask=index < 0)), ""))
-        return pa.Table.from_arrays(arrays, names=self.names)
+        table, self.last_rows = table_of(cells, self.names, first)  # the rows as Excel numbers them
+        return table
 
     def empty_table(self) -> pa.Table:
         return pa.table({name: pa.array([], TEXT) for name in self.names})
@@ -306,11 +304,6 @@ def _halves(piece: bytes) -> tuple[bytes, bytes]:
         raise InvalidInput(DAMAGED)
     cut = min(ends, key=lambda end: abs(end - len(piece) // 2))
     return piece[:cut], piece[cut:]
-
-
-def _chain(first: tuple[Cells, int], rest: Iterator[tuple[Cells, int]]) -> Iterator[tuple[Cells, int]]:
-    yield first
-    yield from rest
 
 
 def _size(file: IO[bytes]) -> int:

@@ -4,8 +4,9 @@
 rows as Arrow tables of text columns, each with the input offset it has reached) and
 ``bytes_consumed``. The sheet's XML is streamed out of the zip a piece of whole rows at a time, so
 memory stays flat whatever the sheet's length; the cells of a piece are read by
-:mod:`.sheetcells`. Progress is exact: each block ends on a row, and its offset is the share of
-the sheet's XML read so far, scaled to the size of the file (the last block reaches the file size).
+:mod:`.sheetcells` and gathered into blocks sized by cells by :mod:`.sheetblocks`. Progress is exact: each
+block ends on a row, and its offset is the share of the sheet's XML read so far (within a piece cut into
+several blocks, the piece's share by cells), scaled to the size of the file (the last block reaches the file size).
 
 Before anything is read, the container is checked (:func:`open_workbook`): an encrypted workbook
 and an old .xls (both OLE2 files, not zips), a zip that holds no workbook, and a workbook bomb

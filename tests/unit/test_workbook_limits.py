@@ -9,7 +9,7 @@ import io
 
 import pyarrow as pa
 import pytest
-from workbooks import header_row, long_text_book, many_sheets_book, naming_shared, sheets_book, table_rows
+from workbooks import header_row, long_text_book, many_sheets_book, naming_shared, sheets_book, table_rows, wide_table
 
 from s3task.csvio import sheetcells, workbook
 from s3task.csvio.sheetreader import WorkbookReader
@@ -139,3 +139,60 @@ def test_the_preview_shows_a_long_cell_cut_and_holds_a_bounded_part_of_the_sheet
     inspect_workbook(result, io.BytesIO(data), None, 20)
     assert result.problem is None and result.preview is not None
     assert list(result.preview["note"]) == ["y" * PREVIEW_CELL + "…"] * 3
+
+
+def _blocks(data: bytes, block_cells: int) -> tuple[WorkbookReader, list[pa.Table], list[int]]:
+    with WorkbookReader(io.BytesIO(data), piece_bytes=64 << 10, block_cells=block_cells) as reader:
+        pairs = list(reader.tables())
+    return reader, [table for table, _end in pairs if table.num_rows], [end for _table, end in pairs]
+
+
+def test_blocks_are_sized_by_cells_a_wide_sheet_few_rows_a_narrow_one_many() -> None:
+    """Issue 36, item 6: a block was one piece of XML, about 6 rows of a 16,384-column sheet, each block costing
+    something for every column. Now each holds at most ``block_cells`` cells, rows × the header's columns,
+    gathered from as many pieces as it takes; the rows read to find the header come first, as read."""
+    wide, text = wide_table(70, columns=1_024)
+    reader, blocks, ends = _blocks(wide, 16 * 1_024)
+    assert [len(b.column_names) for b in blocks] == [1_024] * len(blocks)
+    assert max(b.num_rows for b in blocks) == 16 and sum(b.num_rows for b in blocks) == 70
+    assert len(blocks) <= 70 // 16 + 3  # the header's rows (about 30, cut at 16), then full blocks
+    assert ends == sorted(ends) and ends[-1] == reader.input_size
+    csv = [line.split(",") for line in text.decode().splitlines()]
+    assert pa.concat_tables(blocks).to_pylist() == [dict(zip(csv[0], row, strict=True)) for row in csv[1:]]
+    narrow = sheets_book({"Data": header_row() + table_rows(2, 30_000)})
+    _reader, blocks, _ends = _blocks(narrow, 16 * 1_024)
+    assert max(b.num_rows for b in blocks) == 8_192 and sum(b.num_rows for b in blocks) == 30_000
+    assert pa.concat_tables(blocks).column("note").to_pylist() == [f"row {r}" for r in range(2, 30_002)]
+
+
+def test_a_piece_of_many_sparse_rows_in_a_wide_sheet_is_cut_into_blocks_within_the_cells() -> None:
+    """4,000 columns named, then 3,000 rows of one cell each: a piece of 64 KB holds about 1,500 of them, 6 million
+    cells once each row is as wide as the header (a table of 48 MB of offsets alone). Each block stays within its
+    cells, and progress moves on inside a piece."""
+    names = "".join(f'<c r="{col}1" t="inlineStr"><is><t>c{i}</t></is></c>' for i, col in enumerate(_columns(4_000)))
+    rows = "".join(f'<row r="{r}"><c r="A{r}"><v>{r}</v></c></row>' for r in range(2, 3_002))
+    reader, blocks, ends = _blocks(sheets_book({"Sparse": f'<row r="1">{names}</row>' + rows}), 100_000)
+    assert max(b.num_rows for b in blocks) == 25 and sum(b.num_rows for b in blocks) == 3_000
+    assert pa.concat_tables(blocks).column("c0").to_pylist() == [str(r) for r in range(2, 3_002)]
+    assert ends == sorted(ends) and ends[-1] == reader.input_size and len(set(ends)) > 100
+
+
+def test_a_block_gathers_pieces_only_while_its_text_stays_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from s3task.csvio import sheetblocks
+
+    monkeypatch.setattr(sheetblocks, "MAX_BLOCK_TEXT", 100_000)  # 32 MB: lowered so the test reads 1 MB
+    data = sheets_book({"Data": header_row() + naming_shared(2, 200)}, ["w" * 5_000])
+    _reader, blocks, _ends = _blocks(data, 1 << 20)
+    assert max(b.column("note").nbytes for b in blocks) <= 100_000 + 8 * 21  # 20 texts, and their offsets
+    assert sum(b.num_rows for b in blocks) == 200
+
+
+def test_rows_out_of_order_and_a_cell_given_twice_read_as_before() -> None:
+    """A writer may put rows out of order or a cell twice: the rows come sorted, the later value is taken."""
+    rows = (
+        '<row r="4"><c r="A4"><v>4</v></c><c r="B4" t="inlineStr"><is><t>four</t></is></c></row>'
+        '<row r="2"><c r="A2"><v>2</v></c><c r="A2"><v>22</v></c></row>'
+        '<row r="3"><c r="B3" t="inlineStr"><is><t>three</t></is></c></row>'
+    )
+    _names, table = read_all(sheets_book({"Data": header_row() + rows}))
+    assert table.to_pylist() == [{"id": "22", "note": ""}, {"id": "", "note": "three"}, {"id": "4", "note": "four"}]
