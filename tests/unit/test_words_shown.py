@@ -56,9 +56,11 @@ LONE = re.compile(r"(?:^|[(:·“\"'‘]\s*)(" + "|".join(map(re.escape, TYPE_NA
 SNAKE = re.compile(r"(?<![\w/.@-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/@-]|\.\w)")
 #: What Python prints for its values and its types, never words.
 REPRS = re.compile(
-    r"\bNone\b(?! of\b)|\bTrue\b|\bFalse\b|\[\]|\{\}|\{'|\['|\b[A-Z][A-Za-z]+\((?:[a-z_]+=|\))"
-    r"|<[\w.]+ object at 0x|\bnan\b|\bNaN\b|Traceback|\ban? (?:bool|int|float|str|dict|list|NoneType)\b"
-)
+    r"(?:(?<=[a-z,:=] )|(?<=[=(\[]))None\b|^None$|\bTrue\b|\bFalse\b|\[\]|\{\}|\{'|\['"
+    r"|\b[A-Z][A-Za-z]+\((?:[a-z_]+=|\))|<[\w.]+ object at 0x|\bnan\b|\bNaN\b|Traceback"
+    r"|\ban? (?:bool|int|float|str|NoneType)\b",
+    re.M,
+)  # "None" where a value is ("not None", "value: None"), not a sentence's first word ("None listed: …")
 #: A state's value where its words belong ("abandoned": the task was cancelled).
 STATE_VALUES = re.compile(r"\babandoned\b|\bfailed_for_good\b")
 #: Nouns staff read next to a count, and their plurals.
@@ -142,7 +144,8 @@ def test_the_check_finds_what_staff_were_shown() -> None:
     assert findings("task 1 is abandoned") == ["state value 'abandoned'"]
     assert findings("cannot read it: BadZipFile: File is not a zip file") == ["exception class 'BadZipFile'"]
     for fine in ("Copy rows unchanged", "1 row · 2 rows · 1,000 rows · row 3,002 · 2026-03-01 12:00",
-                 "Copy the rows", "None of the rows", "`GET /api/tasks/{id}/output?variant=exact`",
+                 "Copy the rows", "None of the rows", "None listed: the whole row is the key.", "a list of pairs",
+                 "`GET /api/tasks/{id}/output?variant=exact`",
                  "Profile the columns · created by ann", "Settings for “Prepare the table”"):  # fmt: skip
         assert findings(fine) == [], fine
     assert findings("email_domain", ["email_domain"]) == []
