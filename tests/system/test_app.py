@@ -161,6 +161,9 @@ def test_new_task_renders_the_form_of_each_task_type(app, form_demo) -> None:
         assert not at.exception
         shown = {w.label for kind in ("text_input", "number_input", "checkbox", "selectbox") for w in getattr(at, kind)}
         for param in task_type.params:
+            if param.type == "steps":  # a step list is built step by step (ui/step_builder.py), not typed in
+                assert "Next step" in shown
+                continue
             assert param.name.replace("_", " ").capitalize() + (" *" if param.required else "") in shown
         assert task_type.description[:20] in texts(at)
     at.selectbox(key="type_0").set_value(FormDemo).run()
