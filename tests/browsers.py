@@ -25,14 +25,27 @@ def app_on(port: int, env: dict[str, str], log: Path) -> Iterator[tuple[str, int
     serves it). Its output goes to ``log`` (shown if a wait fails); stopped with SIGTERM afterwards."""
     with Procs(log.parent, env) as procs:
         app = procs.streamlit("app.py", port=port, name=log.stem)
-        yield app.url, app.pid
+        with _told(app):
+            yield app.url, app.pid
 
 
 @contextmanager
 def streamlit_app(env: dict[str, str], log: Path) -> Iterator[str]:
     """As :func:`app_on`, on a free port; yields its URL."""
     with Procs(log.parent, env) as procs:
-        yield procs.streamlit("app.py", name=log.stem).url
+        app = procs.streamlit("app.py", name=log.stem)
+        with _told(app):
+            yield app.url
+
+
+@contextmanager
+def _told(app) -> Iterator[None]:
+    """A test that fails while the app runs says what the app printed (a traceback, a warning) beside it."""
+    try:
+        yield
+    except Exception as e:
+        e.add_note(app.tail())
+        raise
 
 
 def open_app(page, url: str) -> None:

@@ -158,7 +158,7 @@ def test_an_account_without_the_cors_rule_makes_the_page_upload_through_the_app(
             expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
             settle(page)
             page.get_by_role("button", name="Submit").click()
-            expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=20_000)
+            expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=60_000)
             settle(page)
             page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(data))
             expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)

@@ -291,7 +291,7 @@ def test_a_bucket_without_cors_makes_the_page_upload_through_the_app(browser, co
             expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
             settle(page)
             page.get_by_role("button", name="Submit").click()
-            expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=20_000)
+            expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=60_000)
             settle(page)
             shot(page, "direct-fallback")
             page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(data))
