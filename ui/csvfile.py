@@ -27,7 +27,7 @@ from s3task.csvio import DELIMITERS, INSPECT_BYTES, SAVE_AS_UTF8, InputFormat, d
 from s3task.csvio.sparse import SparseFile
 from s3task.errors import InvalidInput
 
-from .inspection import Inspection
+from .inspection import PREVIEW_ROWS, SAMPLE_ROWS, Inspection
 from .workbookfile import WORKBOOK_EXTENSIONS, inspect_workbook, is_workbook
 
 __all__ = ["EXTENSIONS", "PREVIEW_ROWS", "PROBE_BYTES", "Inspection", "as_stream", "inspect_upload"]
@@ -36,7 +36,6 @@ PROBE_BYTES = INSPECT_BYTES  # the browser sends this much of a file for the pre
 #: The names a table in text may have: Excel saves "Unicode text" and "Text (Tab delimited)" as .txt.
 TEXT_EXTENSIONS = (".csv", ".txt", ".tsv")
 EXTENSIONS = TEXT_EXTENSIONS + WORKBOOK_EXTENSIONS
-PREVIEW_ROWS = 10
 
 _SIGNATURES = (
     (b"\xd0\xcf\x11\xe0", "This is an old-style Excel or Word file, not a CSV"),
@@ -71,7 +70,7 @@ def inspect_upload(
             head = stream.read(PROBE_BYTES)
             stream.seek(0)
             if is_workbook(name, head):
-                inspect_workbook(result, stream, input_format, PREVIEW_ROWS)
+                inspect_workbook(result, stream, input_format, SAMPLE_ROWS)
             else:
                 _read_preview(result, head, input_format if not (input_format and input_format.is_workbook) else None)
     finally:
@@ -114,7 +113,8 @@ def _read_preview(result: Inspection, head: bytes, chosen: InputFormat | None) -
         return
     names, rows = start
     result.columns = names
-    result.preview = rows.slice(0, PREVIEW_ROWS).to_pandas()
+    result.rows = rows.slice(0, SAMPLE_ROWS).to_pandas()
+    result.preview = result.rows.head(PREVIEW_ROWS)
     others = [DELIMITERS[d] for d in DELIMITERS if d != result.input_format.delimiter and d in names[0]]
     if len(names) == 1 and others:
         result.note = (

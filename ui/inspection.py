@@ -12,6 +12,12 @@ import pandas as pd
 from s3task.csvio import InputFormat
 from s3task.csvio.workbook import Sheet
 
+#: Rows read for a column match and the step builder's preview: as many as submit's match looks at
+#: (s3task.handlers.columns.SAMPLE_ROWS) and the builder's preview shows (s3task.steps.preview.PREVIEW_ROWS).
+SAMPLE_ROWS = 200
+#: Rows the New task page's preview table shows.
+PREVIEW_ROWS = 10
+
 
 @dataclass
 class Inspection:
@@ -22,6 +28,9 @@ class Inspection:
     problem: str | None = None
     columns: list[str] = field(default_factory=list)
     preview: pd.DataFrame | None = None
+    #: The first rows read, up to :data:`SAMPLE_ROWS` (the preview shows the first ten of them): what a column
+    #: match looks at, as submit does, and what the step builder runs its steps over.
+    rows: pd.DataFrame | None = None
     note: str | None = None
     #: What the first bytes show, and what the preview was read with (the detected format unless
     #: the user chose another); None for a file refused before it is read (not a .csv, too big, not CSV).

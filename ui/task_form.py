@@ -209,8 +209,9 @@ def column_choice(need: Need, inspection: Inspection, chosen: str) -> ColumnChoi
 
 
 def preview_sample(inspection: Inspection) -> dict[str, list[str]]:
-    """The preview's rows by column, as text (what a match's look at the values sees on the page)."""
-    frame = inspection.preview
+    """The first rows read (up to 200), by column, as text: what a match's look at the values sees on the
+    page, as submit's does, and what the step builder's preview runs over."""
+    frame = inspection.rows if inspection.rows is not None else inspection.preview
     if frame is None or frame.empty:
         return {}
     return {str(c): ["" if v is None else str(v) for v in frame[c].tolist()] for c in frame.columns}

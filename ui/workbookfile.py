@@ -26,7 +26,7 @@ from s3task.csvio.sparse import NOT_SENT_TEXT, SparseFile
 from s3task.csvio.workbook import Sheet, Workbook, check_signature, open_workbook
 from s3task.errors import InvalidInput, NotSent
 
-from .inspection import Inspection
+from .inspection import PREVIEW_ROWS, Inspection
 
 #: The names a workbook may have (an .xls or .xlsb is taken only to be refused in the reader's words).
 WORKBOOK_EXTENSIONS = (".xlsx", ".xlsm", ".xls", ".xlsb")
@@ -119,7 +119,8 @@ def _read_rows(result: Inspection, book: Workbook, rows: int, source: IO[bytes] 
     except NotSent:  # a part the sheet needs (its styles, the sheet itself) was not among the bytes sent
         result.note = f"The browser sent too little of this sheet for a preview; {_LATER}."
         return
-    result.preview = first.to_pandas()
+    result.rows = first.to_pandas()
+    result.preview = result.rows.head(PREVIEW_ROWS)
     result.note = _notes(result.note, first, _ran_out(source))
 
 

@@ -192,6 +192,18 @@ def test_steps_added_change_the_preview_and_say_what_they_did(page) -> None:
     assert not submit_button(at).disabled
 
 
+def test_the_steps_run_over_the_first_200_rows_while_the_file_preview_shows_ten(page) -> None:
+    """A North row past the tenth is still in the builder's preview: the effect counts 200 rows, not 10."""
+    rows = [["Order", "Region"]] + [[str(n), "North" if n % 50 == 0 else "South"] for n in range(1, 251)]
+    at = prepare(page, rows)
+    assert len(at.dataframe[0].value) == 10  # the file's preview: its first ten rows
+    at = add(at, "Keep rows")
+    labelled(steps(at)[0].selectbox, "Condition 1: column").set_value("Region").run()
+    labelled(steps(at)[0].text_input, "Value").input("North").run()
+    assert "Removes 196 of these 200 rows." in texts(steps(at)[0])  # rows 50, 100, 150 and 200 are North
+    assert [r["Order"] for r in previewed(at)] == ["50", "100", "150", "200"]
+
+
 def test_a_step_whose_column_an_earlier_step_removed_says_so_in_its_box_and_steps_turn_off_move_and_go(
     page, service: TaskService
 ) -> None:
