@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 #: What stands in for a step that cannot be read, so the steps after it keep their numbers.
 _SET_ASIDE = {"step": "trim", "off": True}
 _NUMBER = re.compile(r"^Step (\d+)\b")
+#: The steps the line over Submit names a fix for; past these it counts the rest (each box says its own).
+NAMED_FIXES = 3
 
 
 @dataclass
@@ -365,9 +367,12 @@ def _wanting(state: dict[str, Any], kinds: dict[str, Kind], unfilled: dict[int, 
     out = []
     if 0 in checked.problems:
         out.append("a file the steps can run on")
-    for n, item in enumerate(state["items"], 1):
-        if unfilled[n] or n in checked.problems:
-            out.append(f"a fix for step {n} ({kinds[item['json']['step']].title})")
+    broken = [n for n in range(1, len(state["items"]) + 1) if unfilled[n] or n in checked.problems]
+    for n in broken[:NAMED_FIXES]:
+        out.append(f"a fix for step {n} ({kinds[state['items'][n - 1]['json']['step']].title})")
+    if len(broken) > NAMED_FIXES:  # the boxes say each one; the line stays a line
+        more = len(broken) - NAMED_FIXES
+        out.append(f"a fix for {more} more step{'s' if more != 1 else ''}")
     if -1 in checked.problems:
         out.append("a fix for the end of the list")
     return out

@@ -293,7 +293,10 @@ def remembered(store: MutableMapping[Any, Any], key: str, signature: Hashable, m
 
 def to_submit(needed: Sequence[str]) -> str:
     """The line under the form that says what is missing ("" when nothing is)."""
-    return "To submit, add " + " and ".join(needed) + "." if needed else ""
+    if not needed:
+        return ""
+    listed = ", ".join(needed[:-1]) + " and " + needed[-1] if len(needed) > 1 else needed[0]
+    return f"To submit, add {listed}."
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def _replace(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:
 
 def _check_replace(step: Step) -> None:
     if not step["find"] and not step["pairs"]:
-        raise step.fail("say what to find (find, or a list of pairs)")
+        raise step.fail("say what to find: fill in Find (find), or Replacements (pairs)")
 
 
 def _case(step: Step, block: Block, memo: Memo) -> tuple[Block, int]:

@@ -272,6 +272,18 @@ def test_a_column_typed_that_the_file_lacks_names_the_step_and_makes_no_task(pag
     assert no_tasks(service)
 
 
+def test_the_line_over_submit_names_three_fixes_and_counts_the_rest(page) -> None:
+    at = prepare(page)
+    for _ in range(5):
+        at = add(at, "Remove columns")  # each waits for its columns
+    assert (
+        "To submit, add a fix for step 1 (Remove columns), a fix for step 2 (Remove columns), "
+        "a fix for step 3 (Remove columns) and a fix for 2 more steps."
+    ) in texts(at)
+    assert all("Fill in “Columns to remove”." in texts(box) for box in steps(at))
+    assert submit_button(at).disabled
+
+
 def test_a_pattern_that_is_no_regular_expression_names_the_step_and_makes_no_task(page, service: TaskService) -> None:
     at = add(prepare(page), "Check values")
     labelled(steps(at)[0].selectbox, "Column").set_value("Name").run()

@@ -85,7 +85,7 @@ def test_an_unknown_step_is_refused_with_its_number_and_the_steps_there_are() ->
         ([{"step": "remove_rows", "conditions": [{"column": "A", "is": "before", "value": "31/12/2024"}]}],
          "Step 1 (Remove rows): Conditions (conditions), condition 1: before compares dates written YYYY-MM-DD"),
         ([{"step": "replace", "columns": []}],
-         "Step 1 (Find and replace): say what to find (find, or a list of pairs)"),
+         "Step 1 (Find and replace): say what to find: fill in Find (find), or Replacements (pairs)"),
         ([{"step": "split_column", "column": "A", "separator": " ", "into": []}],
          "Step 1 (Split a column): New columns (into) is required"),
         ([{"step": "rename_columns", "names": ["A", "B"]}],
