@@ -15,7 +15,10 @@ from . import outbox
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m s3task.notify", description=__doc__)
-    p.add_argument("--store", help="s3://bucket/prefix, az://container/prefix or a local directory (env S3TASK_STORE)")
+    p.add_argument(
+        "--store",
+        help="s3://bucket/prefix, az://container/prefix, gs://bucket/prefix or a local directory (env S3TASK_STORE)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("missed", help="list notifications given up on, or left by a dead sender and not checkable")
     s.add_argument("--json", action="store_true", help="one JSON object per line")

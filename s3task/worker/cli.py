@@ -26,7 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     # Named as it was run: "python worker.py" from a checkout, else argparse's default (s3task-worker).
     prog = "python worker.py" if os.path.basename(sys.argv[0]) == "worker.py" else None
     p = argparse.ArgumentParser(prog=prog, description="Process s3task tasks from an object store.")
-    p.add_argument("--store", help="s3://bucket/prefix, az://container/prefix or a local directory (S3TASK_STORE)")
+    p.add_argument(
+        "--store",
+        help="s3://bucket/prefix, az://container/prefix, gs://bucket/prefix or a local directory (S3TASK_STORE)",
+    )
     p.add_argument("--once", action="store_true", help="process until nothing is claimable, then exit")
     p.add_argument("--concurrency", type=int, help="tasks processed at once (S3TASK_CONCURRENCY, default 1)")
     p.add_argument("--poll-interval", type=float, help="seconds between polls (S3TASK_POLL_INTERVAL, default 3)")
