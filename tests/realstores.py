@@ -428,6 +428,9 @@ def start_fake_gcs(scratch: Path) -> FakeGcs:
     endpoint = f"http://127.0.0.1:{port}"
     args = [str(FAKE_GCS), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory"]
     args += ["-public-host", f"127.0.0.1:{port}", "-external-url", endpoint, "-log-level", "warn"]
+    # It keeps no bucket's CORS rule and lets every origin in, allowing only the request headers this flag
+    # adds to Content-Type: the header a signed upload URL makes the browser send, as init's rule does on GCS.
+    args += ["-cors-headers", "x-goog-if-generation-match"]
     proc = Proc(args, env=child_env(), log=scratch / "fake-gcs-server.log", name="fake-gcs-server", cwd=scratch)
     proc.wait_until(lambda: _answers(endpoint + "/storage/v1/b", 200), SERVE_SECONDS, "fake-gcs-server", interval=0.1)
     server = FakeGcs("fake_gcs", endpoint, "", "", proc, scratch)
