@@ -18,8 +18,10 @@ from . import markers
 from .config import Settings
 from .errors import InvalidInput
 from .layout import Layout
+from .record import TaskRecord
 from .store.base import ObjectStore
 from .store.probe import cas_probe
+from .tasks.unsent import drop_left
 
 if TYPE_CHECKING:
     from .store.azure import AzureStore
@@ -32,7 +34,10 @@ DEV_ORIGINS = ("http://127.0.0.1:8501", "http://localhost:8501")
 
 def add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The commands on the store itself: repair, doctor, init."""
-    sub.add_parser("repair", help="recreate missing active markers and drop stale ones (scans all tasks)")
+    sub.add_parser(
+        "repair",
+        help="recreate missing active markers, drop stale ones, delete files cancelled uploads left (scans all tasks)",
+    )
     s = sub.add_parser(
         "doctor", help="check the store enforces conditional writes, we may use it, and browsers may too"
     )
@@ -60,10 +65,19 @@ def add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def cmd_repair(args: argparse.Namespace, store: ObjectStore, layout: Layout) -> int:
-    added, removed, problems = markers.repair(store, layout)
+    dropped: list[str] = []  # files of tasks cancelled before they were queued, left by a cancel that died
+
+    def each(record: TaskRecord) -> None:
+        if drop_left(store, record):
+            dropped.append(record.task_id)
+
+    added, removed, problems = markers.repair(store, layout, each)
     for p in problems:
         print(f"warning: {p}", file=sys.stderr)
-    print(f"markers added: {added}, removed: {removed}, unreadable records: {len(problems)}")
+    print(
+        f"markers added: {added}, removed: {removed}, unreadable records: {len(problems)}, "
+        f"files of cancelled uploads deleted: {len(dropped)}"
+    )
     return 0
 
 

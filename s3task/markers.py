@@ -18,9 +18,11 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from .errors import MarkerLost, NotFound, S3TaskError, StoreError, TaskNotFound
 from .layout import Layout
+from .record import TaskRecord
 from .records import read_record
 from .states import State
 from .store.base import ObjectStore, PutMode
@@ -101,11 +103,14 @@ def restore(store: ObjectStore, layout: Layout, task_id: str) -> None:
         raise MarkerLost(f"could not put back the active/ marker of {task_id}: {e}") from e
 
 
-def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
+def repair(
+    store: ObjectStore, layout: Layout, each: Callable[[TaskRecord], object] | None = None
+) -> tuple[int, int, list[str]]:
     """Make ``active/`` agree with the records: pending tasks marked, terminal ones not.
 
     Scans every task prefix, so its cost grows with history: an operator runs
-    it rarely (``python -m s3task repair``); no poll does this.
+    it rarely (``python -m s3task repair``); no poll does this. ``each`` is shown
+    every record read (the CLI's repair also drops what cancelled uploads left).
     Returns (markers added, markers removed, unreadable records).
     """
     marked = {layout.task_id_of(k) for k in store.list_keys(layout.active_root)}
@@ -122,6 +127,8 @@ def repair(store: ObjectStore, layout: Layout) -> tuple[int, int, list[str]]:
         except S3TaskError as e:
             problems.append(str(e))
             continue
+        if each is not None:
+            each(record)
         if not record.is_terminal and record.state is not State.CREATED and task_id not in marked:
             add(store, layout, task_id)
             added += 1

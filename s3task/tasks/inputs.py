@@ -129,8 +129,8 @@ class Inputs:
                 raise UploadInterrupted(f"the task store failed while joining the file's parts: {e}") from e
             self.abandon_upload(actor, task_id, upload_id)
             raise
-        except S3TaskError:
-            self.abandon_upload(actor, task_id, upload_id)
+        except S3TaskError as e:  # refused (a file of another size, say): only a task still waiting is cancelled
+            self.abandon_upload(actor, task_id, upload_id, waiting_only=isinstance(e, InvalidInput))
             raise
 
     def _parts_changed(
@@ -158,14 +158,17 @@ class Inputs:
         noted = record.status == Status.CREATED and (record.input_upload or {}).get("upload_id") == upload_id
         return record if noted else None
 
-    def abandon_upload(self, actor: Actor, task_id: str, upload_id: str | None = None) -> None:
+    def abandon_upload(
+        self, actor: Actor, task_id: str, upload_id: str | None = None, *, waiting_only: bool = False
+    ) -> None:
         """Drop an upload that will not finish: its parts, and the task made for it with what was sent of its
-        file (``Transitions.cancel``, s3task.tasks.unsent; best effort)."""
+        file (``Transitions.cancel``, s3task.tasks.unsent; best effort). ``waiting_only`` (a file refused at the
+        finish): only a task still waiting for its file is cancelled; one queued meanwhile keeps its file."""
         if upload_id:
             with contextlib.suppress(S3TaskError):
                 self.abort_multipart(actor, task_id, upload_id)
         with contextlib.suppress(S3TaskError):
-            self.transitions.cancel(actor, task_id)
+            self.transitions.cancel(actor, task_id, waiting_only=waiting_only)
 
     # --- the steps ------------------------------------------------------------------------------
 

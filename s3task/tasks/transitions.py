@@ -354,16 +354,20 @@ class Transitions:
 
     # --- cancel and retry ------------------------------------------------------------------------
 
-    def cancel(self, actor: Actor, task_id: str) -> TaskRecord:
+    def cancel(self, actor: Actor, task_id: str, *, waiting_only: bool = False) -> TaskRecord:
+        """``waiting_only``: only a task still waiting for its file (a refused upload's: one queued meanwhile,
+        by another window with its own file, stays queued; InvalidTransition)."""
         looked = self.get(actor, task_id)  # with a running attempt's live counts (s3task.live)
         access.require(actor, looked, "cancel")
         seen = counts_from(looked)
+
+        def change(r: TaskRecord, now: Any) -> TaskRecord:
+            if waiting_only and r.status != Status.CREATED:
+                raise InvalidTransition(f"not cancelled: {lifecycle.describe(r)}")
+            return lifecycle.cancel(r, now, by=actor.name, seen=seen, attempt=looked.attempt_id)
+
         # The counts the worker saved live, which the signal below overwrites, are kept in the record.
-        written = self.records.write(
-            task_id,
-            lambda r, now: lifecycle.cancel(r, now, by=actor.name, seen=seen, attempt=looked.attempt_id),
-            tries=CANCEL_TRIES,
-        )
+        written = self.records.write(task_id, change, tries=CANCEL_TRIES)
         metrics.cancelled(written.record.task_type)
         # The worker of a task that was running (as the cancel found it) notices within seconds
         # (s3task.live); if we die before this, its next heartbeat does.

@@ -11,13 +11,17 @@ A task still waiting for its file was never queued, so no worker reads what was 
 Each is a separate store call, best effort, and one that fails is logged and does not stop the others:
 on the least-privilege role of docs/TRANSFERS.md, listing the unfinished uploads may be denied, and the
 delete still goes; the bucket's rule drops unfinished uploads after a day anyway.
+
+The record is written first (cancelled, which no task leaves), the drops after: a process that dies in
+between leaves the file of a cancelled task, never a queued task without its file. ``s3task repair``
+deletes such a file (:func:`drop_left`), as it does one a stale upload link sent after the cancel.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..errors import S3TaskError
+from ..errors import NotFound, S3TaskError
 from ..record import TaskRecord
 from ..states import Status
 from ..store.base import MultipartStore, ObjectStore
@@ -45,3 +49,16 @@ def _tried(what: str, call: object, *args: str) -> None:
         call(*args)  # type: ignore[operator]
     except S3TaskError as e:
         log.warning("%s after its cancel failed (left to the bucket's clean-up rule): %s", what, e)
+
+
+def drop_left(store: ObjectStore, record: TaskRecord) -> bool:
+    """Delete the file of a task cancelled before it was ever queued (no input pinned), if one is there: what a
+    cancel that died before its delete left, or what an upload link sent after it. True if one was deleted."""
+    if record.status != Status.ABANDONED or record.input_etag is not None:
+        return False
+    try:
+        store.head(record.input_object_path)
+    except NotFound:
+        return False
+    store.delete(record.input_object_path)
+    return True
