@@ -24,6 +24,12 @@
 <prefix>/outbox/missed/…                  notifications that may not have reached every receiver
 <prefix>/recipes/own/<user>/<name>.json   a saved recipe (s3task.tasks.recipes): a person's own,
 <prefix>/recipes/shared/<name>.json       or shared by an operator
+<prefix>/inbox/<recipe id>/<file>         a file another system dropped for a recipe (s3task.tasks.inboxes);
+                                          <recipe id>: own/<user>/<name> or shared/<name>
+<prefix>/inbox-taken/<recipe id>/<T>-<D>.json  one per file version seen there (T: inverted ms of its time,
+                                          D: a digest of its key, ETag and time): taken once, by its create
+<prefix>/inbox-paused/<recipe id>         zero-byte marker: an operator paused that inbox
+<prefix>/inbox-lease                      small JSON: which worker sweeps the inboxes, until when
 ```
 
 Task ids are validated before they are put into a key.
@@ -57,6 +63,12 @@ BY_USER = "by-user"
 WORKERS = "workers"
 OUTBOX = "outbox"
 RECIPES = "recipes"
+INBOX = "inbox"
+INBOX_TAKEN = "inbox-taken"
+INBOX_PAUSED = "inbox-paused"
+INBOX_LEASE = "inbox-lease"
+#: A recipe's id in an inbox's key: ``shared/<name>`` or ``own/<user, %-encoded>/<name>`` (s3task.tasks.recipes.slug).
+RECIPE_ID_PATTERN = re.compile(r"(shared|own/[^/\s]{1,600})/[\w%-]{1,240}")
 #: The largest status.json (or other small JSON object) read as a record; larger ones are refused. The
 #: bucket's lifecycle rule keeps objects up to this size (s3task.store.bucket), so records are never expired.
 MAX_RECORD_BYTES = 256 * 1024
@@ -185,6 +197,55 @@ class Layout:
             raise ValueError(f"invalid recipe key name {slug!r}")
         return self.recipe_root(owner) + slug + ".json"
 
+    @staticmethod
+    def recipe_id(owner: str | None, slug: str) -> str:
+        """The id of ``owner``'s recipe (None: a shared one) named ``slug``, as its inbox's key has it."""
+        return "shared/" + slug if owner is None else f"own/{quote(owner, safe='')}/{slug}"
+
+    def recipe_key_of(self, recipe_id: str) -> str:
+        """The key of the recipe whose id is ``recipe_id`` (:meth:`recipe_id`)."""
+        return f"{self.prefix}/{RECIPES}/{_recipe_id(recipe_id)}.json"
+
+    @property
+    def inbox_root(self) -> str:
+        return f"{self.prefix}/{INBOX}/"
+
+    def inbox_prefix(self, recipe_id: str) -> str:
+        """Where files for the recipe ``recipe_id`` are dropped."""
+        return self.inbox_root + _recipe_id(recipe_id) + "/"
+
+    def inbox_file(self, key: str) -> tuple[str, str] | None:
+        """The recipe id and the file's name (the rest of the key) of a key under :attr:`inbox_root`;
+        None for a key in no recipe's inbox."""
+        rest = key.removeprefix(self.inbox_root)
+        cut = 3 if rest.startswith("own/") else 2
+        parts = rest.split("/", cut)
+        if rest == key or len(parts) <= cut:
+            return None
+        recipe_id = "/".join(parts[:cut])
+        return (recipe_id, parts[cut]) if RECIPE_ID_PATTERN.fullmatch(recipe_id) else None
+
+    def inbox_taken_root(self, recipe_id: str) -> str:
+        return f"{self.prefix}/{INBOX_TAKEN}/{_recipe_id(recipe_id)}/"
+
+    def inbox_taken_key(self, recipe_id: str, modified_ms: int, digest: str) -> str:
+        """The claim of one version of a file in ``recipe_id``'s inbox: newest first in a listing."""
+        if not re.fullmatch(r"[0-9a-f]{16,64}", digest):
+            raise ValueError(f"invalid digest {digest!r}")
+        return f"{self.inbox_taken_root(recipe_id)}{10**13 - 1 - int(modified_ms):013d}-{digest}.json"
+
+    @property
+    def inbox_paused_root(self) -> str:
+        return f"{self.prefix}/{INBOX_PAUSED}/"
+
+    def inbox_paused_key(self, recipe_id: str) -> str:
+        return self.inbox_paused_root + _recipe_id(recipe_id)
+
+    @property
+    def inbox_lease_key(self) -> str:
+        """Which worker sweeps the inboxes now, and until when (s3task.tasks.inbox_lease)."""
+        return f"{self.prefix}/{INBOX_LEASE}"
+
     def task_id_of(self, key: str) -> str | None:
         """The task id at the end of a marker key or a task prefix, if there is one."""
         last = key.rstrip("/").rsplit("/", 1)[-1]
@@ -197,3 +258,9 @@ class Layout:
         ('/' < '0'), and every later id sorts after it.
         """
         return f"{self.prefix}/{validate_task_id(task_id)}0"
+
+
+def _recipe_id(recipe_id: str) -> str:
+    if not RECIPE_ID_PATTERN.fullmatch(recipe_id) or ".." in recipe_id.split("/"):
+        raise ValueError(f"invalid recipe id {recipe_id!r}")
+    return recipe_id

@@ -38,6 +38,10 @@ META_DIR = ".s3task-meta"
 class LocalStore:
     """Objects as files under ``root``; see the module docstring."""
 
+    #: A file another program is still writing into the directory (``cp``) is listed already: a reader
+    #: that must not take half a file waits until its size and time stay the same (s3task.tasks.inbox_sweep).
+    lists_partial_objects = True
+
     def __init__(self, root: str | os.PathLike[str], *, clock: Clock = MACHINE) -> None:
         self.root = Path(root).resolve()
         self.clock = clock

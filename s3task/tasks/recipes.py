@@ -115,6 +115,14 @@ class Recipes:
         except InvalidInput as e:
             raise InvalidInput(f"{key} is {e.message}") from e
 
+    def by_id(self, recipe_id: str) -> Recipe:
+        """The recipe whose id (s3task.layout.Layout.recipe_id: its inbox's) is ``recipe_id``; NotFound: none."""
+        return self._read(self.layout.recipe_key_of(recipe_id))[0]
+
+    def id_of(self, recipe: Recipe) -> str:
+        """The recipe's id, as its inbox's key has it (``own/<user>/<name>`` or ``shared/<name>``)."""
+        return self.layout.recipe_id(None if recipe.shared else recipe.owner, slug(recipe.name))
+
     def save(self, actor: Actor, recipe: Recipe, *, replace: bool = False) -> Recipe:
         """Store ``recipe`` as ``actor``'s (or shared: operators only). An existing one of that name is
         refused unless ``replace``, and then replaced only if no one changed it since it was read."""

@@ -25,6 +25,7 @@ from . import access, recipes
 from .access import Actor
 from .browser_uploads import BrowserUploads, UploadPlan
 from .corrections import EDITABLE_ROWS, Corrections
+from .inboxes import Inboxes
 from .input_check import header_of
 from .inputs import Created, Inputs
 from .limits import CreateLimits
@@ -73,6 +74,7 @@ class TaskService:
         self._browser = BrowserUploads(self._inputs, self._resumable)
         self._corrections = Corrections(self._inputs, self._outputs)  # rows with errors sent back corrected
         self.steps = StepLists(self._transitions)  # step lists before they run: a public part of the door
+        self.inboxes = Inboxes(self._transitions, self._recipes)  # files dropped for recipes: a public part too
 
     # --- what the service works on ------------------------------------------------------------------------
 
@@ -238,8 +240,7 @@ class TaskService:
         return self._browser.begin(actor, name, task_type, payload, input_format, size, file)
 
     def browser_upload_link(self, actor: Actor, task_id: str) -> str | None:
-        """Where a browser may continue the upload of the task ``task_id``: None when it cannot (not waiting for
-        its file, no file recorded, another user's, or a store that gives no upload link now)."""
+        """Where a browser may continue the task's upload: None if not waiting, not this user's, or no link now."""
         record = self._transitions.get(actor, task_id)
         if record.status != "created" or not access.may_act(actor, record):
             return None
@@ -252,8 +253,7 @@ class TaskService:
         self._resumable.require_same(record, file)
 
     def continue_browser_upload(self, actor: Actor, task_id: str, file: Fingerprint) -> UploadPlan:
-        """Where the browser sends the rest of the file the task ``task_id`` waits for (this user's, still
-        waiting; the same file, else refused in words)."""
+        """Where the browser sends the rest of the file the task waits for (this user's; the same file)."""
         return self._browser.resume(actor, self._inputs.uploadable(actor, task_id), file)
 
     def finish_browser_upload(self, actor: Actor, plan: UploadPlan, sent: Iterable[tuple[Any, Any]] = ()) -> TaskRecord:
