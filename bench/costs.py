@@ -20,6 +20,7 @@ import requests
 from s3task.config import Settings
 from s3task.record import TaskRecord
 from s3task.tasks import TaskService
+from s3task.tasks.inbox_sweep import LEASE_INTERVALS
 from s3task.worker.presence import PRESENCE_IDLE_INTERVAL, PRESENCE_INTERVAL
 
 from . import harness as h
@@ -72,19 +73,23 @@ def _idle(moto: h.MotoServer, window: float, interval: float) -> dict[str, Any]:
     """Nothing in ``active/`` for ``window`` seconds, extrapolated to an hour and a month.
 
     An idle worker HEADs the active-bell once a poll (measured), lists ``active/`` only as a safety
-    net every ``idle_list_seconds`` and beats its presence every ``PRESENCE_IDLE_INTERVAL``: both are
-    rarer than a short window sees, so each is counted by its rule or by what was measured, if more.
+    net every ``idle_list_seconds`` and beats its presence every ``PRESENCE_IDLE_INTERVAL``; holding the
+    inbox sweep's lease, it lists ``inbox/`` every ``inbox_interval`` and renews the lease once in three
+    sweeps (docs/INBOXES.md): all rarer than a short window sees, so each is counted by its rule or by
+    what was measured, if more.
     """
     moto.reset_counts()
     time.sleep(window)
     measured = dict(h.by_kind(moto.counts()))
     polls = max(1, round(window / interval))
     net = Settings.__dataclass_fields__["idle_list_seconds"].default
+    sweeps = 3600 / Settings.__dataclass_fields__["inbox_interval"].default  # a sweep: one LIST
+    renewals = sweeps * 2 / LEASE_INTERVALS  # the lease, LEASE_INTERVALS sweeps long, renewed when half is left
     rate = {k: n / window * 3600 for k, n in measured.items()}
     per_hour = {
         "HEAD": round(max(rate.get("HEAD", 0), measured.get("HEAD", 0) / polls * 3600 / interval)),
-        "LIST": round(max(rate.get("LIST", 0), 3600 / net)),
-        "PUT": round(max(rate.get("PUT", 0), 3600 / PRESENCE_IDLE_INTERVAL)),
+        "LIST": round(max(rate.get("LIST", 0), 3600 / net + sweeps)),
+        "PUT": round(max(rate.get("PUT", 0), 3600 / PRESENCE_IDLE_INTERVAL + renewals)),
     }
     month = {k: v * HOURS_PER_MONTH for k, v in per_hour.items()}
     # The design before the bell, for comparison: a LIST every poll and a presence PUT every minute.

@@ -181,6 +181,10 @@ USER = Rule(
     "nothing ($USER), or a user name (printable, at most 200 characters)",
     lambda v: isinstance(v, str) and len(v) <= 200 and v.isprintable(),
 )
+INBOX_INTERVAL = Rule(
+    "0 (this worker does not sweep inboxes) or a number of seconds from 1 up to 86400",
+    lambda v: isinstance(v, int | float) and not isinstance(v, bool) and (v == 0 or 1 <= v <= 86400),
+)
 PATH = Rule("nothing, or the path of a file", lambda v: isinstance(v, str) and v.isprintable())
 
 
@@ -193,6 +197,9 @@ class Settings:
     #: An idle worker HEADs the active-bell each poll and lists active/ only when it rang, while work is
     #: in progress, or at least this often (the safety net for a ring that failed; s3task.markers).
     idle_list_seconds: float = setting(300.0, rule=number(0.1, 3600, unit="of seconds"))
+    #: Seconds between sweeps of the recipes' inboxes by the one worker holding the sweep's lease (0: this
+    #: worker never sweeps): the pickup promise for a dropped file (docs/INBOXES.md).
+    inbox_interval: float = setting(300.0, rule=INBOX_INTERVAL)
     #: Renewed every third of it; below a second a renewal could not finish in time.
     lease_seconds: float = setting(60.0, rule=number(1, 86400, unit="of seconds"))
     #: How long past lease expiry (by the store's clock) before a task counts as abandoned by its worker.

@@ -87,6 +87,9 @@ class InboxSweeper:
         recipes: dict[str, Recipe | None] = {}
         seen: dict[str, tuple[int, str, int]] = {}
         for key in keys:
+            if self.lease is not None and not self.lease.hold():  # renewed on the way (no request before half)
+                swept.notes.append("the sweep's lease went to another worker: it sweeps the rest")
+                break
             try:
                 self._one(key, paused, recipes, seen, swept)
             except S3TaskError as e:

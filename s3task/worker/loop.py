@@ -36,6 +36,7 @@ from ..store.probe import cas_probe
 from .attempt import Attempt
 from .claim import Claims
 from .forkserver import fork_server_ready, start_fork_server, wait_for_fork_server
+from .inbox import InboxWatch
 from .leftovers import Sweeper
 from .presence import Presence
 
@@ -71,6 +72,8 @@ class Worker:
         self.presence = Presence(store, layout, settings.worker_id)
         #: Removes the staged files of writers that were killed (the local store; s3task.worker.leftovers).
         self.sweeper = Sweeper(store, settings)
+        #: Sweeps the recipes' inboxes every inbox_interval, holding the sweep's lease (s3task.worker.inbox).
+        self.inbox = InboxWatch(store, layout, settings, self.notifier)
         #: The attempts in hand: claimed into free slots, each on its own thread.
         self.claims = Claims(
             self.records,
@@ -129,9 +132,11 @@ class Worker:
                 self.presence.beat(self.task_ids())  # never raises
                 notify.sweep(self.notifier, self.store, self.layout)  # notifications dead senders left; never raises
                 self.sweeper.maybe()  # staged files killed writers left; no store request
+                self.inbox.maybe()  # files dropped for recipes, every inbox_interval; never raises
                 self._wake.wait(self.settings.poll_interval)
                 self._wake.clear()
             self._drain()
+            self.inbox.stop()
             wait_for_fork_server(120)  # stopped in its first second: let the server finish loading and go
         finally:
             metrics.worker_stopped()

@@ -4,7 +4,7 @@ Real processes on moto over HTTP, every request of the worker through a counting
 (tests/s3proxy.py): ``worker.py --once`` (cron) and a standing ``worker.py``, each at its default
 poll interval. Not counted: the conditional-write probe every worker runs once at start-up (on
 ``_probe/``, BENCHMARKS.md section 3 lists it apart) and a standing worker's HEADs of the active-bell
-(the cost of being idle, also apart there).
+(the cost of being idle, also apart there), and so is the inbox sweep (docs/INBOXES.md).
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ def _submitted(endpoint: str, store: str, tmp_path: Path) -> str:
 
 
 def _task_requests(seen: list[str]) -> list[str]:
-    return [r for r in seen if "/_probe/" not in r and not (r.startswith("HEAD ") and r.endswith("/active-bell"))]
+    idle = ("/_probe/", "inbox")  # the probe, and the inbox sweep's lease and listing (docs/INBOXES.md)
+    bell = ("HEAD ", "/active-bell")
+    return [r for r in seen if not any(i in r for i in idle) and not (r.startswith(bell[0]) and r.endswith(bell[1]))]
 
 
 def test_worker_once_on_a_cli_task(moto_http_bucket, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ TABLE: dict[str, tuple[list[str], list[tuple[str, object]]]] = {
     "operators": (["ann,\x07bob"], [("ann@x.org, bob@x.org", ("ann@x.org", "bob@x.org"))]),
     "poll_interval": (["0", "-1", "abc", "3601", "9" * 400, "1e-320", "nan", "inf"], [("0.5", 0.5), ("3", 3.0)]),
     "idle_list_seconds": (["0", "0.05", "3601", "often"], [("0.5", 0.5), ("300", 300.0)]),
+    "inbox_interval": (["-1", "0.5", "86401", "5m", "nan"], [("0", 0.0), ("1", 1.0), ("300", 300.0)]),
     "lease_seconds": (["-5", "0", "0.5", "1e9", "sixty", "1" + "0" * 320], [("1", 1.0), ("60", 60.0), ("1e2", 100.0)]),
     "lease_grace_seconds": (["-1", "x"], [("0", 0.0), ("10", 10.0)]),
     "max_attempts": (["0", "1.5", "101"], [("1", 1), ("5", 5)]),
