@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import handlers, notify
+from .cli_inbox import add_inbox_parser, cmd_inbox
 from .cli_recipes import add_recipe_parser, cmd_recipe
 from .cli_steps import add_steps_parser, cmd_steps
 from .cli_store import STORE_COMMANDS, add_store_commands
@@ -57,6 +58,7 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     add_submit_parser(sub, HANDLERS_HELP)
     add_steps_parser(sub)
     add_recipe_parser(sub)
+    add_inbox_parser(sub)
 
     s = sub.add_parser("list", help="newest tasks first")
     s.add_argument("--limit", type=int, default=50)
@@ -251,6 +253,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "submit": cmd_submit,
     "steps": cmd_steps,
     "recipe": cmd_recipe,
+    "inbox": cmd_inbox,
     "list": cmd_list,
     "show": cmd_show,
     "cancel": cmd_cancel,

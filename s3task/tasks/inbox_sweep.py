@@ -94,7 +94,8 @@ class InboxSweeper:
                 self._one(key, paused, recipes, seen, swept)
             except S3TaskError as e:
                 log.warning("inbox: could not take %s now (the next sweep tries again): %s", key, e)
-        self._seen = seen
+        listed = set(keys)  # a file not looked at this time (paused, no recipe) keeps the version last seen
+        self._seen = {**{k: v for k, v in self._seen.items() if k in listed}, **seen}
         return swept
 
     def release(self) -> None:
