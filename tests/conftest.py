@@ -359,13 +359,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier != "browser":  # browser modules mark their own browser tests
             item.add_marker(getattr(pytest.mark, tier))
         callspec = getattr(item, "callspec", None)
-        over_s3 = callspec is not None and callspec.params.get("store") in (
-            "moto",
-            "moto_http",
-            *REAL_STORE_KINDS,
-            *AZURE_STORE_KINDS,
-            *GCS_STORE_KINDS,
-        )
+        served = ("moto", "moto_http", *REAL_STORE_KINDS, *AZURE_STORE_KINDS, *GCS_STORE_KINDS)
+        # a store parameter (``store``, or ``kind`` where a test makes its own) naming a server
+        over_s3 = callspec is not None and any(callspec.params.get(p) in served for p in ("store", "kind"))
         if tier in SLOW_TIERS or over_s3:  # the loop runs the contract on the local and in-memory stores
             item.add_marker(pytest.mark.slow)
 
