@@ -115,7 +115,7 @@ class InboxSweeper:
         if is_folder_marker(key) or (where is not None and where[1].endswith("/")):
             return self._note(swept, key, "", "a folder marker, not a file: left alone")
         if where is None:
-            return self._note(swept, key, "", "in no recipe's inbox (inbox/own/<user>/<recipe>/ or "
+            return self._note(swept, key, "no inbox", "in no recipe's inbox (inbox/own/<user>/<recipe>/ or "
                               "inbox/shared/<recipe>/): left where it is")  # fmt: skip
         recipe_id, _name = where
         if recipe_id in paused:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
 import pytest
 from conftest import make_store
@@ -22,6 +23,7 @@ from s3task.store.base import MultipartStore, PutMode
 from s3task.tasks import Actor, TaskService
 from s3task.tasks.inbox_files import Claim
 from s3task.tasks.inbox_sweep import InboxSweeper
+from s3task.tasks.recipes import Recipe
 
 INTERVAL = 300.0
 
@@ -276,3 +278,16 @@ def test_an_idle_sweep_costs_one_listing_and_a_lease_write_in_three(service, sto
     for _ in range(12):
         assert not other.sweep().held
     assert dict(counted.calls) == {"get": 12}, "a worker without the lease only looks at it"
+
+
+def test_a_recipe_that_can_no_longer_make_a_task_keeps_the_file_and_says_why(service, store) -> None:
+    made, rid = recipe(service)
+    gone = Recipe(**{**asdict(made), "task_type": "retired_type"})  # a type no longer registered
+    store.put(LAYOUT.recipe_key_of(rid), gone.to_json(), PutMode.OVERWRITE)
+    key = drop(store, rid, "kept.csv")
+    s = sweeper(store)
+    [claim] = settle(s)
+    assert claim.state == "kept" and "cannot make a task of it now" in claim.words and "retired_type" in claim.words
+    assert inbox_keys(store, rid) == [key] and tasks_named(service, "kept.csv") == []
+    assert {c.state for c in settle(s)} == {"kept"}, "found kept, not tried again"
+    assert tasks_named(service, "kept.csv") == []
