@@ -286,7 +286,7 @@ def test_a_recipe_that_can_no_longer_make_a_task_keeps_the_file_and_says_why(ser
     store.put(LAYOUT.recipe_key_of(rid), gone.to_json(), PutMode.OVERWRITE)
     key = drop(store, rid, "kept.csv")
     s = sweeper(store)
-    [claim] = settle(s)
+    claim = settle(s)[-1]  # S3 takes it at the first sweep, and finds it kept at the second
     assert claim.state == "kept" and "cannot make a task of it now" in claim.words and "retired_type" in claim.words
     assert inbox_keys(store, rid) == [key] and tasks_named(service, "kept.csv") == []
     assert {c.state for c in settle(s)} == {"kept"}, "found kept, not tried again"
