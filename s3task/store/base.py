@@ -224,6 +224,18 @@ class OpenUploads(Protocol):
 
 
 @runtime_checkable
+class SizedUrls(Protocol):
+    """A store whose upload URLs can bind the body's length (S3: ``Content-Length`` is a signed header of the
+    SigV4 URL), so that a store which checks signatures refuses a PUT of any other length: SeaweedFS does
+    (tests/contract/test_sized_urls.py); moto checks no signatures. A browser sends the length
+    of what it sends itself, so nothing changes on its side. A capability: an Azure SAS binds no length."""
+
+    def presign_sized_put(self, key: str, *, expires: int, content_type: str, size: int) -> str: ...
+
+    def presign_sized_part(self, key: str, upload_id: str, part_number: int, *, expires: int, size: int) -> str: ...
+
+
+@runtime_checkable
 class PutHeaders(Protocol):
     """A store whose presigned PUT (:meth:`ObjectStore.presign_put`) must carry headers besides its
     Content-Type (Azure: ``x-ms-blob-type: BlockBlob``). A capability: S3's needs none."""

@@ -72,6 +72,11 @@ class UploadPlan:
         return sorted({**(self.held or {}), **reported}.items())
 
 
+def part_sizes(size: int, part_size: int) -> dict[int, int]:
+    """Each part's size by number, in a file of ``size`` bytes cut in parts of ``part_size`` (the last shorter)."""
+    return {n: min(part_size, size - (n - 1) * part_size) for n in range(1, math.ceil(size / part_size) + 1)}
+
+
 def part_url_seconds(size: int, usual: int) -> int:
     return min(MAX_URL_SECONDS, usual + math.ceil(size / SLOWEST_BYTES_PER_SECOND))
 
@@ -94,7 +99,7 @@ class BrowserUploads:
     ) -> UploadPlan:
         """A new task for a file of ``size`` bytes, and where the browser sends it."""
         fingerprint = file.to_dict() if file else None
-        created = self.inputs.create(actor, name, task_type, payload, input_format, fingerprint)
+        created = self.inputs.create(actor, name, task_type, payload, input_format, fingerprint, size)
         task_id = created.record.task_id
         try:
             if created.upload_url is None:
@@ -108,15 +113,16 @@ class BrowserUploads:
     def resume(self, actor: Actor, record: TaskRecord, file: Fingerprint) -> UploadPlan:
         """Where the browser sends the rest of the file of the task ``record`` waits for (the same file)."""
         self.resumable.require_same(record, file)
-        url, headers = self.link(record)
+        url, headers = self.link(record, file.size)
         if url is None:
             raise NoUploadLink("the task store gives no upload links now")
         return self._plan(actor, record.task_id, url, headers, file.size, file)
 
-    def link(self, record: TaskRecord) -> tuple[str | None, Mapping[str, str]]:
-        """The task's upload URL and its headers; None where the store has none (or gives none now)."""
+    def link(self, record: TaskRecord, size: int | None = None) -> tuple[str | None, Mapping[str, str]]:
+        """The task's upload URL (for a file of ``size`` bytes, if known) and its headers; None where the store
+        has none (or gives none now)."""
         try:
-            created = self.inputs.created(record)
+            created = self.inputs.created(record, size)
         except S3TaskError:  # the store did not answer for one
             return None, {}
         return created.upload_url, created.upload_headers
@@ -148,7 +154,8 @@ class BrowserUploads:
         if file is not None:  # noted on the task: only the parts the store lacks
             upload = self.resumable.browser_parts(actor, task_id, file)
             missing = upload.missing()
-            urls = inputs.presign_parts(actor, task_id, upload.upload_id, missing, expires=expires)
+            sizes = part_sizes(size, upload.part_size)
+            urls = inputs.presign_parts(actor, task_id, upload.upload_id, missing, expires=expires, sizes=sizes)
             signed = dict(zip(missing, urls, strict=True))
             return UploadPlan(
                 task_id, size, upload_id=upload.upload_id, part_size=upload.part_size,
@@ -157,8 +164,8 @@ class BrowserUploads:
             )  # fmt: skip
         part_size = part_size_for(size)
         upload_id = inputs.create_multipart(actor, task_id)
-        numbers = range(1, math.ceil(size / part_size) + 1)
-        parts = tuple(inputs.presign_parts(actor, task_id, upload_id, numbers, expires=expires))
+        sizes = part_sizes(size, part_size)
+        parts = tuple(inputs.presign_parts(actor, task_id, upload_id, sorted(sizes), expires=expires, sizes=sizes))
         return UploadPlan(
             task_id, size, upload_id=upload_id, part_size=part_size, parts=parts, part_etags=inputs.parts_need_etags
         )

@@ -20,7 +20,7 @@ from ..errors import InvalidInput, InvalidTransition, PartsChanged, S3TaskError,
 from ..layout import CSV_TYPE
 from ..record import TaskRecord
 from ..states import Status
-from ..store.base import MultipartStore, ObjectMeta, PutMode
+from ..store.base import MultipartStore, ObjectMeta, PutMode, SizedUrls
 from . import access, changed_parts, open_uploads
 from .access import Actor
 from .input_check import judge_input
@@ -51,18 +51,20 @@ class Inputs:
         payload: dict[str, Any] | None = None,
         input_format: Mapping[str, Any] | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        size: int | None = None,
     ) -> Created:
         """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it;
-        ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued."""
+        ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued;
+        ``size``: the file's, bound into the upload URL where the store can (S3's signed Content-Length)."""
         record = self.transitions.prepare(actor, name, task_type, payload, input_format, fingerprint)
         # Its upload URL before the record: a store that cannot sign one now (Azure not answering for a
         # user delegation key) refuses the create with nothing written, not a task left waiting for a file.
-        created = self.created(record)
+        created = self.created(record, size)
         return dataclasses.replace(created, record=self.transitions.store_new(actor, record))
 
-    def created(self, record: TaskRecord) -> Created:
-        """A task just created, with the URL its browser may send the file to."""
-        url, headers = self.urls.put_request(record.input_object_path, CSV_TYPE)
+    def created(self, record: TaskRecord, size: int | None = None) -> Created:
+        """A task just created, with the URL its browser may send the file (of ``size`` bytes, if known) to."""
+        url, headers = self.urls.put_request(record.input_object_path, CSV_TYPE, size)
         return Created(record, url, CSV_TYPE, headers)
 
     # --- the whole operation, as the page, the CLI and the API call it -----------------------
@@ -223,11 +225,21 @@ class Inputs:
         return upload_id
 
     def presign_parts(
-        self, actor: Actor, task_id: str, upload_id: str, numbers: Iterable[int], *, expires: int | None = None
+        self,
+        actor: Actor,
+        task_id: str,
+        upload_id: str,
+        numbers: Iterable[int],
+        *,
+        expires: int | None = None,
+        sizes: Mapping[int, int] | None = None,
     ) -> list[str]:
-        """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed)."""
+        """PUT URLs for the given part numbers (the browser sends each part's bytes, no headers needed);
+        ``sizes`` (by number): each part's, bound into its URL where the store can (S3's signed Content-Length)."""
         key = self.uploadable(actor, task_id).input_object_path
         store, seconds = self._multipart_store(), expires or self.urls.seconds
+        if sizes is not None and isinstance(store, SizedUrls):
+            return [store.presign_sized_part(key, upload_id, n, expires=seconds, size=sizes[n]) for n in numbers]
         return [store.presign_part(key, upload_id, n, expires=seconds) for n in numbers]
 
     def complete_multipart(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..store.base import ObjectStore, PutHeaders
+from ..store.base import ObjectStore, PutHeaders, SizedUrls
 
 
 class UrlSigner(Protocol):
@@ -32,10 +32,15 @@ class Urls:
     def put(self, key: str, content_type: str) -> str | None:
         return self.put_request(key, content_type)[0]
 
-    def put_request(self, key: str, content_type: str) -> tuple[str | None, dict[str, str]]:
+    def put_request(self, key: str, content_type: str, size: int | None = None) -> tuple[str | None, dict[str, str]]:
         """An upload URL and the headers a PUT to it must send: the signed Content-Type, and whatever
-        else the store's own URLs need (:class:`~s3task.store.base.PutHeaders`: Azure's blob type)."""
+        else the store's own URLs need (:class:`~s3task.store.base.PutHeaders`: Azure's blob type).
+        ``size``: the file's, where known; bound into the URL where the store can (:class:`SizedUrls`: S3)."""
         headers = {"Content-Type": content_type}
+        if size is not None and isinstance(self.store, SizedUrls):
+            return self.store.presign_sized_put(
+                key, expires=self.seconds, content_type=content_type, size=size
+            ), headers
         url = self.store.presign_put(key, expires=self.seconds, content_type=content_type)
         if url is not None:
             if isinstance(self.store, PutHeaders):
