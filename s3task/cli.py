@@ -20,6 +20,7 @@ from .cli_recipes import add_recipe_parser, cmd_recipe
 from .cli_steps import add_steps_parser, cmd_steps
 from .cli_store import STORE_COMMANDS, add_store_commands
 from .cli_submit import add_submit_parser, cmd_submit
+from .cli_url import add_url_parser, cmd_url
 from .config import Settings
 from .counts import LABELS, counts_of
 from .csvio import InputFormat
@@ -59,6 +60,7 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     add_steps_parser(sub)
     add_recipe_parser(sub)
     add_inbox_parser(sub)
+    add_url_parser(sub, DOWNLOAD_FLAGS)
 
     s = sub.add_parser("list", help="newest tasks first")
     s.add_argument("--limit", type=int, default=50)
@@ -259,4 +261,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "cancel": cmd_cancel,
     "retry": cmd_retry,
     "download": cmd_download,
+    "url": cmd_url,
 }
