@@ -653,7 +653,9 @@ def test_a_store_that_gives_no_upload_link_now_falls_back_to_the_uploader(new_ta
     at, service = new_task_page
     browser_reports(at, file=chosen())
     at.text_input[0].input("People").run()
-    monkeypatch.setattr(Urls, "put_request", lambda self, key, content_type: (None, {"Content-Type": content_type}))
+    monkeypatch.setattr(
+        Urls, "put_request", lambda self, key, content_type, size=None: (None, {"Content-Type": content_type})
+    )
     next(b for b in at.button if b.label == "Submit").click().run()
     assert not at.exception and not at.error, said(at.error)
     assert "gives no upload links now" in said(at.warning) and "uploads it through the app instead" in said(at.warning)
