@@ -17,6 +17,7 @@ TASKS = "pages/tasks.py"
 NEW_TASK = "pages/new_task.py"
 TASK = "pages/task.py"
 WORKERS = "pages/workers.py"
+INBOXES = "pages/inboxes.py"
 #: Session key: whether this run's user is an operator (set by ``ui.context.put``; unset: not known yet).
 OPERATOR = "_s3task_operator"
 
@@ -33,5 +34,6 @@ def pages() -> list[Page]:
         st.Page(TASKS, title="Tasks", url_path="tasks", default=True),
         st.Page(NEW_TASK, title="New task", url_path="new_task"),
         st.Page(TASK, title="Task", url_path="task", visibility="hidden"),
+        st.Page(INBOXES, title="Inboxes", url_path="inboxes"),
         st.Page(WORKERS, title="Workers", url_path="workers", visibility=workers),
     ]

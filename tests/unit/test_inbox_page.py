@@ -1,0 +1,50 @@
+"""The Inboxes page through ``streamlit.testing.v1.AppTest`` (the fixtures of ``tests/app_pages.py``: a fresh
+local store, users told apart by a trusted header, ``boss`` an operator): each recipe's inbox with the exact
+command that drops a file there, the files waiting and taken with their tasks, and pause / resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import app_pages
+from app_pages import goto, submitted, texts
+from inboxkit import drop
+
+from s3task.tasks import Actor, TaskService
+
+app, options, service, store_dir = app_pages.app, app_pages.options, app_pages.service, app_pages.store_dir
+
+
+def test_no_recipes_no_inboxes(app) -> None:
+    at = goto(app("ann"), "pages/inboxes.py")
+    assert "No recipes yet, so no inboxes." in texts(at)
+
+
+def test_a_recipes_inbox_with_its_command_its_waiting_and_taken_files(
+    app, service: TaskService, store_dir: Path
+) -> None:
+    ann = Actor("ann")
+    made = service.save_recipe(ann, "CRM weekly", submitted(service, "ann", "march"))
+    rid = service.inboxes.id_of(made)
+    drop(service.store, rid, "april.csv", b"name,age\ncy,3\n")
+    sweeper = service.inboxes.sweeper("w1", interval=300)
+    sweeper.sweep()
+    sweeper.sweep()  # the local store takes a file once it stayed the same for a sweep
+    drop(service.store, rid, "may.csv", b"name,age\ndi,4\n")
+    at = goto(app("ann"), "pages/inboxes.py")
+    said = texts(at)
+    assert "CRM weekly · yours · Copy rows unchanged" in said
+    assert at.code[0].value == f"cp FILE {store_dir.resolve()}/batch-tasks/inbox/own/ann/crm-weekly/"
+    assert "Waiting to be taken (1): may.csv" in said
+    table = at.dataframe[0].value
+    assert table["file"].tolist() == ["april.csv"]
+    [task] = [t for t in service.list(ann).tasks if t.task_name == "april.csv"]
+    assert table["task"].tolist() == [f"task?id={task.task_id}"]
+    assert "queued" in table["what became of it"][0]
+
+    at.button(key=f"inbox_{rid}").click().run()
+    assert "Paused: files dropped here wait" in texts(at) and service.inboxes.get(ann, rid).paused
+    at.button(key=f"inbox_{rid}").click().run()
+    assert not service.inboxes.get(ann, rid).paused
+    other = goto(app("bob"), "pages/inboxes.py")
+    assert "No recipes yet" in texts(other), "another person's recipe is not theirs to see here"
