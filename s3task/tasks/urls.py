@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..store.base import ObjectStore, PutHeaders, SizedUrls
 
@@ -13,6 +13,14 @@ class UrlSigner(Protocol):
     def presign_get(self, key: str, *, expires: int, filename: str | None = None) -> str: ...
 
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str: ...
+
+
+@runtime_checkable
+class SizedSigner(Protocol):
+    """A signer whose upload links take a body of one size only (s3task.web.transfer's: the size is in the token,
+    and the route refuses any other before publishing)."""
+
+    def presign_sized_put(self, key: str, *, expires: int, content_type: str, size: int) -> str: ...
 
 
 class Urls:
@@ -35,7 +43,8 @@ class Urls:
     def put_request(self, key: str, content_type: str, size: int | None = None) -> tuple[str | None, dict[str, str]]:
         """An upload URL and the headers a PUT to it must send: the signed Content-Type, and whatever
         else the store's own URLs need (:class:`~s3task.store.base.PutHeaders`: Azure's blob type).
-        ``size``: the file's, where known; bound into the URL where the store can (:class:`SizedUrls`: S3)."""
+        ``size``: the file's, where known; bound into the URL where the store can (:class:`SizedUrls`: S3) or the
+        signer can (:class:`SizedSigner`: the local route)."""
         headers = {"Content-Type": content_type}
         if size is not None and isinstance(self.store, SizedUrls):
             return self.store.presign_sized_put(
@@ -46,6 +55,8 @@ class Urls:
             if isinstance(self.store, PutHeaders):
                 headers.update(self.store.put_headers())
             return url, headers
-        if self.signer is not None:
+        if size is not None and isinstance(self.signer, SizedSigner):
+            url = self.signer.presign_sized_put(key, expires=self.seconds, content_type=content_type, size=size)
+        elif self.signer is not None:
             url = self.signer.presign_put(key, expires=self.seconds, content_type=content_type)
         return url, headers

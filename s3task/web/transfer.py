@@ -73,13 +73,15 @@ class TransferDenied(HttpError):
 
 @dataclass(frozen=True)
 class Grant:
-    """What a transfer URL allows: one method on one key until ``expires`` (Unix seconds)."""
+    """What a transfer URL allows: one method on one key until ``expires`` (Unix seconds); an upload link made
+    for a file of known ``size`` takes a body of exactly that many bytes."""
 
     method: str
     key: str
     expires: int
     content_type: str | None = None
     filename: str | None = None
+    size: int | None = None
 
 
 def _b64(data: bytes) -> str:
@@ -121,6 +123,10 @@ class UrlSigner:
     def presign_put(self, key: str, *, expires: int, content_type: str) -> str:
         return self.url(Grant("PUT", check_key(key), self._expiry(expires), content_type=content_type))
 
+    def presign_sized_put(self, key: str, *, expires: int, content_type: str, size: int) -> str:
+        """:meth:`presign_put` for a body of exactly ``size`` bytes (any other is refused, nothing published)."""
+        return self.url(Grant("PUT", check_key(key), self._expiry(expires), content_type=content_type, size=size))
+
     def url(self, grant: Grant) -> str:
         return f"{self.base_url}{self.prefix}/{self.sign(grant)}"
 
@@ -132,7 +138,8 @@ class UrlSigner:
     # --- tokens ---
 
     def sign(self, grant: Grant) -> str:
-        fields = {"m": grant.method, "k": grant.key, "e": grant.expires, "t": grant.content_type, "f": grant.filename}
+        fields = {"m": grant.method, "k": grant.key, "e": grant.expires, "t": grant.content_type, "f": grant.filename,
+                  "s": grant.size}  # fmt: skip
         payload = _b64(json.dumps({k: v for k, v in fields.items() if v is not None}, separators=(",", ":")).encode())
         return f"{payload}.{self._mac(payload)}"
 
@@ -151,7 +158,8 @@ class UrlSigner:
             raise TransferDenied("invalid_signature", "this transfer link is not valid (its signature does not match)")
         try:
             raw = json.loads(_unb64(payload))
-            grant = Grant(raw["m"], raw["k"], int(raw["e"]), raw.get("t"), raw.get("f"))
+            size = None if raw.get("s") is None else int(raw["s"])
+            grant = Grant(raw["m"], raw["k"], int(raw["e"]), raw.get("t"), raw.get("f"), size)
         except (ValueError, KeyError, TypeError, binascii.Error) as e:
             raise TransferDenied("invalid_signature", "this transfer link is not valid") from e
         if grant.method != ("GET" if method == "HEAD" else method):
@@ -288,6 +296,8 @@ class _Transfers:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
             raise self._too_large()
+        if declared and declared.isdigit() and grant.size is not None and int(declared) != grant.size:
+            raise self._not_its_size(grant.size)
         with self.uploading.hold(grant.key):
             await run_in_threadpool(self._check_uploadable, grant.key)
             try:
@@ -307,6 +317,9 @@ class _Transfers:
         if record.status != lifecycle.Status.CREATED:
             raise HttpError(409, "invalid_transition", f"cannot replace the input: {lifecycle.describe(record)}")
 
+    def _not_its_size(self, size: int) -> HttpError:
+        return HttpError(400, "wrong_size", f"this link takes a file of {size:,} bytes, the size declared for it")
+
     def _too_large(self) -> HttpError:
         mb = self.max_bytes / (1 << 20)
         return HttpError(413, "payload_too_large", f"the file is larger than the {mb:g} MB this server accepts")
@@ -322,12 +335,16 @@ class _Transfers:
                 size += len(chunk)
                 if size > self.max_bytes:
                     raise self._too_large()
+                if grant.size is not None and size > grant.size:
+                    raise self._not_its_size(grant.size)
                 pending += chunk
                 if len(pending) >= CHUNK_BYTES:
                     await run_in_threadpool(writer.write, bytes(pending))
                     pending.clear()
             if pending:
                 await run_in_threadpool(writer.write, bytes(pending))
+            if grant.size is not None and size != grant.size:
+                raise self._not_its_size(grant.size)
         except BaseException as e:
             # Shielded: a client that disconnects cancels us, and the staged file must still go.
             with anyio.CancelScope(shield=True):

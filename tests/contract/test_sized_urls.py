@@ -115,3 +115,34 @@ def test_a_part_sent_again_larger_through_a_continued_upload_is_refused_too(
     assert requests.put(last, data=pieces(DECLARED)[2] + b"x", timeout=60).status_code == 403
     key = read_record(store, LAYOUT, first.task_id)[0].input_object_path
     assert [p.number for p in store.list_parts(key, str(plan.upload_id))] == [1]  # the refused part is not held
+
+
+def test_the_local_route_takes_exactly_the_size_its_link_was_made_for(tmp_path: Path) -> None:
+    """On a local directory the app's own signed route binds the size too (the token names it): a body of
+    another size, said up front or found as it streams (chunked, no Content-Length), is refused in words and
+    nothing is published; the declared one goes, and the task is queued with it."""
+    from apps.http_server import serve
+    from starlette.applications import Starlette
+
+    from s3task.store.local import LocalStore
+    from s3task.web.transfer import UrlSigner, transfer_mount
+
+    store = LocalStore(tmp_path / "store")
+    signer = UrlSigner(b"k" * 32, clock=store.clock.wall)
+    service = TaskService(store, LAYOUT, url_signer=signer)
+    plan = service.begin_browser_upload(ADA, "one piece", "copy", None, None, len(SMALL))
+    assert plan.url is not None and plan.url.startswith("/transfer/")
+    key = read_record(store, LAYOUT, plan.task_id)[0].input_object_path
+    app = Starlette(routes=[transfer_mount(store, LAYOUT, signer, max_bytes=2**20)])
+    headers = dict(plan.headers or {})
+    with serve(app) as base:
+        for body in (SMALL + b"3,4\n", iter([SMALL, b"3,4\n"]), iter([SMALL[:-4]])):
+            refused = requests.put(base + plan.url, data=body, headers=headers, timeout=30)
+            assert (refused.status_code, refused.json()["code"]) == (400, "wrong_size")
+            assert (
+                refused.json()["message"] == f"this link takes a file of {len(SMALL):,} bytes, the size declared for it"
+            )
+            assert key not in store.list_keys(key.rsplit("/", 1)[0] + "/")
+        assert requests.put(base + plan.url, data=SMALL, headers=headers, timeout=30).status_code == 200
+    assert service.finish_browser_upload(ADA, plan).status == "queued"
+    assert store.get(key).body == SMALL
