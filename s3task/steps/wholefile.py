@@ -1,8 +1,9 @@
 """The steps that need the whole file — remove duplicates, a unique check, a lookup — in DuckDB.
 
 The rows arrive as Arrow blocks from the project's own reader (so dialects, encodings and workbooks stay
-the project's); DuckDB never reads the file itself. Each step makes a table from the one before, and the
-rows come out in the file's order (by the row number that rides with every row). DuckDB is told the
+the project's); DuckDB never reads the file itself. The rows are loaded once; each step is a view over the
+one before (what it finds out, a list of row numbers or keys, is a table of its own), and one query gives
+the rows back in the file's order (by the row number that rides with every row). DuckDB is told the
 memory it may use and a scratch folder, so it writes to disk rather than grow past the attempt's cap.
 
 Pinned meanings: remove duplicates keeps the first (or last) row of each key and the kept rows stay in
@@ -28,21 +29,42 @@ if TYPE_CHECKING:
 
 #: A lookup's reference table may have at most this many rows (it is held while the file streams past).
 MAX_REFERENCE_ROWS = 2_000_000
-#: Rows a result batch holds as it leaves DuckDB.
-BATCH_ROWS = 65_536
+#: Rows a result batch holds as it leaves DuckDB (at 65,536 an attempt peaked 60 MB higher, for no speed).
+BATCH_ROWS = 16_384
+#: The rows of the tables one chain of views may join (see :meth:`FileSteps._over`).
+JOIN_ROWS = 1_000_000
+#: DuckDB's memory, in MB, for an attempt without a cap, and at most for any (see :func:`memory_for`).
+MEMORY_MB = 128
+
+
+def memory_for(cap_mb: int) -> int:
+    """The memory DuckDB may use in an attempt capped at ``cap_mb`` MB (0: no cap): a sixteenth of the cap,
+    at least 64 MB and at most :data:`MEMORY_MB`. Beyond it DuckDB spills to the attempt's scratch folder.
+
+    DuckDB's own resident memory runs about 1.5 times its limit (what it allocates outside the limit's
+    accounting and its allocator's cache), and the rest of the attempt (Python, pandas, Arrow and DuckDB
+    loaded, the reader's and the writer's blocks) about 250 MB: at 128 MB a 1 GB file's six-step list peaks
+    near 400 MB. More memory buys little speed: the rows are read from the scratch folder once or twice."""
+    return min(max(cap_mb // 16, 64), MEMORY_MB) if cap_mb else MEMORY_MB
 
 
 @dataclass
 class Context:
     """What whole-file steps need from where they run."""
 
-    #: The memory DuckDB may use, in MB (it spills to ``scratch`` beyond it).
-    memory_mb: int = 256
+    #: The memory DuckDB may use, in MB (it spills to ``scratch`` beyond it): see :func:`memory_for`.
+    memory_mb: int = MEMORY_MB
     #: A folder DuckDB may spill into; None: memory only (a preview).
     scratch: str | None = None
     #: The rows of a reference table: a completed task's result, by the task's id.
     open_reference: Callable[[str], Iterable[pa.Table]] | None = None
     references: dict[str, Any] = field(default_factory=dict)
+
+
+#: DuckDB's settings besides its memory. One thread: a second sorted and joined no faster on the worker's
+#: two cores (the reader and the writer threads use them too) and held 45 MB more. No insertion order:
+#: every result that needs one says ORDER BY. Text as large_string, as Arrow holds it here (no copy back).
+SETTINGS = {"threads": "1", "preserve_insertion_order": "false", "arrow_large_buffer_size": "true"}
 
 
 def q(name: str) -> str:
@@ -59,12 +81,12 @@ class FileSteps:
     def __init__(self, steps: list[Step], context: Context) -> None:
         self.steps, self.context = steps, context
         self.counts: dict[int, tuple[int, int, int]] = {}  # step number: rows in, rows out, cells changed
+        self._held: int | None = None  # the rows of the tables the views so far join (None: no join)
 
     def run(self, blocks: Iterator[Block]) -> Iterator[Block]:
         import duckdb
 
-        config: dict[str, Any] = {"memory_limit": f"{max(64, self.context.memory_mb)}MB", "threads": "2",
-                  "preserve_insertion_order": "false"}  # fmt: skip
+        config: dict[str, Any] = {"memory_limit": f"{max(64, self.context.memory_mb)}MB", **SETTINGS}
         if self.context.scratch:
             config["temp_directory"] = self.context.scratch
         con = duckdb.connect(":memory:", config=config)
@@ -73,9 +95,9 @@ class FileSteps:
             if names is None:  # no blocks at all (not even a header's empty one): nothing to give back
                 return
             _distinct(self.steps[0], names, "the table")
-            current = "t"
+            current, rows = "t", self._count(con, "t")
             for step in self.steps:
-                current = self._step(con, step, current, names)
+                current, rows = self._step(con, step, current, names, rows)
                 names = self._names_of(con, current)
             result = con.sql(f"SELECT * FROM {current} ORDER BY {q(ROW)}").to_arrow_reader(BATCH_ROWS)
             import pyarrow as pa
@@ -113,34 +135,68 @@ class FileSteps:
     def _count(self, con: Any, table: str) -> int:
         return int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
 
-    def _step(self, con: Any, step: Step, current: str, names: list[str]) -> str:
+    def _step(self, con: Any, step: Step, current: str, names: list[str], rows_in: int) -> tuple[str, int]:
+        """The view of the rows after ``step`` (over ``current``, the view before it) and its row count.
+
+        A step's own result is a view, not a copy: only what it found out is a table (the row numbers a
+        dedupe keeps, the first row of each value, the reference's keys), so the rows themselves are read
+        once more, by the query that gives them back, and each step reads only the columns it needs."""
         out = f"s{step.number}"
         if not names:
             raise step.fail("the table has no columns left (the steps above removed them all)")
-        rows_in = self._count(con, current)
-        changed = 0
+        rows_out, changed = rows_in, 0
         if step.kind.name == "remove_duplicates":
-            keys = ", ".join(q(n) for n in (step["columns"] or names))
-            pick = "min" if step["keep"] == "first" else "max"
-            con.execute(
-                f"CREATE TABLE {out} AS SELECT * FROM {current} WHERE {q(ROW)} IN "
-                f"(SELECT {pick}({q(ROW)}) FROM {current} GROUP BY {keys})"
-            )
+            rows_out = self._dedupe(con, step, current, out, names, rows_in)
         elif step.kind.name == "check":  # the unique part of a check (the rest ran row by row)
             column = q(step["column"])
             cell = _trimmed(f"c.{column}")  # as the row-by-row checks read it: a cell of spaces is empty
             repeat = _add_error(f"{cell} <> '' AND c.{q(ROW)} <> f.first", _lit(unique_words(step["column"])), "c.")
             con.execute(
-                f"CREATE TABLE {out} AS SELECT c.* REPLACE ({repeat}) FROM {current} c LEFT JOIN "
-                f"(SELECT {_trimmed(column)} AS k, min({q(ROW)}) AS first FROM {current} GROUP BY 1) f "
+                f"CREATE TABLE {out}_first AS SELECT {_trimmed(column)} AS k, min({q(ROW)}) AS first "
+                f"FROM {current} GROUP BY 1"
+            )
+            base = self._over(con, current, f"{out}_first")
+            con.execute(
+                f"CREATE VIEW {out} AS SELECT c.* REPLACE ({repeat}) FROM {base} c LEFT JOIN {out}_first f "
                 f"ON {cell} = f.k"
             )
-            changed = 0
         else:  # lookup
             changed = self._lookup(con, step, current, out, names)
-        self.counts[step.number] = (rows_in, self._count(con, out), changed)
-        con.execute(f"DROP TABLE {current}")
-        return out
+        self.counts[step.number] = (rows_in, rows_out, changed)
+        return out, rows_out
+
+    def _over(self, con: Any, current: str, joined: str) -> str:
+        """What a step's view that joins ``joined`` reads from: ``current``, or a table of its rows when the views
+        before already join more than :data:`JOIN_ROWS` rows with this one (each join's table is held while
+        the rows stream through every join at once: two large ones and the sort after them overran DuckDB's
+        memory, where one alone spills)."""
+        rows = self._count(con, joined)
+        if self._held is not None and self._held + rows > JOIN_ROWS:
+            con.execute(f"CREATE TABLE {current}_rows AS SELECT * FROM {current}")
+            current, self._held = f"{current}_rows", None
+        self._held = (self._held or 0) + rows
+        return current
+
+    def _dedupe(self, con: Any, step: Step, current: str, out: str, names: list[str], rows_in: int) -> int:
+        """Remove duplicates as a view that names the rows it leaves out, or those it keeps when they are fewer:
+        the query that gives the rows back then joins its whole rows against the smaller list (against the
+        larger one DuckDB spilled every column of every row to disk, at 1 GB a six-fold slower query)."""
+        keys = ", ".join(q(n) for n in (step["columns"] or names))
+        pick = "min" if step["keep"] == "first" else "max"
+        con.execute(f"CREATE TABLE {out}_kept AS SELECT {pick}({q(ROW)}) AS r FROM {current} GROUP BY {keys}")
+        kept = self._count(con, f"{out}_kept")
+        if kept * 2 <= rows_in:
+            table, which = f"{out}_kept", "IN"
+        else:  # most rows stay: the few that go, found by a pass over the row numbers alone
+            con.execute(
+                f"CREATE TABLE {out}_gone AS SELECT {q(ROW)} AS r FROM {current} "
+                f"WHERE {q(ROW)} NOT IN (SELECT r FROM {out}_kept)"
+            )
+            con.execute(f"DROP TABLE {out}_kept")
+            table, which = f"{out}_gone", "NOT IN"
+        base = self._over(con, current, table)
+        con.execute(f"CREATE VIEW {out} AS SELECT * FROM {base} WHERE {q(ROW)} {which} (SELECT r FROM {table})")
+        return kept
 
     def _lookup(self, con: Any, step: Step, current: str, out: str, names: list[str]) -> int:
         _distinct(step, names + list(step["take"]), "the table with the columns it adds")
@@ -174,9 +230,10 @@ class FileSteps:
         words = _lit(f"no match for {' + '.join(on)} in the reference table")
         error = _add_error(missing, words, "c.") if step["unmatched"] == "error" else f"c.{q(ERRORS)} AS {q(ERRORS)}"
         own = [f"c.{q(n)}" for n in names]
+        base = self._over(con, current, f"{ref}_one")
         con.execute(
-            f"CREATE TABLE {out} AS SELECT {', '.join(own + added)}, c.{q(ROW)}, {error} "
-            f"FROM {current} c LEFT JOIN {ref}_one r ON {join}"
+            f"CREATE VIEW {out} AS SELECT {', '.join(own + added)}, c.{q(ROW)}, {error} "
+            f"FROM {base} c LEFT JOIN {ref}_one r ON {join}"
         )
         hits = con.execute(f"SELECT count(*) FROM {current} c JOIN {ref}_one r ON {join}").fetchall()[0][0]
         return int(hits) * len(step["take"])

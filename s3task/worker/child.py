@@ -153,9 +153,10 @@ def _process(job: Job, source: Any, sink: Any, on_progress: Any, where: tuple[An
 @contextlib.contextmanager
 def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
     """What a step list's whole-file steps need: a scratch folder (gone afterwards); memory for DuckDB, a
-    quarter of the attempt's cap and at most 512 MB (the rest is the reader's, the writer's, Arrow's and
-    Python's with both libraries loaded, which reach about 300 MB; DuckDB spills to the scratch folder
-    beyond its share); and the reference tables."""
+    sixteenth of the attempt's cap, at least 64 and at most 128 MB (:func:`s3task.steps.wholefile.memory_for`:
+    the rest is the reader's, the writer's, Arrow's and Python's with both libraries loaded, about 250 MB, and
+    DuckDB's own beyond its limit's accounting; DuckDB spills to the scratch folder beyond its share); and
+    the reference tables."""
     from .. import handlers
     from ..handlers.steps import Steps
 
@@ -163,10 +164,10 @@ def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
         yield None
         return
     from ..steps.references import reference_rows
-    from ..steps.wholefile import Context
+    from ..steps.wholefile import Context, memory_for
 
     with tempfile.TemporaryDirectory(prefix="s3task-steps-") as scratch:
-        memory = min(job.memory_mb // 4, 512) if job.memory_mb else 512
+        memory = memory_for(job.memory_mb)
         yield Context(memory_mb=memory, scratch=scratch, open_reference=lambda t: reference_rows(store, layout, t))
 
 

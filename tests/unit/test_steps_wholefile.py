@@ -222,6 +222,29 @@ def test_keys_that_repeat_only_when_case_and_spaces_are_ignored_repeat() -> None
     assert [r["City"] for r in rows] == ["", "x"]
 
 
+@pytest.mark.parametrize("join_rows", [1_000_000, 0])
+def test_a_chain_of_whole_file_steps_gives_the_same_rows_whether_its_views_join_at_once_or_in_turn(
+    monkeypatch: pytest.MonkeyPatch, join_rows: int
+) -> None:
+    """Each step is a view over the one before; past JOIN_ROWS joined rows the rows so far become a table
+    first. Both dedupes' lists: the rows kept (fewer than half) and the rows left out (most stay)."""
+    monkeypatch.setattr(wholefile_module, "JOIN_ROWS", join_rows)
+    blocks = (
+        text_table({"Code": ["A1", "C3", "A1", "x"], "N": ["1", "2", "3", "4"], "K": ["p", "p", "q", "p"]}),
+        text_table({"Code": ["C3", "b 2", "A1"], "N": ["5", "6", "7"], "K": ["q", "p", "p"]}),
+    )
+    raw = [
+        {"step": "remove_duplicates", "columns": ["Code", "K"]},  # 6 of 7 stay: the one left out is listed
+        {"step": "check", "column": "Code", "unique": True},
+        {"step": "lookup", **LOOKUP, "match": "ignoring case and spaces", "unmatched": "leave empty"},
+        {"step": "remove_duplicates", "columns": ["K"], "keep": "last"},  # 2 of 6 stay: those are listed
+    ]
+    rows, counts = run(raw, *blocks, reference=CITIES)
+    repeated = "Code: repeats an earlier row's value"
+    assert [(r["N"], r["City"], r["error"]) for r in rows] == [("5", "Paris 🗼", repeated), ("6", "東京", "")]
+    assert counts == {1: Count(7, 6, 0), 2: Count(6, 6, 0), 3: Count(6, 6, 10), 4: Count(6, 2, 0)}
+
+
 def test_a_reference_over_the_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wholefile_module, "MAX_REFERENCE_ROWS", 3)
     with pytest.raises(StepError) as raised:
