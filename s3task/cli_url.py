@@ -31,12 +31,12 @@ def add_url_parser(
 
 
 def cmd_url(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
-    service.ensure_output(actor, args.task_id, args.variant)
-    url = service.output_url(actor, args.task_id, args.variant)
-    if url is None:
+    # Whether the store gives links at all, asked of the output itself: no copy is made for nothing.
+    if service.output_url(actor, args.task_id, "csv") is None:
         raise InvalidInput(
             f"the store {service.store_description} gives no links of its own: a local store's files are the "
             f"app's to serve; save the file with `s3task download {args.task_id}`, or open the task's page"
         )
-    print(url)
+    service.ensure_output(actor, args.task_id, args.variant)
+    print(service.output_url(actor, args.task_id, args.variant))
     return 0

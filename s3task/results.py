@@ -80,15 +80,15 @@ class Result:
             raise InvalidInput(f"rows must be a whole number of at least 1, not {rows!r}")
         with self._tables() as (names, tables):
             held: list[pa.Table] = []
-            count = 0
+            count, given = 0, 0
             for table in tables:
                 held.append(table)
                 count += table.num_rows
                 while count >= rows:
                     whole = pa.concat_tables(held)
                     yield whole.slice(0, rows).to_pandas()
-                    held, count = [whole.slice(rows)], count - rows
-            if count or not held:
+                    held, count, given = [whole.slice(rows)], count - rows, given + 1
+            if count or not given:  # the rest; a result without rows is one empty chunk, with its columns
                 yield _frame(names, held)
 
     def frame(self) -> pd.DataFrame:
@@ -141,8 +141,9 @@ def open(  # as a file is opened: results.open(task_id)
     task_id: str, *, rows: Rows = "all", store: str | None = None, user: str | None = None
 ) -> Result:
     """The result of the completed task ``task_id`` in the store ``store`` (default: ``S3TASK_STORE``), as
-    ``user`` may read it. Raises :class:`~s3task.errors.TaskNotFound` for a task not there or not theirs to see,
-    and :class:`~s3task.errors.InvalidTransition` for one that has not completed."""
+    ``user`` may read it. Raises :class:`~s3task.errors.TaskNotFound` for a task not there,
+    :class:`~s3task.errors.AccessDenied` for another user's (to a reader who is no operator), and
+    :class:`~s3task.errors.InvalidTransition` for one that has not completed."""
     if rows not in ROWS:
         raise InvalidInput(f"rows must be one of {', '.join(ROWS)}, not {rows!r}")
     settings = Settings.load({"store": store})

@@ -67,5 +67,6 @@ def test_a_local_store_and_a_task_without_output_are_said_in_one_line(tmp_path: 
     assert local.returncode == 1 and local.stdout == ""
     assert "gives no links of its own: a local store's files are the app's to serve" in local.stderr
     assert f"s3task download {done}" in local.stderr and len(local.stderr.strip().splitlines()) == 1
+    assert not list(root.rglob("*.parquet"))  # refused before any copy was made for nothing
     early = run(str(root), "url", waiting, env={}, cwd=tmp_path)
     assert early.returncode == 1 and "there is no output yet" in early.stderr

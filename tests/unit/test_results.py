@@ -18,7 +18,7 @@ from support import csv_bytes
 from worked import work, worked
 
 from s3task import results
-from s3task.errors import AccessDenied, InvalidInput, InvalidTransition, TaskNotFound
+from s3task.errors import AccessDenied, CannotExport, InvalidInput, InvalidTransition, TaskNotFound
 from s3task.layout import Layout
 from s3task.store import open_store
 from s3task.store.local import LocalStore
@@ -136,3 +136,14 @@ def test_each_wrong_call_is_refused_in_words(local: TaskService, monkeypatch: py
     with pytest.raises(AccessDenied, match="belongs to ann; only they or an operator can download the output"):
         results.open(done, user="bob")  # another user's task, to a reader who is no operator
     assert results.open(done, user="ann").columns()[0] == "customer"
+
+
+def test_a_result_without_rows_is_one_empty_chunk_and_copies_there_are_not_are_said(local: TaskService) -> None:
+    empty = worked(local, ANN, b"id,name\n", name="Empty", task_type="copy").task_id
+    (chunk,) = list(results.open(empty).chunks(rows=10))
+    assert list(chunk.columns) == ["id", "name"] and len(chunk) == 0
+    assert results.open(empty).frame().shape == (0, 2)
+    with pytest.raises(CannotExport):  # a copy task has no error column: there are no rows with errors
+        results.open(empty, rows="errors").frame()
+    with pytest.raises(CannotExport):  # no correction has completed: there is no combined result
+        results.open(empty, rows="combined").frame()
