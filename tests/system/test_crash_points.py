@@ -289,6 +289,9 @@ def worker_process(tmp: Path, crash_at: str | None, *more: str) -> tuple[list[st
         S3TASK_TEST_CRASH_TRACE=str(tmp / "trace.jsonl"),
         S3TASK_TEST_CRASH_AT=crash_at or "",
         S3TASK_TEST_CRASH_ONCE=str(tmp / "crashed"),
+        # No inbox sweeps: their lease's calls (its release at a graceful stop among them) are no task's,
+        # and a crash at each of a sweep's writes is tests/contract/test_inboxes.py's.
+        S3TASK_INBOX_INTERVAL="0",
     )
     args = ["--poll-interval", str(POLL), "--lease-seconds", str(LEASE), "--max-attempts", str(MAX_ATTEMPTS)]
     args += ["--handlers", "worker_handlers", "--handlers", "crashhook", *more]
