@@ -47,9 +47,12 @@ class Dropped:
         """What tells this version from another of the same key (the local store's two-sweep rule)."""
         return self.meta.size, self.meta.etag, self.modified_ms
 
-    def claim_key(self, layout: Layout) -> str:
-        """The key of this version's claim: a re-upload of the same key is another version, another claim."""
-        digest = hashlib.sha256(f"{self.key}\0{self.meta.etag}\0{self.modified_ms}".encode()).hexdigest()[:32]
+    def claim_key(self, layout: Layout, again: int = 0) -> str:
+        """The key of this version's claim: a re-upload of the same key is another version, another claim.
+        ``again``: the same version dropped once more after it was taken (the same bytes at the same time:
+        ``cp -p``, or within the second S3 dates objects to), each time a claim of its own."""
+        named = f"{self.key}\0{self.meta.etag}\0{self.modified_ms}" + (f"\0{again}" if again else "")
+        digest = hashlib.sha256(named.encode()).hexdigest()[:32]
         return layout.inbox_taken_key(self.recipe_id, self.modified_ms, digest)
 
     def task_name(self) -> str:

@@ -8,9 +8,12 @@
    on the version's ETag only), then submitted — or, if its header does not fit the recipe, failed
    for good in the check's words. While the task waits for its file, each step is done again on a
    takeover: the id is fixed, the copy the same bytes, the submit one transition of the table.
-3. The claim says ``taken`` (compare-and-set), then the file leaves the inbox (a delete on its ETag:
-   a newer version dropped meanwhile stays, with a claim of its own). A sweeper dying before the
-   delete leaves a file whose claim says ``taken``: the next sweep deletes it, and makes nothing.
+3. The file leaves the inbox (a delete on its ETag: a newer version dropped meanwhile stays, with a claim
+   of its own), then the claim says ``taken`` (compare-and-set). A sweeper dying between the two leaves a
+   claim ``taking``, which the next sweep takes over: its task is made, the file gone, it marks it taken.
+   So a file found under a claim that says ``taken`` was dropped again after it left — the same bytes at
+   the same time (``cp -p``; on S3, within the second it dates objects to) — and is a new drop, with a
+   claim of its own.
 
 A file that cannot become a task at all (the recipe's settings no longer make one) is ``kept``: it stays
 in the inbox, its claim saying why, and is not tried again (a new version is).
@@ -53,6 +56,8 @@ log = logging.getLogger("s3task.inbox")
 
 #: How long a claim in hand keeps others off; renewed while a large file is copied.
 CLAIM_SECONDS = 120.0
+#: The times one version (the same bytes at the same time) is taken again when dropped again after it left.
+MAX_AGAIN = 100
 _CHUNK = 4 << 20
 
 
@@ -77,14 +82,22 @@ class Taker:
         self.transitions = transitions
         self.store, self.layout = transitions.store, transitions.layout
         self.holder, self.claim_seconds = holder, claim_seconds
+        #: The store reads a file as it is on disk, where a writer may change it under the read (the local
+        #: store); an object store's read is of the one version asked for.
+        self._in_place = bool(getattr(self.store, "lists_partial_objects", False))
 
     def take(self, dropped: Dropped, recipe: Recipe) -> Claim | None:
         """Take ``dropped`` for ``recipe``: its claim as it ends, None when another sweeper has it in hand."""
-        hold = self._claim(dropped)
-        if hold is None:
+        for again in range(MAX_AGAIN + 1):
+            hold = self._claim(dropped, again)
+            if hold is None:
+                return None
+            if hold.claim.state != "taken" or not self._there_again(dropped):
+                break
+        else:
+            log.warning("inbox %s: %s: dropped again, the same bytes at the same time, more than %d times; "
+                        "left in the inbox", dropped.recipe_id, dropped.name, MAX_AGAIN)  # fmt: skip
             return None
-        if hold.claim.state == "taken":
-            self._remove(dropped)  # a sweeper died between the claim's last write and the delete
         if hold.claim.state != "taking":
             return hold.claim
         try:
@@ -94,8 +107,8 @@ class Taker:
 
     # --- 1. the claim ----------------------------------------------------------------------------
 
-    def _claim(self, dropped: Dropped) -> _Hold | None:
-        key, now, token = dropped.claim_key(self.layout), self.store.now(), secrets.token_hex(8)
+    def _claim(self, dropped: Dropped, again: int = 0) -> _Hold | None:
+        key, now, token = dropped.claim_key(self.layout, again), self.store.now(), secrets.token_hex(8)
         fresh = Claim(key=dropped.key, name=dropped.name, etag=dropped.meta.etag, size=dropped.meta.size,
                       recipe_id=dropped.recipe_id, task_id=new_task_id(), state="taking", holder=self.holder,
                       token=token, expires_at=self._until(now), at=to_iso(now)).moved(now, "taking")  # fmt: skip
@@ -116,6 +129,15 @@ class Taker:
             return self._write(key, over, PutMode.update(got.etag))
         except PreconditionFailed:
             return None
+
+    def _there_again(self, dropped: Dropped) -> bool:
+        """Whether ``dropped``'s version is in the inbox now, after its claim was read saying ``taken``: as the
+        claim says so only once the file was deleted, such a file was dropped again since (a HEAD now, not
+        the listing's, which may predate the delete)."""
+        try:
+            return replace(dropped, meta=self.store.head(dropped.key)).version == dropped.version
+        except NotFound:
+            return False
 
     def _until(self, now: datetime) -> str:
         return to_iso(now + timedelta(seconds=self.claim_seconds))
@@ -161,15 +183,14 @@ class Taker:
             except (NotFound, PreconditionFailed):
                 with contextlib.suppress(InvalidTransition, TaskNotFound):
                     self.transitions.cancel(actor, task_id)
-                words = f"the file was removed or replaced before it was copied; task {task_id} cancelled"
+                words = f"the file was removed or replaced before or while it was copied; task {task_id} cancelled"
                 return self._mark(hold, "taken", words)
             record = self._submit(actor, dropped, recipe, record, meta)
         words = f"task {task_id} of {recipe.owner}'s, {record.state.value}"
         if record.state.final and record.last_error:
             words = f"task {task_id} of {recipe.owner}'s, failed for good: {record.last_error}"
-        claim = self._mark(hold, "taken", words)
-        self._remove(dropped)
-        return claim
+        self._remove(dropped)  # first: a claim says taken only once its file has left the inbox
+        return self._mark(hold, "taken", words)
 
     def _task(self, actor: Actor, dropped: Dropped, recipe: Recipe, task_id: str) -> TaskRecord:
         """The claim's task: as a sweeper before us left it, or created now (create-only, under its id)."""
@@ -194,6 +215,10 @@ class Taker:
                 target.write(chunk)
                 size += len(chunk)
                 self._renew(hold)
+        if self._in_place:  # a local file read as it is: the version claimed, or one written over it meanwhile?
+            now_there = replace(dropped, meta=self.store.head(dropped.key))  # its time moves with any write
+            if now_there.version != dropped.version or size != dropped.meta.size:
+                raise PreconditionFailed(f"{dropped.key} changed while it was copied")
         return ObjectMeta(key, size, target.etag)
 
     def _submit(self, actor: Actor, dropped: Dropped, recipe: Recipe, record: TaskRecord, meta: ObjectMeta) -> Any:

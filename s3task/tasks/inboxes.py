@@ -107,7 +107,7 @@ class Inboxes:
         if where.startswith("az://"):
             return f"az storage blob upload --container-name {where[5:]} --file FILE --name {prefix}FILE"
         root = self._store.description.removeprefix("local directory ")
-        return f"cp FILE {root}/{prefix}"
+        return f"mkdir -p {root}/{prefix} && cp FILE {root}/{prefix}"  # the folder goes when a sweep empties it
 
     # --- what the listing reads ------------------------------------------------------------------
 

@@ -142,7 +142,8 @@ class Worker:
             metrics.worker_stopped()
 
     def run_once(self) -> None:
-        """Work until nothing is claimable right now, then return (cron, tests).
+        """Sweep the inboxes once (S3TASK_INBOX_INTERVAL > 0, as the sweep's lease allows), then work until
+        nothing is claimable right now, and return (cron, tests).
 
         A store with no active task is seen with one listing and the run ends there, without
         starting the fork server. Otherwise the server is started and loaded before the first
@@ -151,6 +152,8 @@ class Worker:
         self.prove_store()
         metrics.worker_started()
         try:
+            self.inbox.maybe()  # files dropped for recipes become tasks first, and are run in this run
+            self.inbox.stop()
             if not self.store.list_keys(self.layout.active_root, limit=1):
                 self._restore_markers()
                 self.presence.beat([], force=True)  # a cron worker is seen even when there is no work

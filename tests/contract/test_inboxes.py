@@ -10,7 +10,9 @@ S3 lists an object only once it is whole, so it is taken at the first.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -207,6 +209,52 @@ def test_a_file_replaced_after_it_was_taken_is_a_new_version_and_a_new_task(serv
         len(CSV),
         len(CSV) + 20,
     ]
+
+
+def test_the_same_file_dropped_again_after_it_was_taken_is_a_new_task(service, store) -> None:
+    """The same export dropped again once the first was taken: the same bytes at the same time (``cp -p``
+    on the local store; on S3, within the second it dates objects to). A new drop, a new task — not
+    deleted unseen as a leftover of the first."""
+    _, rid = recipe(service)
+    key = drop(store, rid, "again.csv")
+    on_disk = getattr(store, "root", None)
+    when = os.stat(on_disk / key).st_mtime_ns if on_disk is not None else None
+    s = sweeper(store)
+    assert [c.state for c in settle(s)] == ["taken"] and inbox_keys(store, rid) == []
+    drop(store, rid, "again.csv")
+    if when is not None:
+        os.utime(on_disk / key, ns=(when, when))  # cp -p: the time the first copy had
+    assert [c.state for c in settle(s)] == ["taken"]
+    tasks = tasks_named(service, "again.csv")
+    assert len(tasks) == 2 and all(input_of(store, t.task_id) == CSV for t in tasks)
+    assert inbox_keys(store, rid) == [] and settle(s) == []
+
+
+def test_a_local_file_written_over_while_it_is_copied_is_not_taken_as_the_version_claimed(service, store) -> None:
+    """On the local store a file is read as it is on disk: one written over during the copy (the same size,
+    other bytes) cancels the task made for the version claimed; the new version becomes a task of its own,
+    with its own bytes."""
+    if getattr(store, "root", None) is None:
+        pytest.skip("an object store reads the one version asked for")
+    _, rid = recipe(service)
+    key = drop(store, rid, "moving.csv")
+    newer = CSV.replace(b"ann", b"zed")
+
+    class WrittenOver(Wrapped):
+        def open_read(self, read_key: str, **kwargs):
+            if read_key == key:
+                path = store.root / key
+                path.write_bytes(newer)  # another program writes over the file while it is being read
+                os.utime(path, ns=(time.time_ns() + 10**9,) * 2)
+            return self.inner.open_read(read_key, **kwargs)
+
+    s = TaskService(WrittenOver(store), LAYOUT).inboxes.sweeper("w1", interval=INTERVAL)
+    taken = settle(s)
+    assert [c.state for c in taken] == ["taken"] and "replaced before or while it was copied" in taken[0].words
+    assert [t.status for t in tasks_named(service, "moving.csv")] == ["abandoned"]  # cancelled before it was queued
+    settle(sweeper(store, "w2", lease=False))  # the version now there, with its own claim (w1 holds the lease)
+    done = [t for t in tasks_named(service, "moving.csv") if t.status == "queued"]
+    assert len(done) == 1 and input_of(store, done[0].task_id) == newer
 
 
 def test_a_sweeper_dying_at_any_write_loses_nothing_and_takes_nothing_twice(service, store) -> None:

@@ -34,7 +34,8 @@ def test_inbox_list_pause_and_resume(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert lines[0] == "own/ann/crm-weekly: recipe “CRM weekly” (ann's: copy)"
-    assert lines[1] == f"  drop: cp FILE {root}/batch-tasks/inbox/own/ann/crm-weekly/"
+    where = f"{root}/batch-tasks/inbox/own/ann/crm-weekly/"
+    assert lines[1] == f"  drop: mkdir -p {where} && cp FILE {where}"
     assert "  waiting: second.csv" in lines
     assert any(line.startswith("  taken ") and "waiting.csv: task " in line and "queued" in line for line in lines)
     assert "  batch-tasks/inbox/shared/gone/orphan.csv" in lines, "an operator sees what no recipe takes"

@@ -65,3 +65,20 @@ def test_workers_on_the_local_store_take_a_file_once_it_is_whole(procs: Procs, t
         drop(store, rid, name, CSV)
     wait_for(lambda: _done(service, names), timeout=startup + 60 + 4 * INTERVAL, what="4 dropped files done")
     _taken_once(service, store, rid, names)
+
+
+def test_a_cron_worker_takes_what_was_dropped_and_runs_it_in_the_same_run(s3_workers: S3Workers) -> None:
+    """``worker.py --once`` (cron) sweeps once before it looks for work: a file dropped since the last run is
+    a task done when the run ends, and the run gives the sweep's lease up for the next."""
+    s3 = s3_workers
+    _, rid = recipe(s3.service)
+    drop(s3.store, rid, "cron.csv")
+    env = {**s3.env, "S3TASK_INBOX_INTERVAL": str(INTERVAL)}
+    once = s3.worker("--once", env=env, name="cron")
+    assert once.popen.wait(timeout=s3.start + 120) == 0, once.tail()
+    assert _done(s3.service, ["cron.csv"]), once.tail()
+    _taken_once(s3.service, s3.store, rid, ["cron.csv"])
+    drop(s3.store, rid, "cron-2.csv")  # the lease was given up: the next run sweeps at once
+    again = s3.worker("--once", env=env, name="cron")
+    assert again.popen.wait(timeout=s3.start + 120) == 0, again.tail()
+    assert _done(s3.service, ["cron-2.csv"]), again.tail()

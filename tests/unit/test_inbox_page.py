@@ -34,7 +34,8 @@ def test_a_recipes_inbox_with_its_command_its_waiting_and_taken_files(
     at = goto(app("ann"), "pages/inboxes.py")
     said = texts(at)
     assert "CRM weekly · yours · Copy rows unchanged" in said
-    assert at.code[0].value == f"cp FILE {store_dir.resolve()}/batch-tasks/inbox/own/ann/crm-weekly/"
+    where = f"{store_dir.resolve()}/batch-tasks/inbox/own/ann/crm-weekly/"
+    assert at.code[0].value == f"mkdir -p {where} && cp FILE {where}"
     assert "Waiting to be taken (1): may.csv" in said
     table = at.dataframe[0].value
     assert table["file"].tolist() == ["april.csv"]
