@@ -712,7 +712,9 @@ def test_the_cli_does_not_wait_for_a_stuck_receiver_at_exit(
     from s3task.notify.sender import EXIT_WAIT_SECONDS
 
     (tmp_path / "in.csv").write_text("a,b\n1,2\n")
-    timeout = 5.0
+    # Long, so that waiting for the stuck receiver stands out from any start-up a busy machine gives the
+    # CLI (measured 2.9 s for the baseline and 5.9 s with the receivers at load 23: 3 s apart, not 1).
+    timeout = 30.0
     plain = {"S3TASK_NOTIFY_TIMEOUT": str(timeout)}
     started = time.monotonic()
     assert cli(tmp_path, plain, "submit", str(tmp_path / "in.csv"), "--name", "baseline").returncode == 0
@@ -722,7 +724,7 @@ def test_the_cli_does_not_wait_for_a_stuck_receiver_at_exit(
     run = cli(tmp_path, hooks, "submit", str(tmp_path / "in.csv"), "--name", "t")
     took = time.monotonic() - started
     assert run.returncode == 0, run.stderr
-    assert took < baseline + EXIT_WAIT_SECONDS + 2.0 < baseline + timeout, (took, baseline)
+    assert took < baseline + EXIT_WAIT_SECONDS + 10.0 < baseline + timeout, (took, baseline)
     wait_for(lambda: len(receiver.ids()) == 1, timeout=timeout, what="the good receiver's event")
     # The slow receiver's delivery was cut short by the exit: its entry waits for a worker's sweep.
     layout = Layout("batch-tasks")
