@@ -118,6 +118,9 @@ class InboxSweeper:
             return self._note(swept, key, "no inbox", "in no recipe's inbox (inbox/own/<user>/<recipe>/ or "
                               "inbox/shared/<recipe>/): left where it is")  # fmt: skip
         recipe_id, _name = where
+        if is_unfinished_name(_name):
+            return self._note(swept, key, "unfinished", "left alone: a hidden or temporary file's name (a "
+                              "copy under way, or a system's own file); taken once renamed to its name")  # fmt: skip
         if recipe_id in paused:
             return self._note(swept, key, "paused", f"waits: the inbox of {recipe_id} is paused")
         if recipe_id not in recipes:
@@ -158,6 +161,18 @@ class InboxSweeper:
         if why and (key, why) not in self._said:
             self._said.add((key, why))
             log.warning("inbox: %s: %s", key, words)
+
+
+#: Endings of the names copying programs write a file under until it is whole (rsync, WinSCP and FileZilla,
+#: browsers, editors), which they then rename.
+UNFINISHED_ENDINGS = (".part", ".filepart", ".partial", ".crdownload", ".download", ".tmp", ".temp", "~")
+
+
+def is_unfinished_name(name: str) -> bool:
+    """A file's name (after its inbox's prefix) that is hidden (``.DS_Store``, rsync's ``.report.csv.Xy12ab``)
+    or a copy under way (``report.csv.filepart``): never a file someone dropped to become a task."""
+    base = name.rsplit("/", 1)[-1]
+    return base.startswith(".") or base.lower().endswith(UNFINISHED_ENDINGS)
 
 
 def is_tombstone(meta: ObjectMeta) -> bool:

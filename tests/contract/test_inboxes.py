@@ -186,6 +186,23 @@ def test_files_outside_a_recipes_inbox_and_folder_markers_are_left_alone(service
     assert service.inboxes.strays() == [loose]
 
 
+def test_hidden_and_temporary_files_wait_until_renamed_to_their_own_names(service, store) -> None:
+    """A Mac's .DS_Store, rsync's hidden copy under way, an SFTP client's .filepart: none is a file dropped to
+    become a task. Each is left where it is, said in words; renamed (as the copying program does), it is taken."""
+    _, rid = recipe(service)
+    names = [".DS_Store", ".report.csv.Xy12ab", "report.csv.filepart", "sub/.hidden.csv", "export.csv.tmp"]
+    for name in names:
+        drop(store, rid, name)
+    s = sweeper(store)
+    swept = [s.sweep(), s.sweep()]
+    assert all(not x.taken for x in swept) and tasks_named(service, "report.csv") == []
+    assert sum("a hidden or temporary file's name" in n for n in swept[-1].notes) == len(names)
+    assert sorted(inbox_keys(store, rid)) == sorted(LAYOUT.inbox_prefix(rid) + n for n in names)
+    drop(store, rid, "report.csv")  # the copy whole, under its own name
+    store.delete(LAYOUT.inbox_prefix(rid) + "report.csv.filepart")
+    assert [c.state for c in settle(s)] == ["taken"] and len(tasks_named(service, "report.csv")) == 1
+
+
 def test_a_paused_inbox_keeps_its_files_until_it_is_resumed(service, store) -> None:
     _, rid = recipe(service)
     assert service.inboxes.pause(ANN, "CRM weekly").paused
