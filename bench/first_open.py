@@ -54,8 +54,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
 from bench import harness as h  # noqa: E402
+from bench.kept import replace_kept  # noqa: E402
 from s3task.tasks import Actor  # noqa: E402
 
 #: The app's user in development mode (no sign-in configured, loopback): the task is theirs.
@@ -420,15 +420,7 @@ def section(kept: dict[str, Any]) -> str:
 
 def write_section(kept: dict[str, Any], md: Path) -> None:
     """Replace (or add, before "How it is measured") this section of BENCHMARKS.md."""
-    text = md.read_text()
-    block = section(kept)
-    start = text.find(BEGIN)
-    if start >= 0:
-        end = text.index(END, start) + len(END) + 1
-        text = text[:start] + block + text[end:]
-    else:
-        text = text.replace("## How it is measured", block + "\n## How it is measured", 1)
-    md.write_text(text)
+    replace_kept(md, BEGIN, END, section(kept))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.kept import replace_kept  # noqa: E402
 
 CONTENDERS = ("s3task", "pandas", "duckdb")
 MB = 1_000_000
@@ -662,15 +663,7 @@ def section(out: dict[str, Any]) -> str:
 
 def write_section(out: dict[str, Any], md: Path) -> None:
     """Replace (or add, before "How it is measured") the steps section of BENCHMARKS.md."""
-    text = md.read_text()
-    block = section(out)
-    start = text.find(BEGIN)
-    if start >= 0:
-        end = text.index(END, start) + len(END) + 1
-        text = text[:start] + block + text[end:]
-    else:
-        text = text.replace("## How it is measured", block + "\n## How it is measured", 1)
-    md.write_text(text)
+    replace_kept(md, BEGIN, END, section(out))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.kept import replace_kept  # noqa: E402
+
 if os.environ.get("BENCH_CODE"):  # --code: another checkout's s3task (bench/workbook_wide.py)
     sys.path.insert(0, os.environ["BENCH_CODE"])
 
@@ -282,15 +284,7 @@ def _why(rows: list[dict]) -> list[str]:
 
 def write_section(out: dict, md: Path) -> None:
     """Replace (or add, before "How it is measured") the workbook section of BENCHMARKS.md."""
-    text = md.read_text()
-    block = section(out)
-    start = text.find(BEGIN)
-    if start >= 0:
-        end = text.index(END, start) + len(END) + 1
-        text = text[:start] + block + text[end:]
-    else:
-        text = text.replace("## How it is measured", block + "\n## How it is measured", 1)
-    md.write_text(text)
+    replace_kept(md, BEGIN, END, section(out))
 
 
 if __name__ == "__main__":
