@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import handlers, notify
+from .cli_compare import add_compare_parser, cmd_compare
 from .cli_inbox import add_inbox_parser, cmd_inbox
 from .cli_recipes import add_recipe_parser, cmd_recipe
 from .cli_steps import add_steps_parser, cmd_steps
@@ -61,6 +62,7 @@ def _add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     add_recipe_parser(sub)
     add_inbox_parser(sub)
     add_url_parser(sub, DOWNLOAD_FLAGS)
+    add_compare_parser(sub)
 
     s = sub.add_parser("list", help="newest tasks first")
     s.add_argument("--limit", type=int, default=50)
@@ -262,4 +264,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TaskService, Actor], int]] = {
     "retry": cmd_retry,
     "download": cmd_download,
     "url": cmd_url,
+    "compare": cmd_compare,
 }
