@@ -9,7 +9,7 @@ import streamlit as st
 
 from s3task.errors import InvalidTaskId, S3TaskError, TaskNotFound
 from s3task.record import TaskRecord
-from ui import context, corrections, detail, notify, profile_view, recipe_save, result, step_counts
+from ui import chart_view, context, corrections, detail, notify, profile_view, recipe_save, result, step_counts
 from ui import format as fmt
 
 ctx = context.get()
@@ -62,6 +62,7 @@ def panel() -> None:
             profile_view.charts(ctx, current)  # the summary with readable numbers, and its charts
         else:
             result.preview(ctx, current)  # the rows, above the timeline
+            chart_view.chart(ctx, current)  # one column's chart over every row
     step_counts.show(current)  # a "Prepare the table" task's steps, and what each did
     st.subheader("Timeline")
     detail.timeline(current)

@@ -10,6 +10,8 @@
              ….errors.xlsx, ….parquet
 <prefix>/<task-id>/output-attempt-N.combined-D.csv  the output with its corrections' rows in their places
                                                 (….combined-D.xlsx: the same as an Excel workbook)
+<prefix>/<task-id>/output-attempt-N.chart-D.json  one column's summary over every row (s3task.charts), by a
+                                          digest of the column's name; made once from the Parquet copy
 <prefix>/<task-id>/corrected-rows.csv     a task of corrected rows (s3task.tasks.corrections): the row in
                                           its original's file that each of its input rows stands for
 <prefix>/<task-id>/progress-attempt-N.json  an attempt's latest counts, rewritten every 1.5 s while
@@ -87,6 +89,8 @@ VIEW = "output-attempt-{attempt}.view-{digest}.{suffix}"
 #: The output combined with its corrections' (s3task.exports.combined), by a digest of the corrections combined;
 #: as a CSV (``csv``) or, made from that, an Excel workbook (``xlsx``).
 COMBINED = "output-attempt-{attempt}.combined-{digest}.{suffix}"
+#: A column's summary for its chart (s3task.charts), by a digest of the column's name and the summary's version.
+CHART = "output-attempt-{attempt}.chart-{digest}.json"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 WORKER_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -141,6 +145,12 @@ class Layout:
     def combined_key(self, task_id: str, attempt: int, digest: str, suffix: str = "csv") -> str:
         """Where an attempt's output combined with the corrections named by ``digest`` is kept, as ``suffix``."""
         return self.task_prefix(task_id) + COMBINED.format(attempt=int(attempt), digest=digest, suffix=suffix)
+
+    def chart_key(self, task_id: str, attempt: int, digest: str) -> str:
+        """Where the summary of one column (``digest``: s3task.charts.digest) of an attempt's output is kept."""
+        if not re.fullmatch(r"[0-9a-f]{16,64}", digest):
+            raise ValueError(f"invalid digest {digest!r}")
+        return self.task_prefix(task_id) + CHART.format(attempt=int(attempt), digest=digest)
 
     def progress_key(self, task_id: str, attempt: int) -> str:
         """The running attempt's live counts, written by its worker every few seconds (s3task.live)."""

@@ -95,10 +95,13 @@ class ColumnStats:
         self.sketch = HyperLogLog()
 
     def update(self, values: pd.Series) -> None:
+        self.update_text(_text(values))
+
+    def update_text(self, column: pa.ChunkedArray) -> None:
+        """:meth:`update` with a column already in Arrow: ``large_string``, an empty cell ``""`` (no nulls)."""
         import numpy as np
         import pyarrow.compute as pc
 
-        column = _text(values)
         self.rows += len(column)
         filled = column.filter(pc.not_equal(column, ""))
         if not len(filled):
@@ -153,6 +156,14 @@ class ColumnStats:
             *[""] * (2 * TOP - len(cells)),
             note,
         ]
+
+    def most_common(self, n: int) -> list[tuple[str, int]]:
+        """The ``n`` most common values and their counts (ties in value order; lower bounds once not exact)."""
+        return [(self.values[i].as_py(), int(self.counts[i])) for i in _ranking(self.values, self.counts)[:n]]
+
+    def distinct(self) -> int:
+        """The different filled values: counted while exact, else estimated (:meth:`distinct_estimate`)."""
+        return len(self.counts) if self.exact else self.distinct_estimate()
 
     def distinct_estimate(self) -> int:
         """The sketch's estimate, within what is known for sure: at least the values seen before the

@@ -1,0 +1,36 @@
+"""Charts over every row of a completed result: one column's summary, counted from the result's typed copy.
+
+The Parquet copy (:mod:`s3task.exports.parquet`) already gives each column a type over every row of the
+output; a column's chart follows it. A number column (``int64``, ``float64``) gets a histogram of about 20
+bars of a round width, a date column (``date32``, ``timestamp``) a bar per day, month or year(s) as its span
+asks (:mod:`.bins`), and any other column (text, true/false) its most common values with their counts and the
+count of all other values. Empty cells are counted in every case. Only the one column is read from the copy,
+row group by row group (:mod:`.count`), so the memory needed does not grow with the result.
+
+A summary is a few KB of JSON (:class:`.ColumnSummary`), kept in the store next to the output
+(:meth:`s3task.layout.Layout.chart_key`) with a create-only put, like the copies: made once, then read.
+"""
+
+from __future__ import annotations
+
+from .bins import DateBins, NumberBins, date_bins, number_bins
+from .count import EXACT_VALUES, TOP_VALUES, kind_of, summarise
+from .summary import VERSION, Bar, ColumnSummary, bars_in_words, describe, digest, number
+
+__all__ = [
+    "EXACT_VALUES",
+    "TOP_VALUES",
+    "VERSION",
+    "Bar",
+    "ColumnSummary",
+    "DateBins",
+    "NumberBins",
+    "bars_in_words",
+    "date_bins",
+    "describe",
+    "digest",
+    "kind_of",
+    "number",
+    "number_bins",
+    "summarise",
+]

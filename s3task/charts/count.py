@@ -1,0 +1,224 @@
+"""Counting one column of the Parquet copy of a result, row group by row group, in bounded memory.
+
+Only the asked column is read, one row group at a time (the copy has one per block of the output the
+worker wrote, a few MB). A number or date column's smallest and largest values come from the row groups'
+statistics (written with the copy), so its histogram takes one pass; without them, a first pass finds them.
+A text column's values are counted by the profile's own counter (:class:`~s3task.handlers.profile.ColumnStats`):
+exactly up to :data:`EXACT_VALUES` different values, beyond that the most common ones held and the number of
+different values estimated.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from ..errors import InvalidInput
+from ..handlers.profile import ColumnStats
+from .bins import date_bins, number_bins
+from .summary import Bar, ColumnSummary, Kind
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+#: Most common values a text column's chart shows.
+TOP_VALUES = 10
+#: Different values of a text column counted exactly (the counter holds at most twice as many at once).
+EXACT_VALUES = 50_000
+#: Longer values are shortened in a summary (the chart's label and its words).
+SHOW_CHARS = 80
+
+
+def kind_of(arrow_type: pa.DataType) -> Kind:
+    """A column's kind from its type in the Parquet copy (:mod:`s3task.exports.parquet` chose it)."""
+    import pyarrow.types as t
+
+    if t.is_integer(arrow_type) or t.is_floating(arrow_type):
+        return "number"
+    if t.is_date(arrow_type) or t.is_timestamp(arrow_type):
+        return "date"
+    return "text"
+
+
+def summarise(source: BinaryIO, column: str) -> ColumnSummary:
+    """The summary of ``column`` of the Parquet copy read from ``source`` (seekable or not: a stream that
+    cannot seek is spooled to a temporary file first, as Parquet is read from its end)."""
+    import pyarrow.parquet as pq
+
+    with _seekable(source) as f:
+        parquet = pq.ParquetFile(f)
+        index = parquet.schema_arrow.get_field_index(column)
+        if index < 0:
+            raise InvalidInput(f"the result has no column {column!r}")
+        arrow_type = parquet.schema_arrow.field(index).type
+        kind = kind_of(arrow_type)
+        if kind == "text":
+            return _text(parquet, index, column, arrow_type)
+        return _histogram(parquet, index, column, kind, arrow_type)
+
+
+class _Spooled:
+    def __init__(self, source: BinaryIO) -> None:
+        self.source = source
+        self.file: Any = None
+
+    def __enter__(self) -> BinaryIO:
+        try:
+            if self.source.seekable():
+                return self.source
+        except (AttributeError, OSError, ValueError):
+            pass
+        self.file = tempfile.TemporaryFile(prefix="s3task-chart-")
+        shutil.copyfileobj(self.source, self.file, 1 << 20)
+        self.file.seek(0)
+        return self.file  # type: ignore[no-any-return]
+
+    def __exit__(self, *_: object) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _seekable(source: BinaryIO) -> _Spooled:
+    return _Spooled(source)
+
+
+def _chunks(parquet: pq.ParquetFile, index: int) -> Iterator[pa.Array]:
+    """The column, one row group at a time (the same ``string`` type whatever the group)."""
+    for group in range(parquet.num_row_groups):
+        table = parquet.read_row_group(group, columns=[parquet.schema_arrow.field(index).name])
+        yield table.column(0).combine_chunks()
+
+
+def _text(parquet: pq.ParquetFile, index: int, column: str, arrow_type: pa.DataType) -> ColumnSummary:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stats = ColumnStats(EXACT_VALUES)
+    for chunk in _chunks(parquet, index):
+        text = pc.fill_null(pc.cast(chunk, pa.large_string()), "")  # a true/false column's empty cell is null
+        stats.update_text(pa.chunked_array([text]))
+    bars = tuple(Bar(_shorten(value), count) for value, count in stats.most_common(TOP_VALUES))
+    return ColumnSummary(
+        column,
+        "text",
+        str(arrow_type),
+        rows=parquet.metadata.num_rows,
+        empty=parquet.metadata.num_rows - stats.filled,
+        bars=bars,
+        others=stats.filled - sum(bar.count for bar in bars),
+        distinct=stats.distinct(),
+        approximate=not stats.exact,
+    )
+
+
+def _histogram(parquet: pq.ParquetFile, index: int, column: str, kind: Kind, arrow_type: Any) -> ColumnSummary:
+    import numpy as np
+    import pyarrow.types as t
+
+    rows = parquet.metadata.num_rows
+    found = _range(parquet, index)
+    if found is None:
+        return ColumnSummary(column, kind, str(arrow_type), rows=rows, empty=rows)
+    low, high, empty = found
+    if kind == "date":
+        dates = date_bins(low, high)
+        counts, bins_of = np.zeros(dates.count, np.int64), dates.index
+        unit = dates.unit if dates.step == 1 else f"{dates.step} years"
+        shape: list[tuple[Any, Any, str]] = list(dates.bounds())
+        low, high = _iso(low), _iso(high)
+    else:
+        numbers = number_bins(float(low), float(high), whole=t.is_integer(arrow_type))
+        counts, bins_of = np.zeros(numbers.count, np.int64), numbers.index
+        edges = numbers.edges()
+        shape = [(edges[i], edges[i + 1], "") for i in range(numbers.count)]
+        unit = _width(numbers.width)
+        low, high = low.item(), high.item()
+    for chunk in _chunks(parquet, index):
+        values = _values(chunk)
+        if len(values):
+            counts += np.bincount(bins_of(values), minlength=len(counts))
+    bars = tuple(
+        Bar(label or _span(start, end), int(n), start, end)
+        for (start, end, label), n in zip(shape, counts, strict=True)
+    )
+    return ColumnSummary(column, kind, str(arrow_type), rows, empty, low, high, unit, bars)
+
+
+def _values(chunk: pa.Array) -> np.ndarray:
+    """The filled values of a row group's column, as numpy (numbers, or ``datetime64``)."""
+    import pyarrow.compute as pc
+
+    return pc.drop_null(chunk).to_numpy(zero_copy_only=False)
+
+
+def _range(parquet: pq.ParquetFile, index: int) -> tuple[Any, Any, int] | None:
+    """The smallest and largest filled values (numpy scalars) and the empty cells; None if every cell is empty.
+    From the row groups' statistics where each has them, else from a pass over the column."""
+    lows, highs, empty = [], [], 0
+    for group in range(parquet.num_row_groups):
+        meta = parquet.metadata.row_group(group)
+        stats = meta.column(index).statistics
+        if stats is None or not stats.has_null_count:
+            return _range_by_reading(parquet, index)
+        empty += stats.null_count
+        if stats.null_count == meta.num_rows:
+            continue
+        if not stats.has_min_max:
+            return _range_by_reading(parquet, index)
+        lows.append(_scalar(stats.min))
+        highs.append(_scalar(stats.max))
+    if not lows:
+        return None
+    return min(lows), max(highs), empty
+
+
+def _scalar(value: Any) -> Any:
+    """A statistic as numpy has it: a number, or a ``datetime64`` for a date or a date-time."""
+    import datetime as dt
+
+    import numpy as np
+
+    return (
+        np.datetime64(value)
+        if isinstance(value, dt.date)
+        else np.float64(value)
+        if isinstance(value, float)
+        else np.int64(value)
+    )
+
+
+def _range_by_reading(parquet: pq.ParquetFile, index: int) -> tuple[Any, Any, int] | None:
+    lows, highs, empty = [], [], 0
+    for chunk in _chunks(parquet, index):
+        empty += chunk.null_count
+        values = _values(chunk)
+        if len(values):
+            lows.append(values.min())
+            highs.append(values.max())
+    if not lows:
+        return None
+    return min(lows), max(highs), empty
+
+
+def _iso(value: Any) -> str:
+    return str(value.astype("datetime64[D]")) if hasattr(value, "astype") else str(value)[:10]
+
+
+def _width(width: float) -> str:
+    from .summary import number
+
+    return number(width)
+
+
+def _span(start: Any, end: Any) -> str:
+    from .summary import number
+
+    return f"{number(start)}–{number(end)}"
+
+
+def _shorten(value: str) -> str:
+    return value if len(value) <= SHOW_CHARS else value[: SHOW_CHARS - 1] + "…"

@@ -1,0 +1,162 @@
+"""A chart of one column of a completed result, counted over every row (:mod:`s3task.charts`).
+
+*Chart a column* lists the result's columns; none is picked at first, so opening a result costs nothing.
+Picking one asks the service for its summary: made once in the background (the Parquet copy first, if
+nobody asked for it yet, then the column counted) and kept in the store beside the output, so the next
+view of it, by anyone, reads the summary. Meanwhile the chart's part of the page says what is being done
+and looks again every second (a fragment: the rest of the page stays usable). The chart is Altair's, with
+the counts in words beside it, for a screen reader and for whoever wants the figures.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from s3task import charts as core
+from s3task.errors import S3TaskError
+from s3task.record import TaskRecord
+from s3task.tasks import Actor, TaskService
+from s3task.tasks.charts import Charts, ChartState
+
+from . import format as fmt
+from .context import Context
+
+#: How often a chart being made looks again.
+POLL_SECONDS = 1.0
+PREPARING = {
+    "copy": "Making the typed copy of the result (once, for every chart of it), then counting the column…",
+    "count": "Counting every row of the column…",
+    "": "Counting every row of the column…",
+}
+_OWN: weakref.WeakKeyDictionary[TaskService, Charts] = weakref.WeakKeyDictionary()
+
+
+def _charts(service: TaskService) -> Charts:
+    """The service's charts (``service.charts``); a service built before it had them gets its own, once."""
+    found = getattr(service, "charts", None)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    if service not in _OWN:
+        _OWN[service] = Charts(service)
+    return _OWN[service]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _columns(_service: TaskService, _actor: Actor, store_url: str, task_id: str, output_path: str) -> list[str]:
+    """The result's column names, per output object (it never changes once written); the caller checks access."""
+    return _charts(_service).chart_columns(_actor, task_id)
+
+
+def chart(ctx: Context, record: TaskRecord) -> None:
+    """*Chart a column*, and the picked column's chart with its counts in words."""
+    service, actor, tid = ctx.service, ctx.actor, record.task_id
+    if not service.may_act(actor, record):
+        return
+    st.subheader("Chart a column")
+    try:
+        names = _columns(service, actor, ctx.settings.store, tid, record.output_object_path or "")
+    except S3TaskError as e:
+        st.error("Could not read the result's columns: " + fmt.plain(e), icon=":material/error:")
+        return
+    column = st.selectbox(
+        "Chart a column",
+        names,
+        index=None,
+        placeholder="Pick a column",
+        key=f"chart_column_{tid}",
+        label_visibility="collapsed",
+        help="Counted over every row of the result: a histogram of numbers and dates, the most common values of text.",
+    )
+    if column is None:
+        st.caption(
+            ":material/bar_chart: Pick a column to see how its values spread over every row of the result "
+            "(numbers and dates as a histogram, text as its most common values)."
+        )
+        return
+    _drawn(ctx, record, column)
+
+
+def _drawn(ctx: Context, record: TaskRecord, column: str) -> None:
+    charts, actor, tid = _charts(ctx.service), ctx.actor, record.task_id
+    try:
+        state = charts.prepare_chart(actor, tid, column)
+    except S3TaskError as e:
+        st.error("The chart cannot be made: " + fmt.plain(e), icon=":material/error:")
+        return
+    polling = state.kind == "preparing"
+
+    @st.fragment(run_every=POLL_SECONDS if polling else None)
+    def part() -> None:
+        now = charts.chart_state(actor, tid, column)
+        if (now.kind == "preparing") != polling:
+            st.rerun()
+        _show(now, column)
+
+    part()
+
+
+def _show(state: ChartState, column: str) -> None:
+    if state.kind == "preparing":
+        st.info(PREPARING[state.step], icon=":material/hourglass_top:")
+    elif state.kind == "failed":
+        st.error(f"The chart of {fmt.plain(column)} could not be made: " + fmt.plain(state.message))
+    elif state.kind == "ready" and state.summary is not None:
+        _summary(state.summary)
+
+
+def _summary(summary: core.ColumnSummary) -> None:
+    words = core.describe(summary)
+    drawn, said = st.columns([3, 2], gap="medium")
+    with said:
+        st.markdown("**" + fmt.plain(words) + "**")
+        st.caption(fmt.plain(core.bars_in_words(summary)))
+        if summary.approximate:
+            st.caption(
+                f"More than {core.EXACT_VALUES:,} different values: their number is an estimate, and the "
+                "counts of the most common ones are at least the counts shown."
+            )
+    with drawn:
+        if summary.filled:
+            st.altair_chart(altair_chart(summary), width="stretch", key=f"chart_{core.digest(summary.column)}")
+        else:
+            st.info("Every cell of this column is empty: there is nothing to draw.", icon=":material/block:")
+
+
+def altair_chart(summary: core.ColumnSummary) -> Any:
+    """The Altair chart of a summary: a histogram (numbers, dates) or the most common values (text)."""
+    import altair as alt
+
+    words = core.describe(summary)
+    rows = [{"label": b.label, "count": b.count, "start": b.start, "end": b.end} for b in summary.bars]
+    if summary.kind == "text":
+        if summary.others:
+            rows.append({"label": "(all other values)", "count": summary.others, "start": None, "end": None})
+        frame = pd.DataFrame(rows)
+        return (
+            alt.Chart(frame, description=words)
+            .mark_bar()
+            .encode(
+                y=alt.Y("label:N", sort=None, title=summary.column, axis=alt.Axis(labelLimit=180)),
+                x=alt.X("count:Q", title="rows"),
+                tooltip=[alt.Tooltip("label:N", title="value"), alt.Tooltip("count:Q", title="rows", format=",")],
+            )
+            .properties(height=max(120, 26 * len(frame)))
+        )
+    frame = pd.DataFrame(rows)
+    way = "T" if summary.kind == "date" else "Q"
+    title = f"{summary.column} (per {summary.unit})" if summary.kind == "date" else summary.column
+    return (
+        alt.Chart(frame, description=words)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"start:{way}", title=title, bin="binned") if way == "Q" else alt.X(f"start:{way}", title=title),
+            x2=alt.X2(f"end:{way}"),
+            y=alt.Y("count:Q", title="rows"),
+            tooltip=[alt.Tooltip("label:N", title="range"), alt.Tooltip("count:Q", title="rows", format=",")],
+        )
+        .properties(height=280)
+    )
