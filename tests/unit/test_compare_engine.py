@@ -15,6 +15,7 @@ import pytest
 
 from s3task.compare import compare, suggest_keys
 from s3task.compare.highlighter import arrow
+from s3task.compare.keys import refuse_without_keys
 from s3task.errors import InvalidInput
 
 TEXT = pa.large_string()
@@ -210,3 +211,16 @@ def test_a_comparison_larger_than_its_memory_spills_and_completes(tmp_path: Path
     assert out.spilled > 64 * 2**20, "DuckDB held it all in memory: the test proves nothing"
     assert len(out.getvalue().splitlines()) == 1 + rows // 20
     assert not os.listdir(scratch)  # DuckDB's files go with its connection
+
+
+def test_keys_compare_as_text_and_a_column_named_twice_is_refused() -> None:
+    summary, _rows = run(side({"id": ["1.0", "2"], "v": ["a", "b"]}), side({"id": ["1", "2"], "v": ["a", "b"]}), ["id"])
+    assert (summary.added, summary.removed, summary.unchanged) == (1, 1, 1)
+    twice = pa.table([pa.array(["1"], TEXT), pa.array(["2"], TEXT)], names=["id", "id"])
+    with pytest.raises(InvalidInput, match="the new result has two columns named 'id'"):
+        compare(side(OLD), [twice], ["id"])
+
+
+def test_the_refusal_without_keys_suggests_or_says_that_none_is_unique() -> None:
+    assert str(refuse_without_keys(["id", "email"])).endswith("unique in both results: id, email")
+    assert "no single column has unique values in both results" in str(refuse_without_keys([]))
