@@ -101,7 +101,7 @@ if missing:
 
 if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/send:"):
     # The format the preview was read with: the worker reads the file exactly so.
-    read_as = inspection.input_format.to_dict() if inspection and inspection.input_format else None
+    read_as = inspection.input_format if inspection else None
     payload = chosen_settings.payload
     try:
         if mode.direct:

@@ -24,7 +24,6 @@ from .cli_submit import add_submit_parser, cmd_submit
 from .cli_url import add_url_parser, cmd_url
 from .config import Settings
 from .counts import LABELS, counts_of
-from .csvio import InputFormat
 from .errors import S3TaskError, SettingsError, UnknownTaskType
 from .safetext import visible
 from .store import open_store
@@ -209,7 +208,7 @@ def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
     for label, value in counts_of(record).lines():  # the app's words and numbers
         print(f"{label:>18}: {value}")
     if record.input_etag:  # submitted: its format settled (a workbook's sheet and header row as taken)
-        print(f"{'read as':>18}: {InputFormat.from_dict(record.input_format).describe()}")
+        print(f"{'read as':>18}: {record.read_as.describe()}")
     for key, value in record.to_dict().items():
         if key != "history":
             print(f"{key:>18}: {visible(str(value))}")

@@ -41,14 +41,14 @@ def described(recipe: Recipe) -> str:
 
 def cmd_recipe(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     if args.recipe_command == "save":
-        recipe = service.save_recipe(actor, args.name, args.task_id, shared=args.shared, replace=args.replace)
+        recipe = service.recipes.save(actor, args.name, args.task_id, shared=args.shared, replace=args.replace)
         print(f"saved recipe {described(recipe)}, read as: {InputFormat.from_dict(recipe.input_format).describe()}")
         return 0
     if args.recipe_command == "remove":
-        service.remove_recipe(actor, args.name, shared=args.shared)
+        service.recipes.remove(actor, args.name, shared=args.shared)
         print(f"removed recipe {args.name!r}")
         return 0
-    recipes = service.list_recipes(actor)
+    recipes = service.recipes.list(actor)
     if args.json:
         print(json.dumps([asdict(r) for r in recipes], indent=1, ensure_ascii=False))
         return 0

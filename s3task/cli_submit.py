@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import fingerprint, handlers
-from .csvio import XLSX, InputFormat, detect_kind
+from .csvio import XLSX, detect_kind
 from .errors import InvalidInput
 from .record import TaskRecord
 from .tasks import Actor, TaskService, recipes
@@ -105,7 +105,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         given = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
         given = {key: value for key, value in given.items() if value is not None}
         if args.recipe:
-            recipe = service.recipe(actor, args.recipe)
+            recipe = service.recipes.get(actor, args.recipe)
             if args.task_type not in (None, recipe.task_type):
                 raise InvalidInput(
                     f"recipe {recipe.name!r} is for --type {recipe.task_type} ({handlers.title_of(recipe.task_type)}), "
@@ -120,7 +120,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
         # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
         record = _send(args, service, actor, f, params, read_as)
     print(f"submitted {args.name!r}: {handlers.title_of(args.task_type)}", file=sys.stderr)
-    print(f"read as: {InputFormat.from_dict(record.input_format).describe()}", file=sys.stderr)
+    print(f"read as: {record.read_as.describe()}", file=sys.stderr)
     print(record.task_id)
     return 0
 
@@ -156,7 +156,7 @@ def _same_settings(waiting: TaskRecord, params: dict[str, Any], read_as: dict[st
     never dropped without a word (found by the outside review)."""
     checked = handlers.get(waiting.task_type).validate(params)
     differ = [f"{k}={params[k]!r}" for k in params if checked[k] != waiting.payload.get(k)]
-    asked = dict(waiting.input_format or {})
+    asked = waiting.input_format.to_dict()
     differ += [f"{k}={v!r}" for k, v in read_as.items() if v != "detect" and asked.get(k, "detect") != v]
     if differ:
         raise InvalidInput(

@@ -13,8 +13,10 @@ from typing import Any, overload
 
 from .errors import (
     CorruptRecord,
+    InvalidInput,
     UnsupportedSchema,
 )
+from .input_format import FormatRequest, InputFormat
 from .layout import MAX_RECORD_BYTES
 from .states import State, Status, state_of
 
@@ -49,8 +51,9 @@ class TaskRecord:
     created_by: str
     task_type: str
     payload: dict[str, Any] = field(default_factory=dict)
-    #: How the input is written: {"delimiter", "encoding"} (s3task.csvio.InputFormat), set at submit; {}: , and UTF-8
-    input_format: dict[str, Any] = field(default_factory=dict)
+    #: How the input is read: as asked for while the task waits for its file (a FormatRequest: ``detect``
+    #: allowed), as the submit settled it from then on (an InputFormat). A dict given is checked into one.
+    input_format: InputFormat | FormatRequest = field(default_factory=FormatRequest)
     #: The file the task was made for: {"name", "size", "edges_sha256"} (s3task.fingerprint); {}: none recorded
     input_fingerprint: dict[str, Any] = field(default_factory=dict)
     #: Its upload in parts, to be continued: {"upload_id", "part_size"} (s3task.tasks.resumable); {}: none
@@ -102,11 +105,19 @@ class TaskRecord:
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)  # a plain string from code or JSON becomes the enum, or fails here
+        self.input_format = _format_of(self.input_format, self.status)
 
     @property
     def state(self) -> State:
         """Where the record is in the lifecycle (failed for good is a state of its own)."""
         return state_of(self.status, self.final)
+
+    @property
+    def read_as(self) -> InputFormat:
+        """How the input is read (a workbook's sheet and header row, a CSV's delimiter and encoding);
+        :class:`InvalidInput` while the format is still to be detected (a task not yet submitted)."""
+        given = self.input_format
+        return given if isinstance(given, InputFormat) else given.settled()
 
     @property
     def is_terminal(self) -> bool:
@@ -123,6 +134,7 @@ class TaskRecord:
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        data["input_format"] = self.input_format.to_dict()
         return {**self.extra, **data}
 
     def to_json(self) -> bytes:
@@ -132,11 +144,27 @@ class TaskRecord:
         return dataclasses.replace(self, **changes)
 
 
+def _format_of(given: Any, status: Status) -> InputFormat | FormatRequest:
+    """A record's input format, typed by where the record is: asked for until the file is submitted (so
+    ``detect`` and a kind left out keep their meaning), settled after it (a stored ``{}`` or a CSV's two
+    settings read as a CSV). One rule, so a record and the same record read back from JSON are equal."""
+    if status != Status.CREATED and isinstance(given, InputFormat):
+        return given
+    asked = FormatRequest.parse(given)
+    if status == Status.CREATED:
+        return asked
+    try:
+        return asked.settled()
+    except InvalidInput:
+        return asked  # never settled (a task cancelled before its file came): kept as it was asked for
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(TaskRecord) if f.name != "extra"}
 _REQUIRED = ("task_id", "task_name", "created_by", "task_type", "status")
 _TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,), "Status": (str,), "int": (int,), "bool": (bool,), "dict[str, Any]": (dict,), "list[str]": (list,),
     "list[dict[str, Any]]": (list,), "str | None": (str, type(None)), "int | None": (int, type(None)),
+    "InputFormat | FormatRequest": (dict,),
 }  # fmt: skip
 
 
@@ -175,4 +203,7 @@ def record_from_json(data: bytes, key: str) -> TaskRecord:
         # Caught here, not as a ValueError deep in a caller's loop (cancel, describe, a worker's poll).
         raise CorruptRecord(f"{key}: unknown status {known['status']!r}") from e
     extra = {k: v for k, v in raw.items() if k not in _FIELDS}
-    return TaskRecord(**known, extra=extra)
+    try:
+        return TaskRecord(**known, extra=extra)
+    except InvalidInput as e:  # the one structured field checked as it is read: its input format
+        raise CorruptRecord(f"{key}: input_format: {e.message}") from e

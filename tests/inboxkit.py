@@ -23,7 +23,7 @@ def recipe(
 ) -> tuple[Recipe, str]:
     """A recipe made from a copy task of :data:`CSV`, and its inbox's id."""
     task = service.submit_file(actor, "first", "copy", None, CSV)
-    saved = service.save_recipe(actor, name, task.task_id, shared=shared)
+    saved = service.recipes.save(actor, name, task.task_id, shared=shared)
     return saved, service.inboxes.id_of(saved)
 
 

@@ -7,7 +7,6 @@ import io
 from typing import Any
 
 from s3task import lifecycle, processing
-from s3task.csvio import InputFormat
 from s3task.record import TaskRecord
 from s3task.records import update_record
 from s3task.store.base import PutMode
@@ -32,7 +31,7 @@ def work(service: Any, task_id: str) -> TaskRecord:
         source,
         sink,
         lambda _p: None,
-        input_format=InputFormat.from_dict(record.input_format),
+        input_format=record.read_as,
         rows=rows,
     )
     if rows.tell():  # a type that leaves rows out: which input row each output row came from, as the worker keeps

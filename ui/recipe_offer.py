@@ -22,7 +22,7 @@ def offer(page: NewTaskForm, inspection: Inspection, file_key: str) -> None:
 
     def lookup() -> Recipe | None:
         try:
-            return ctx.service.recipe_for(ctx.actor, inspection.columns)
+            return ctx.service.recipes.matching(ctx.actor, inspection.columns)
         except S3TaskError:
             return None
 

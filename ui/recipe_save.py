@@ -32,7 +32,7 @@ def offer(ctx: Context, record: TaskRecord) -> None:
             saved = st.form_submit_button("Save recipe", icon=":material/save:")
         if saved:
             try:
-                recipe = ctx.service.save_recipe(ctx.actor, name, record.task_id, shared=shared, replace=replace)
+                recipe = ctx.service.recipes.save(ctx.actor, name, record.task_id, shared=shared, replace=replace)
             except S3TaskError as e:
                 st.error("The recipe was not saved: " + fmt.plain(e), icon=":material/error:")
             else:

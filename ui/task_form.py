@@ -154,7 +154,7 @@ def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Se
     }
     input_format = None
     with contextlib.suppress(InvalidInput):  # never submitted, so never settled: detect it from the file
-        input_format = InputFormat.from_dict(source.input_format)
+        input_format = source.read_as
     note = f"Filled in from the task “{source.task_name}”: pick the corrected file and submit."
     return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
 

@@ -1,6 +1,6 @@
 """How a file is written: its delimiter and its text encoding, detected from its first bytes or chosen.
 
-A task carries its :class:`~s3task.csvio.formats.InputFormat` (the record's ``input_format``, declared
+A task carries its :class:`~s3task.input_format.InputFormat` (the record's ``input_format``, declared
 in :mod:`.formats` with the names of the settings), so the worker reads the file exactly as the New
 task page's preview read it, and :func:`resolve` settles what is left to detection. The reader
 works on UTF-8 internally: a file in another encoding is transcoded while it streams
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..errors import InvalidInput
-from .formats import BY_BOM, DELIMITERS, DETECT, ENCODINGS, XLSX, InputFormat, detect_kind
+from ..input_format import BY_BOM, DELIMITERS, DETECT, ENCODINGS, XLSX, InputFormat, detect_kind
 
 _CODECS = {"utf-8": "utf-8", "windows-1252": "cp1252", "utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}
 _BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -43,10 +43,10 @@ codecs.register_error(_C1, _c1)
 
 
 def resolve(settings: Mapping[str, Any], head: bytes, *, whole: bool) -> InputFormat:
-    """``settings`` (from :func:`~s3task.csvio.formats.parse_input_format`) with each ``detect`` (and
+    """``settings`` (from :func:`~s3task.input_format.parse_input_format`) with each ``detect`` (and
     ``utf-16``) replaced by what ``head``, the start of the file, shows.
 
-    A ``kind`` left out is detected too (:func:`~s3task.csvio.formats.detect_kind`). A workbook's
+    A ``kind`` left out is detected too (:func:`~s3task.input_format.detect_kind`). A workbook's
     format keeps the sheet and header row asked for (None: the reader's defaults), which opening the
     workbook settles; its delimiter and encoding, which a workbook has not, are ignored. A sheet or
     a header row asked for on a CSV is refused. A chosen encoding that the file's byte-order mark

@@ -64,10 +64,10 @@ def added_names(error_column: str, names: list[str]) -> tuple[str, str]:
 @contextlib.contextmanager
 def numbered_input(store: ObjectStore, record: TaskRecord) -> Iterator[tuple[list[str], Iterator[Any]]]:
     """The task's input read again as the worker read it: its header and (table, row numbers) blocks."""
-    from ..csvio import CsvReader, InputFormat, spooled
+    from ..csvio import CsvReader, spooled
     from ..csvio.sheetreader import WorkbookReader
 
-    read_as = InputFormat.from_dict(record.input_format)
+    read_as = record.read_as
     with store.open_read(record.input_object_path, if_match=record.input_etag) as raw:
         if not read_as.is_workbook:
             reader = CsvReader(raw, input_format=read_as)

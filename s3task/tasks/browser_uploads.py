@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import S3TaskError
 from ..fingerprint import Fingerprint
+from ..input_format import AskedFormat
 from ..record import TaskRecord
 from .access import Actor
 from .inputs import Inputs
@@ -93,7 +94,7 @@ class BrowserUploads:
         name: str,
         task_type: str,
         payload: dict[str, Any] | None,
-        input_format: Mapping[str, Any] | None,
+        input_format: AskedFormat | None,
         size: int,
         file: Fingerprint | None = None,
     ) -> UploadPlan:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from .. import handlers
-from ..csvio import INSPECT_BYTES, InputFormat, parse_input_format, read_start, resolve, spooled
+from ..csvio import INSPECT_BYTES, FormatRequest, InputFormat, read_start, resolve, spooled
 from ..errors import InvalidInput, NotFound
 from ..handlers import columns
 from ..record import TaskRecord
@@ -56,7 +56,7 @@ def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: Objec
     kind = handlers.get(record.task_type)
     needs = kind.needs
     try:
-        read_as = resolve(parse_input_format(record.input_format, allow_detect=True), head, whole=whole)
+        read_as = resolve(FormatRequest.parse(record.input_format).to_dict(), head, whole=whole)
         if read_as.is_workbook:
             read_as, start = open_workbook(store, meta, read_as, rows=bool(needs))
         else:
@@ -110,7 +110,7 @@ def header_of(store: ObjectStore, record: TaskRecord) -> list[str]:
         got = get_start(store, record.input_object_path, INSPECT_BYTES)
     except NotFound as e:
         raise InvalidInput(f"task {record.task_id} has no input file") from e
-    read_as = InputFormat.from_dict(record.input_format)
+    read_as = record.read_as
     if read_as.is_workbook:
         start = open_workbook(store, got.meta, read_as)[1]
     else:

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 from .. import lifecycle
 from ..csvio import INSPECT_BYTES
 from ..errors import InvalidInput, InvalidTransition, PartsChanged, S3TaskError, StoreUnavailable, UploadInterrupted
+from ..input_format import AskedFormat
 from ..layout import CSV_TYPE
 from ..record import TaskRecord
 from ..states import Status
@@ -49,7 +50,7 @@ class Inputs:
         name: str,
         task_type: str,
         payload: dict[str, Any] | None = None,
-        input_format: Mapping[str, Any] | None = None,
+        input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
         size: int | None = None,
     ) -> Created:
@@ -76,7 +77,7 @@ class Inputs:
         task_type: str,
         payload: dict[str, Any] | None,
         stream: BinaryIO | bytes | Iterable[bytes],
-        input_format: Mapping[str, Any] | None = None,
+        input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """Create a task, store its input from ``stream`` and queue it; on failure, no task is left behind.

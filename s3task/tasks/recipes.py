@@ -206,7 +206,7 @@ def from_task(record: TaskRecord, name: str, header: Sequence[str], *, shared: b
         owner=record.created_by,
         task_type=record.task_type,
         params=dict(record.payload or {}),
-        input_format=dict(record.input_format or {}),
+        input_format=record.input_format.to_dict(),
         header=list(header),
         shared=shared,
     )

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -45,6 +44,7 @@ from ..errors import (
 )
 from ..fingerprint import Fingerprint
 from ..ids import created_at
+from ..input_format import AskedFormat
 from ..record import TaskRecord
 from ..states import Status
 from ..store.base import MultipartStore, Part
@@ -169,7 +169,7 @@ class Resumable:
         payload: dict[str, Any] | None,
         stream: BinaryIO,
         file: Fingerprint,
-        input_format: Mapping[str, Any] | None = None,
+        input_format: AskedFormat | None = None,
     ) -> TaskRecord:
         """A new task for ``file`` (``stream``, seekable), its input sent and the task queued. An upload in
         parts that stops raises :class:`UploadInterrupted` and leaves the task and its parts to

@@ -15,22 +15,21 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import query
-from ..errors import InvalidInput
 from ..fingerprint import Fingerprint
 from ..layout import Layout
 from ..record import TaskRecord
 from ..records import Records, StateHook
 from ..store.base import ObjectMeta, ObjectStore
-from . import access, recipes
+from . import access
 from .access import Actor
 from .browser_uploads import BrowserUploads, UploadPlan
 from .corrections import EDITABLE_ROWS, Corrections
 from .inboxes import Inboxes
-from .input_check import header_of
 from .inputs import Created, Inputs
 from .limits import CreateLimits
 from .outputs import Outputs
-from .recipes import Recipe, Recipes
+from .recipe_shelf import RecipeShelf
+from .recipes import Recipes
 from .resumable import Resumable
 from .step_lists import StepLists
 from .transitions import Page, Transitions
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .. import exports
+    from ..csvio import AskedFormat
 
 
 class TaskService:
@@ -69,12 +69,13 @@ class TaskService:
         self._transitions.on_queued = on_queued
         self._inputs = Inputs(self._transitions, self._urls)
         self._outputs = Outputs(self._transitions, self._urls)
-        self._recipes = Recipes(store, layout)  # saved settings for files that come back
+        self._recipes = Recipes(store, layout)
         self._resumable = Resumable(self._transitions, self._inputs)  # uploads that continue after a break
         self._browser = BrowserUploads(self._inputs, self._resumable)
         self._corrections = Corrections(self._inputs, self._outputs)  # rows with errors sent back corrected
         self.steps = StepLists(self._transitions)  # step lists before they run: a public part of the door
         self.inboxes = Inboxes(self._transitions, self._recipes)  # files dropped for recipes: a public part too
+        self.recipes = RecipeShelf(store, self._transitions, self._recipes)  # saved settings: a public part
 
     # --- what the service works on ------------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ class TaskService:
         name: str,
         task_type: str,
         payload: dict[str, Any] | None = None,
-        input_format: Mapping[str, Any] | None = None,
+        input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
     ) -> Created:
         """A new task waiting for its input, and where a browser may send it (``Inputs.create``)."""
@@ -144,7 +145,7 @@ class TaskService:
         task_type: str,
         payload: dict[str, Any] | None,
         stream: BinaryIO | bytes | Iterable[bytes],
-        input_format: Mapping[str, Any] | None = None,
+        input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """Create a task, store its input from ``stream`` and queue it; on failure no task is left behind."""
@@ -211,7 +212,7 @@ class TaskService:
         payload: dict[str, Any] | None,
         stream: BinaryIO,
         file: Fingerprint,
-        input_format: Mapping[str, Any] | None = None,
+        input_format: AskedFormat | None = None,
     ) -> TaskRecord:
         """As :meth:`submit_file`, the upload noted on the task, so that it continues if it stops."""
         return self._resumable.submit(actor, name, task_type, payload, stream, file, input_format)
@@ -232,7 +233,7 @@ class TaskService:
         name: str,
         task_type: str,
         payload: dict[str, Any] | None,
-        input_format: Mapping[str, Any] | None,
+        input_format: AskedFormat | None,
         size: int,
         file: Fingerprint | None = None,
     ) -> UploadPlan:
@@ -351,32 +352,6 @@ class TaskService:
 
     def combined_url(self, actor: Actor, task_id: str, excel: bool = False) -> str | None:
         return self._corrections.combined_url(actor, task_id, excel)
-
-    # --- recipes ------------------------------------------------------------------------------------------------
-
-    def save_recipe(
-        self, actor: Actor, name: str, task_id: str, *, shared: bool = False, replace: bool = False
-    ) -> Recipe:
-        """A recipe made from the task ``task_id`` (submitted: its format and columns are settled)."""
-        record = self._transitions.get(actor, task_id)
-        access.require(actor, record, "make a recipe of")
-        if record.input_etag is None:
-            raise InvalidInput(f"task {task_id} was never submitted, so its file's format is not known yet")
-        recipe = recipes.from_task(record, name, header_of(self._store, record), shared=shared)
-        return self._recipes.save(actor, recipe, replace=replace)
-
-    def recipe(self, actor: Actor, name: str) -> Recipe:
-        return self._recipes.get(actor, name)
-
-    def list_recipes(self, actor: Actor) -> builtins.list[Recipe]:
-        return self._recipes.list(actor)
-
-    def remove_recipe(self, actor: Actor, name: str, *, shared: bool = False) -> None:
-        self._recipes.remove(actor, name, shared=shared)
-
-    def recipe_for(self, actor: Actor, header: Sequence[str]) -> Recipe | None:
-        """The recipe this user may use whose columns are the file's ``header``, if any."""
-        return self._recipes.matching(actor, header)
 
     @property  # the settings it was made with
     def on_queued(self) -> Callable[[str], None] | None:

@@ -92,7 +92,7 @@ class Transitions:
         name: str,
         task_type: str,
         payload: dict[str, Any] | None = None,
-        input_format: Mapping[str, Any] | None = None,
+        input_format: csvio.AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
         *,
         corrects: str | None = None,
@@ -116,7 +116,7 @@ class Transitions:
         name: str,
         task_type: str,
         payload: dict[str, Any] | None = None,
-        input_format: Mapping[str, Any] | None = None,
+        input_format: csvio.AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
         *,
         corrects: str | None = None,
@@ -128,7 +128,7 @@ class Transitions:
         name = safetext.check_name(name, "task", MAX_NAME)
         params = handlers.get(task_type).validate(payload)
         check_references(actor, task_type, params, lambda task_id: self.get(actor, task_id))
-        read_as = csvio.parse_input_format(input_format, allow_detect=True)
+        read_as = csvio.FormatRequest.parse(input_format)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
         # a record written bigger could never be read (or listed, or cancelled) again.
         size = len(json.dumps(params, ensure_ascii=False).encode())
@@ -160,7 +160,7 @@ class Transitions:
         name: str,
         task_type: str,
         params: dict[str, Any],
-        read_as: dict[str, Any],
+        read_as: csvio.FormatRequest,
         task_id: str | None = None,
     ) -> TaskRecord:
         task_id = validate_task_id(task_id) if task_id else new_task_id()
@@ -245,7 +245,7 @@ class Transitions:
             submitted = lifecycle.submit(current, now, input_etag=meta.etag, input_size=meta.size)
             # Detection settled: the worker reads the file so, and finds the needed columns where the check did.
             payload = {**current.payload, **judged.columns}
-            return submitted.replace(input_format=judged.input_format.to_dict(), payload=payload)
+            return submitted.replace(input_format=judged.input_format, payload=payload)
 
         # Conditional on the record as read (or as created): one read less, and a record changed
         # in between (a cancel) fails the condition and is decided on again as it is now.

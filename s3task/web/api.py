@@ -148,7 +148,7 @@ class Api:
             if body.type is None:
                 raise InvalidInput(_NAME_AND_TYPE + ', or a "recipe"')
             return body.type, body.parameters or {}, body.input_format.model_dump() if body.input_format else None
-        recipe = self.service.recipe(actor, body.recipe)
+        recipe = self.service.recipes.get(actor, body.recipe)
         if body.type is not None and body.type != recipe.task_type:
             raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {body.type}")
         given = body.input_format.model_dump(exclude_unset=True) if body.input_format else None

@@ -30,9 +30,9 @@ from pydantic import (
 
 from ..counts import HELP, counts_of
 from ..csvio import EXCEL_ROWS
-from ..csvio.formats import MAX_SHEET_NAME
 from ..handlers import Param
 from ..ids import _ID_RE, ID_LENGTH
+from ..input_format import MAX_SHEET_NAME
 from ..record import TaskRecord
 from ..tasks import MAX_LIST, MAX_NAME
 

@@ -186,7 +186,7 @@ class Attempt:
             input_etag=self.record.input_etag or "",
             output_key=self.layout.output_key(self.task_id, self.lease.attempt_id),
             write_id=secrets.token_hex(8),
-            input_format=dict(self.record.input_format),
+            input_format=self.record.input_format,
             input_size=self.record.input_size_bytes or 0,
             memory_mb=self.settings.max_child_memory_mb or 0,
         )

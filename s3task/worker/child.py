@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInput, PreconditionFailed, S3TaskError
+from ..input_format import FormatRequest, InputFormat
 from ..layout import CSV_TYPE, Layout
 from ..progress import Done, Failed, Moved, Progress
 from ..store.base import PutMode
@@ -40,9 +41,9 @@ class Job:
     input_etag: str
     output_key: str
     write_id: str
-    #: The record's ``input_format`` (a CSV's delimiter and encoding, a workbook's sheet and header row):
-    #: the input is read exactly so.
-    input_format: dict[str, Any] = field(default_factory=dict)
+    #: The record's ``input_format`` (a CSV's delimiter and encoding, a workbook's sheet and header row),
+    #: settled when the file was submitted: the input is read exactly so.
+    input_format: InputFormat | FormatRequest = field(default_factory=InputFormat)
     #: The input's size as pinned at submit: a workbook is copied to a temporary file of this size.
     input_size: int = 0
     #: The attempt's memory cap in MB (0: none): a step list's whole-file steps stay well within it.
@@ -132,9 +133,10 @@ def _process(job: Job, source: Any, sink: Any, on_progress: Any, where: tuple[An
     """The input read as its format says: a CSV as it streams, a workbook from a temporary copy (a zip is
     read from its end), which is gone when this returns or the process is killed (see csvio.spool)."""
     from .. import processing
-    from ..csvio import InputFormat, spooled
+    from ..csvio import spooled
 
-    read_as = InputFormat.from_dict(job.input_format)
+    given = job.input_format
+    read_as = given if isinstance(given, InputFormat) else given.settled()  # a format never settled: refused
     with _steps_context(job, *where) as context, tempfile.TemporaryFile(prefix="s3task-rows-") as rows:
         options = {"input_format": read_as, "context": context, "rows": rows}
         if not read_as.is_workbook:

@@ -64,7 +64,7 @@ def test_a_dropped_file_becomes_one_task_of_the_recipes_owner_and_leaves_the_inb
     assert [c.state for c in taken] == ["taken"]
     [task] = tasks_named(service, "2024-05.csv")
     assert (task.created_by, task.task_type, task.status) == ("ann", made.task_type, "queued")
-    assert task.input_format == made.input_format and task.payload == made.params
+    assert task.input_format.to_dict() == made.input_format and task.payload == made.params
     assert input_of(store, task.task_id) == CSV
     assert inbox_keys(store, rid) == [], "the file is moved under its task"
     assert taken[0].task_id == task.task_id and taken[0].key == key
@@ -159,7 +159,7 @@ def test_a_name_with_control_characters_is_taken_under_a_visible_name(service, s
 
 def test_a_file_for_a_removed_recipe_waits_in_words_and_is_taken_once_it_is_saved_again(service, store) -> None:
     _, rid = recipe(service)
-    service.remove_recipe(ANN, "CRM weekly")
+    service.recipes.remove(ANN, "CRM weekly")
     key = drop(store, rid, "late.csv")
     s = sweeper(store)
     s.sweep()

@@ -79,7 +79,7 @@ def test_the_task_reads_the_sheet_saved_on(tmp_path: Path, via: str) -> None:
     data = book(tmp_path / "b.xlsx", active=1)
     fmt = {"kind": "xlsx", "sheet": "Customers"} if via == "named by the page" else {"kind": "xlsx"}
     done = worked(service, ADA, data, task_type="copy", input_format=fmt)
-    assert done.status == "completed" and done.input_format["sheet"] == "Customers"
+    assert done.status == "completed" and done.input_format.sheet == "Customers"
     out = service.store.get(done.output_object_path).body.decode("utf-8-sig")  # the output starts with a BOM
     assert list(csv.reader(io.StringIO(out))) == CUSTOMERS
 

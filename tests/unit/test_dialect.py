@@ -230,11 +230,11 @@ def test_the_task_carries_its_format_and_detect_is_settled_when_it_is_submitted(
     ann = Actor("ann")
     data = FILES["excel csv, europe"][0]
     detected = service.submit_file(ann, "eu", "copy", None, data, {"delimiter": "detect", "encoding": "detect"})
-    assert detected.input_format == {"delimiter": ";", "encoding": "windows-1252"}
+    assert detected.input_format == InputFormat(";", "windows-1252")
     chosen = service.submit_file(ann, "chosen", "copy", None, b"a;b\n1;2\n", {"delimiter": "|"})
-    assert chosen.input_format == {"delimiter": "|", "encoding": "utf-8"}
+    assert chosen.input_format == InputFormat("|", "utf-8")
     plain = service.submit_file(ann, "plain", "copy", None, b"a,b\n1,2\n")
-    assert plain.input_format == {"delimiter": ",", "encoding": "utf-8"}  # as before: comma, UTF-8
+    assert plain.input_format == InputFormat(",", "utf-8")  # as before: comma, UTF-8
     with pytest.raises(InvalidInput, match="delimiter must be one of"):
         service.create(ann, "bad", "copy", None, {"delimiter": "x"})
     # What the header shows in the chosen format is checked at submit, in the worker's words.
@@ -274,7 +274,7 @@ def test_submit_detects_unless_told_and_says_how_it_will_read_the_file(tmp_path,
     assert "read as: Separated by semicolons · Windows (Western European) text" in detected.err
     store, layout = open_store(str(store_dir))
     record = read_record(store, layout, detected.out.strip())[0]
-    assert record.input_format == {"delimiter": ";", "encoding": "windows-1252"}
+    assert record.input_format == InputFormat(";", "windows-1252")
     told = ["submit", str(path), "--name", "told", "--delimiter", "tab", "--encoding", "cp1252"]
     assert cli.main(["--store", str(store_dir), *told]) == 0
     assert "read as: Separated by tabs · Windows (Western European) text" in capsys.readouterr().err
@@ -406,7 +406,7 @@ def test_an_encoding_the_file_contradicts_is_refused_and_utf_16_follows_the_byte
     # "utf-16", the name most tools use, means the byte order the mark shows.
     for data, settled in ((little, "utf-16-le"), (big, "utf-16-be")):
         record = service.submit_file(ann, "u16", "copy", None, data, {"delimiter": "detect", "encoding": "UTF-16"})
-        assert record.input_format == {"delimiter": "\t", "encoding": settled}
+        assert record.input_format == InputFormat("\t", settled)
     for data in (text.encode("utf-16-le"), utf8_bom):
         with pytest.raises(InvalidInput, match=r"does not start with a UTF-16 byte-order mark.*utf-16-le or utf-16-be"):
             service.submit_file(ann, "no mark", "copy", None, data, {"encoding": "utf-16"})

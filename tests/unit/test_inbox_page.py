@@ -24,7 +24,7 @@ def test_a_recipes_inbox_with_its_command_its_waiting_and_taken_files(
     app, service: TaskService, store_dir: Path
 ) -> None:
     ann = Actor("ann")
-    made = service.save_recipe(ann, "CRM weekly", submitted(service, "ann", "march"))
+    made = service.recipes.save(ann, "CRM weekly", submitted(service, "ann", "march"))
     rid = service.inboxes.id_of(made)
     drop(service.store, rid, "april.csv", b"name,age\ncy,3\n")
     sweeper = service.inboxes.sweeper("w1", interval=300)

@@ -113,7 +113,7 @@ def test_a_workbook_under_a_title_has_its_email_column_found(tmp_path: Path) -> 
     book.save(data)
     _store, service = store_and_service(tmp_path)
     record = service.submit_file(ALICE, "book", "email_enrichment", None, data.getvalue(), {"kind": "detect"})
-    assert (record.payload["email_column"], record.input_format["header_row"]) == ("E-mail", 3)
+    assert (record.payload["email_column"], record.input_format.header_row) == ("E-mail", 3)
 
 
 def test_a_header_with_the_word_whose_values_are_no_addresses_is_not_the_email() -> None:

@@ -110,7 +110,7 @@ def test_a_file_with_a_recipes_header_is_offered_it_and_using_it_fills_the_form(
     submit_button(at).click().run()
     record = service.get(ANN, at.query_params["id"])
     assert record.task_type == "email_enrichment"
-    assert (record.input_format["delimiter"], record.payload["email_column"]) == (";", "Contact")
+    assert (record.input_format.delimiter, record.payload["email_column"]) == (";", "Contact")
 
 
 def test_a_tasks_page_keeps_its_settings_as_a_recipe(app, service: TaskService) -> None:
@@ -123,7 +123,7 @@ def test_a_tasks_page_keeps_its_settings_as_a_recipe(app, service: TaskService) 
     assert not any(c.label == "Share with everyone" for c in at.checkbox)  # sharing is an operator's
     next(b for b in at.button if b.label == "Save recipe").click().run()
     assert "Saved the recipe “CRM monthly”." in texts(at)
-    saved = service.recipe(ANN, "CRM monthly")
+    saved = service.recipes.get(ANN, "CRM monthly")
     assert (saved.task_type, saved.params["email_column"], saved.header) == (
         "email_enrichment", "Contact", ["id", "Contact", "City"])  # fmt: skip
     next(b for b in at.button if b.label == "Save recipe").click().run()  # the same name again

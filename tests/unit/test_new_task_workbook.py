@@ -150,7 +150,7 @@ def test_through_the_uploader_the_sheet_and_header_chosen_are_the_tasks(
     assert at.dataframe[0].value.values.tolist() == PRICES[1:]
     submit(at)
     record = service.get(Actor("ann"), at.query_params["id"])
-    assert record.status == "queued" and record.input_format == {"kind": "xlsx", "sheet": "Prices", "header_row": 1}
+    assert record.status == "queued" and record.input_format == InputFormat(kind="xlsx", sheet="Prices", header_row=1)
 
 
 def test_through_the_uploader_a_bad_workbook_is_refused_before_anything_is_made(app, monkeypatch, tmp_path, service):
@@ -192,7 +192,7 @@ def test_the_direct_upload_previews_from_the_ranges_sent_and_the_task_reads_that
     at.run()
     record = service.get(Actor("local"), plan["id"])
     assert not at.exception and record.status == "queued"
-    assert record.input_format == {"kind": "xlsx", "sheet": "Prices", "header_row": 1}  # checked on the whole file
+    assert record.input_format == InputFormat(kind="xlsx", sheet="Prices", header_row=1)  # checked on the whole file
 
 
 def test_what_the_browser_reports_keeps_a_csvs_shape_and_adds_a_workbooks_ranges() -> None:

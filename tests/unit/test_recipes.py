@@ -39,33 +39,33 @@ def first_month(service: TaskService, actor: Actor = ALICE) -> str:
 
 def test_a_recipe_keeps_the_type_format_and_columns_and_is_offered_for_the_same_header(service: TaskService) -> None:
     task_id = first_month(service)
-    saved = service.save_recipe(ALICE, "CRM monthly export", task_id)
+    saved = service.recipes.save(ALICE, "CRM monthly export", task_id)
     assert (saved.task_type, saved.params["email_column"]) == ("email_enrichment", "Mail")
     assert saved.input_format == {"delimiter": ";", "encoding": "utf-8"}
     assert saved.header == ["Kunde", "Mail", "Betrag"]
-    assert [r.name for r in service.list_recipes(ALICE)] == ["CRM monthly export"]
+    assert [r.name for r in service.recipes.list(ALICE)] == ["CRM monthly export"]
     # Next month's file: the same columns in another order and case.
-    offered = service.recipe_for(ALICE, ["betrag", "KUNDE", "mail"])
+    offered = service.recipes.matching(ALICE, ["betrag", "KUNDE", "mail"])
     assert offered is not None and offered.name == "CRM monthly export"
-    assert service.recipe_for(ALICE, ["Kunde", "Mail"]) is None  # a column fewer: another file
-    assert service.recipe_for(BOB, ["Kunde", "Mail", "Betrag"]) is None  # alice's own, not bob's
-    params, read_as = applied(service.recipe(ALICE, "crm monthly export"), None, None)
+    assert service.recipes.matching(ALICE, ["Kunde", "Mail"]) is None  # a column fewer: another file
+    assert service.recipes.matching(BOB, ["Kunde", "Mail", "Betrag"]) is None  # alice's own, not bob's
+    params, read_as = applied(service.recipes.get(ALICE, "crm monthly export"), None, None)
     april = service.submit_file(ALICE, "April", offered.task_type, params, semicolons(MONTHLY), read_as)
-    assert (april.payload["email_column"], april.input_format["delimiter"]) == ("Mail", ";")
+    assert (april.payload["email_column"], april.input_format.delimiter) == ("Mail", ";")
 
 
 def test_a_name_taken_is_refused_unless_replaced(service: TaskService) -> None:
     task_id = first_month(service)
-    service.save_recipe(ALICE, "Monthly", task_id)
+    service.recipes.save(ALICE, "Monthly", task_id)
     with pytest.raises(InvalidInput, match="there is already a recipe named 'monthly'"):
-        service.save_recipe(ALICE, "monthly", task_id)  # names that differ in case are one recipe
-    again = service.save_recipe(ALICE, "Monthly", task_id, replace=True)
-    assert [r.saved_at for r in service.list_recipes(ALICE)] == [again.saved_at]
+        service.recipes.save(ALICE, "monthly", task_id)  # names that differ in case are one recipe
+    again = service.recipes.save(ALICE, "Monthly", task_id, replace=True)
+    assert [r.saved_at for r in service.recipes.list(ALICE)] == [again.saved_at]
 
 
 def test_a_replace_that_lost_a_race_is_told_and_keeps_the_winner(service: TaskService) -> None:
     task_id = first_month(service)
-    service.save_recipe(ALICE, "Monthly", task_id)
+    service.recipes.save(ALICE, "Monthly", task_id)
     store = service.store
     real_get = store.get
 
@@ -79,31 +79,31 @@ def test_a_replace_that_lost_a_race_is_told_and_keeps_the_winner(service: TaskSe
     store.get = get_then_someone_else_writes  # type: ignore[method-assign]
     try:
         with pytest.raises(InvalidInput, match="was changed by someone else just now; try again"):
-            service.save_recipe(ALICE, "Monthly", task_id, replace=True)
+            service.recipes.save(ALICE, "Monthly", task_id, replace=True)
     finally:
         store.get = real_get  # type: ignore[method-assign]
-    assert service.recipe(ALICE, "Monthly").task_type == "copy"  # the winner's, not overwritten
+    assert service.recipes.get(ALICE, "Monthly").task_type == "copy"  # the winner's, not overwritten
 
 
 def test_shared_recipes_are_an_operators_and_everyone_is_offered_them(service: TaskService) -> None:
     task_id = first_month(service, OPS)
     with pytest.raises(AccessDenied, match="only an operator can share"):
         service._recipes.save(ALICE, Recipe("Team", "alice", "copy", shared=True))
-    service.save_recipe(OPS, "Team export", task_id, shared=True)
-    assert [r.describe() for r in service.list_recipes(BOB)] == ["“Team export” (shared: email_enrichment)"]
-    offered = service.recipe_for(BOB, MONTHLY[0])
+    service.recipes.save(OPS, "Team export", task_id, shared=True)
+    assert [r.describe() for r in service.recipes.list(BOB)] == ["“Team export” (shared: email_enrichment)"]
+    offered = service.recipes.matching(BOB, MONTHLY[0])
     assert offered is not None and offered.shared
     # Bob's own recipe for the same header is offered before the shared one.
     service._recipes.save(BOB, Recipe("Mine", "bob", "copy", header=list(MONTHLY[0])))
-    mine = service.recipe_for(BOB, MONTHLY[0])
+    mine = service.recipes.matching(BOB, MONTHLY[0])
     assert mine is not None and mine.name == "Mine"
     with pytest.raises(AccessDenied, match="only an operator can remove a shared recipe"):
-        service.remove_recipe(BOB, "Team export", shared=True)
-    service.remove_recipe(OPS, "Team export", shared=True)
-    service.remove_recipe(BOB, "Mine")
-    assert service.list_recipes(BOB) == []
+        service.recipes.remove(BOB, "Team export", shared=True)
+    service.recipes.remove(OPS, "Team export", shared=True)
+    service.recipes.remove(BOB, "Mine")
+    assert service.recipes.list(BOB) == []
     with pytest.raises(InvalidInput, match="there is no recipe named 'Mine' to remove"):
-        service.remove_recipe(BOB, "Mine")
+        service.recipes.remove(BOB, "Mine")
 
 
 def test_a_workbook_recipe_keeps_its_sheet_and_header_row(service: TaskService) -> None:
@@ -118,7 +118,7 @@ def test_a_workbook_recipe_keeps_its_sheet_and_header_row(service: TaskService) 
     book.save(data)
     fmt = {"kind": "xlsx", "sheet": "Orders"}
     task_id = service.submit_file(ALICE, "book", "email_enrichment", None, data.getvalue(), fmt).task_id
-    saved = service.save_recipe(ALICE, "Orders book", task_id)
+    saved = service.recipes.save(ALICE, "Orders book", task_id)
     assert saved.input_format == {"kind": "xlsx", "sheet": "Orders", "header_row": 3}
     assert saved.header == ["Order", "Email"] and same_header(saved.header, ["email", "ORDER"])
 
@@ -130,18 +130,18 @@ def test_recipes_that_could_not_make_a_task_are_refused(service: TaskService) ->
         service._recipes.save(ALICE, Recipe("Bad", "alice", "copy", params={"colour": "red"}))
     with pytest.raises(InvalidInput, match="give the recipe a name"):  # as a task is told
         service._recipes.save(ALICE, Recipe("   ", "alice", "copy"))
-    assert service.list_recipes(ALICE) == []
+    assert service.recipes.list(ALICE) == []
 
 
 def test_a_half_done_delete_is_no_recipe_and_its_name_is_free(service: TaskService) -> None:
     # A store without conditional deletes (LocalStack) leaves an empty object where a recipe was.
     key = service.layout.recipe_key("alice", "monthly")
     service.store.put(key, b"", PutMode.CREATE)
-    assert service.list_recipes(ALICE) == []
+    assert service.recipes.list(ALICE) == []
     with pytest.raises(InvalidInput, match="there is no recipe named 'Monthly'"):
-        service.recipe(ALICE, "Monthly")
-    service.save_recipe(ALICE, "Monthly", first_month(service))
-    assert service.recipe(ALICE, "Monthly").params["email_column"] == "Mail"
+        service.recipes.get(ALICE, "Monthly")
+    service.recipes.save(ALICE, "Monthly", first_month(service))
+    assert service.recipes.get(ALICE, "Monthly").params["email_column"] == "Mail"
 
 
 def test_names_too_long_for_a_key_and_objects_that_are_no_recipe_are_plain_refusals(service: TaskService) -> None:
@@ -155,8 +155,8 @@ def test_names_too_long_for_a_key_and_objects_that_are_no_recipe_are_plain_refus
     for name, body in stored.items():
         service.store.put(service.layout.recipe_key("alice", name), body, PutMode.CREATE)
         with pytest.raises(InvalidInput, match=rf"recipes/own/alice/{name}\.json is (not a recipe|larger than)"):
-            service.recipe(ALICE, name)
-    assert service.list_recipes(ALICE) == []  # none of them listed as a recipe
+            service.recipes.get(ALICE, name)
+    assert service.recipes.list(ALICE) == []  # none of them listed as a recipe
 
 
 #: Characters a task name refuses (s3task.safetext), each with the words the refusal names it by.
@@ -185,17 +185,17 @@ def test_a_recipe_name_refuses_what_a_task_name_refuses_in_the_same_words(
     assert task_refused.value.message == f"the task name may hold only visible text and spaces, not {named}"
     task_id = first_month(service)
     with pytest.raises(InvalidInput) as from_a_task:
-        service.save_recipe(ALICE, name, task_id)
+        service.recipes.save(ALICE, name, task_id)
     with pytest.raises(InvalidInput) as saved_directly:
         service._recipes.save(ALICE, Recipe(name, "alice", "copy"))
     for refused in (from_a_task, saved_directly):
         assert refused.value.message == task_refused.value.message.replace("task name", "recipe name")
-    assert service.list_recipes(ALICE) == []
+    assert service.recipes.list(ALICE) == []
 
 
 def test_a_plain_recipe_name_in_any_script_is_still_saved(service: TaskService) -> None:
     task_id = first_month(service)
     for name in ("CRM monthly export", "Müller & Søn – März", "月次レポート", "👩\u200d💻 dev report", "هیچ\u200cکس"):
-        assert service.save_recipe(ALICE, name, task_id).name == name
-    assert service.save_recipe(ALICE, "  spaced   out  ", task_id).name == "spaced out"
-    assert len(service.list_recipes(ALICE)) == 6
+        assert service.recipes.save(ALICE, name, task_id).name == name
+    assert service.recipes.save(ALICE, "  spaced   out  ", task_id).name == "spaced out"
+    assert len(service.recipes.list(ALICE)) == 6

@@ -304,7 +304,7 @@ def test_a_recipe_fills_the_builder_again(page, service: TaskService) -> None:
         {"step": "join_columns", "columns": ["Region", "Name"], "into": "Who"},  # joined with " ", left out
     ]
     march = service.submit_file(ANN, "March", "steps", {"steps": built}, csv_bytes(ORDERS))
-    service.save_recipe(ANN, "Orders monthly", march.task_id)
+    service.recipes.save(ANN, "Orders monthly", march.task_id)
     april = [ORDERS[0], ["7", "North", "Dee", ""], ["8", "West", "", ""]]
     at = page.file_uploader[0].set_value(("april.csv", csv_bytes(april), "text/csv")).run()
     button(at, "Use this recipe").click().run()

@@ -35,7 +35,6 @@ from workbooks import bad_workbooks, xlsxwriter_book
 from worked import work
 
 from s3task import cli, errors, handlers, lifecycle, processing
-from s3task.csvio import InputFormat
 from s3task.progress import Progress
 from s3task.record import TaskRecord
 from s3task.records import update_record
@@ -268,7 +267,7 @@ def failed(tasks: TaskService, task_id: str, memory: bool = False) -> None:
             source = io.BytesIO(raw.read())
         with pytest.raises(errors.InvalidInput) as refused:
             processing.run(record.task_type, dict(record.payload), source, io.BytesIO(), lambda _p: None,
-                           input_format=InputFormat.from_dict(record.input_format))  # fmt: skip
+                           input_format=record.read_as)  # fmt: skip
         error, permanent = str(refused.value), True
     update_record(tasks.store, tasks.layout, task_id,
                   lambda r, now: lifecycle.fail(r, now, lease=lease, error=error, permanent=permanent))  # fmt: skip
@@ -420,7 +419,7 @@ def test_the_new_task_page_is_in_words(
     monkeypatch.setenv("S3TASK_DIRECT_UPLOAD", "0")  # the whole file through Streamlit's uploader
     march = made(service, "March", "email_enrichment", PEOPLE)
     work(service, march)
-    service.save_recipe(ANN, "CRM monthly", march)  # offered for a file with the same columns
+    service.recipes.save(ANN, "CRM monthly", march)  # offered for a file with the same columns
     bad = bad_workbooks(tmp_path)
     files = {
         "people.csv": PEOPLE,

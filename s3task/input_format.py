@@ -9,9 +9,10 @@ old .xls) are OLE2 files, taken as workbooks so that the reader refuses them in 
 Stored, a CSV's format is ``{"delimiter", "encoding"}`` exactly as before workbooks were read (a
 record without ``kind`` is a CSV); a workbook's is ``{"kind": "xlsx", "sheet", "header_row"}``,
 the sheet and header row taken when it was submitted. In a request (and in a record not yet
-submitted) a ``kind`` left out means: what the file shows.
+submitted, a :class:`FormatRequest`) a ``kind`` left out means: what the file shows. Read from JSON,
+either is checked once (:func:`parse_input_format`) and stays typed from there on.
 
-Detection of the rest, and the reading of text in another encoding, are :mod:`.dialect`'s.
+Detection of the rest, and the reading of text in another encoding, are :mod:`s3task.csvio.dialect`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidInput
+from .errors import InvalidInput
 
 #: Delimiters offered, with how the page names them.
 DELIMITERS: dict[str, str] = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "pipes (|)"}
@@ -139,6 +140,48 @@ class InputFormat:
         sheet = "the sheet it opens on" if self.sheet is None else f"sheet {self.sheet!r}"
         header = "header row found under any title" if self.header_row is None else f"header in row {self.header_row:,}"
         return f"{KINDS[self.kind]} · {sheet} · {header}"
+
+
+@dataclass(frozen=True)
+class FormatRequest:
+    """A format as asked for, before the file settles it (a record not yet submitted keeps one): the
+    delimiter and the encoding may each be ``detect`` (the encoding also ``utf-16``), and a ``kind`` of
+    None means what the file shows. :meth:`settled` is the :class:`InputFormat` it already names, if it
+    names one; otherwise submitting the file settles it (:func:`~s3task.csvio.dialect.resolve`)."""
+
+    delimiter: str = ","
+    encoding: str = "utf-8"
+    kind: str | None = None
+    sheet: str | None = None
+    header_row: int | None = None
+
+    @classmethod
+    def parse(cls, data: AskedFormat | None) -> FormatRequest:
+        """Checked once, here (:func:`parse_input_format`, detection allowed): a request's JSON, or a
+        format already typed (a settled one is asked for again as it is)."""
+        if isinstance(data, FormatRequest):
+            return data
+        if isinstance(data, InputFormat):
+            data = data.to_dict()
+        return cls(**parse_input_format(data, allow_detect=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored and as :func:`parse_input_format` gives it: the settings given, no None."""
+        chosen = {"delimiter": self.delimiter, "encoding": self.encoding, "kind": self.kind}
+        chosen.update(sheet=self.sheet, header_row=self.header_row)
+        return {key: value for key, value in chosen.items() if value is not None}
+
+    def settled(self) -> InputFormat:
+        """The format this request names already (a ``kind`` left out: a CSV); :class:`InvalidInput` while
+        something in it is still to be detected."""
+        pending = [key for key, value in self.to_dict().items() if value in (DETECT, BY_BOM)]
+        if pending:
+            raise InvalidInput(f"the input format's {' and '.join(pending)} has not been detected yet")
+        return InputFormat.from_dict(self.to_dict())
+
+
+#: A format as a door takes it: a request's JSON (the API, the CLI, a recipe), or one already typed (the page).
+AskedFormat = Mapping[str, Any] | FormatRequest | InputFormat
 
 
 def parse_input_format(data: Mapping[str, Any] | None, *, allow_detect: bool = False) -> dict[str, Any]:

@@ -1,0 +1,49 @@
+"""Recipes at the door (``service.recipes``): the settings of a task kept under a name, for the file that
+comes back next month, as a user saves, finds, lists and removes them. Storing them (conditional writes
+only) is :class:`~s3task.tasks.recipes.Recipes`'."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidInput
+from . import access, recipes
+from .input_check import header_of
+
+if TYPE_CHECKING:
+    from ..store.base import ObjectStore
+    from .access import Actor
+    from .recipes import Recipe, Recipes
+    from .transitions import Transitions
+
+
+class RecipeShelf:
+    """A user's recipes and the shared ones (see the module)."""
+
+    def __init__(self, store: ObjectStore, transitions: Transitions, kept: Recipes) -> None:
+        self._store, self._transitions, self._kept = store, transitions, kept
+
+    def save(self, actor: Actor, name: str, task_id: str, *, shared: bool = False, replace: bool = False) -> Recipe:
+        """A recipe made from the task ``task_id`` (submitted: its format and columns are settled)."""
+        record = self._transitions.get(actor, task_id)
+        access.require(actor, record, "make a recipe of")
+        if record.input_etag is None:
+            raise InvalidInput(f"task {task_id} was never submitted, so its file's format is not known yet")
+        recipe = recipes.from_task(record, name, header_of(self._store, record), shared=shared)
+        return self._kept.save(actor, recipe, replace=replace)
+
+    def get(self, actor: Actor, name: str) -> Recipe:
+        """This user's recipe of that name, else the shared one (NotFound: neither)."""
+        return self._kept.get(actor, name)
+
+    def list(self, actor: Actor) -> builtins.list[Recipe]:
+        return self._kept.list(actor)
+
+    def remove(self, actor: Actor, name: str, *, shared: bool = False) -> None:
+        self._kept.remove(actor, name, shared=shared)
+
+    def matching(self, actor: Actor, header: Sequence[str]) -> Recipe | None:
+        """The recipe this user may use whose columns are the file's ``header``, if any."""
+        return self._kept.matching(actor, header)
