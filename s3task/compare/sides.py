@@ -52,6 +52,7 @@ def connect(memory_mb: int, scratch: str | None) -> Any:
 
 def load(con: Any, table: str, label: str, tables: Iterable[pa.Table]) -> Side:
     """Every block of ``tables`` into the DuckDB table ``table``, its row numbers added; the types on the way."""
+    import numpy as np
     import pyarrow as pa
 
     stream = iter(tables)
@@ -67,7 +68,7 @@ def load(con: Any, table: str, label: str, tables: Iterable[pa.Table]) -> Side:
             if block.column_names != names:
                 raise InvalidInput(f"{label} changes its columns part way through")
             stored = pa.table(
-                [*block.columns, pa.array(range(count, count + block.num_rows), pa.int64())],
+                [*block.columns, pa.array(np.arange(count, count + block.num_rows, dtype=np.int64))],
                 names=[*(f"c{i}" for i in range(len(names))), "r"],
             )
             con.register("incoming", stored)
