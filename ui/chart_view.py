@@ -32,6 +32,8 @@ PREPARING = {
     "count": "Counting every row of the column…",
     "": "Counting every row of the column…",
 }
+#: Bars whose counts are said beside the chart; more (a bar a day over three months) are said in a fold.
+BARS_SAID = 24
 _OWN: weakref.WeakKeyDictionary[TaskService, Charts] = weakref.WeakKeyDictionary()
 
 
@@ -113,7 +115,11 @@ def _summary(summary: core.ColumnSummary) -> None:
     drawn, said = st.columns([3, 2], gap="medium")
     with said:
         st.markdown("**" + fmt.plain(words) + "**")
-        st.caption(fmt.plain(core.bars_in_words(summary)))
+        if len(summary.bars) <= BARS_SAID:
+            st.caption(fmt.plain(core.bars_in_words(summary)))
+        else:
+            with st.expander(f"The count of each of the {len(summary.bars):,} bars"):
+                st.caption(fmt.plain(core.bars_in_words(summary)))
         if summary.approximate:
             st.caption(
                 f"More than {core.EXACT_VALUES:,} different values: their number is an estimate, and the "
@@ -151,7 +157,7 @@ def altair_chart(summary: core.ColumnSummary) -> Any:
     title = f"{summary.column} (per {summary.unit})" if summary.kind == "date" else summary.column
     return (
         alt.Chart(frame, description=words)
-        .mark_bar()
+        .mark_bar(orient="vertical")  # bars from x to x2 would be drawn lying down otherwise
         .encode(
             x=alt.X(f"start:{way}", title=title, bin="binned") if way == "Q" else alt.X(f"start:{way}", title=title),
             x2=alt.X2(f"end:{way}"),
