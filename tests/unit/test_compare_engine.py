@@ -224,3 +224,11 @@ def test_keys_compare_as_text_and_a_column_named_twice_is_refused() -> None:
 def test_the_refusal_without_keys_suggests_or_says_that_none_is_unique() -> None:
     assert str(refuse_without_keys(["id", "email"])).endswith("unique in both results: id, email")
     assert "no single column has unique values in both results" in str(refuse_without_keys([]))
+
+
+def test_numbers_written_differently_are_equal_in_a_numeric_column() -> None:
+    old = {"k": ["a", "b", "c", "d"], "whole": ["+5", "-0", "7", "8"], "real": ["1e3", ".5", "0.10", "2"]}
+    new = {"k": ["a", "b", "c", "d"], "whole": ["5", "0", "7", "9"], "real": ["1000", "0.5", "0.1", "2.000001"]}
+    summary, rows = run(side(old), side(new), ["k"])
+    assert summary.numeric_columns == ["whole", "real"]
+    assert summary.columns_changed == {"whole": 1, "real": 1} and rows[1:] == [["->", "d", "8->9", "2->2.000001"]]
