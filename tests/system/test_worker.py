@@ -13,7 +13,7 @@ from procs import S3Workers, child_env, run, worker_args
 from s3proxy import proxy_server
 from support import csv_rows
 
-from s3task import lifecycle
+from s3task import errors, lifecycle
 from s3task.records import update_record
 from s3task.tasks import Actor
 
@@ -157,7 +157,7 @@ def test_late_heartbeat_never_resurrects_an_expired_task(s3: S3Workers) -> None:
     update_record(s3.store, s3.layout, task_id, lambda r, t: lifecycle.expire(r, t + later, grace_seconds=0))
     update_record(s3.store, s3.layout, task_id, lambda r, t: lifecycle.retry(r, t, automatic=False))
     before = s3.record(task_id)
-    with pytest.raises(lifecycle.NotOwner):
+    with pytest.raises(errors.NotOwner):
         update_record(
             s3.store,
             s3.layout,

@@ -7,7 +7,7 @@ import json
 import pytest
 from recordkit import LAYOUT, Wrapper, make_record, submit
 
-from s3task import lifecycle
+from s3task import errors, lifecycle
 from s3task.errors import (
     AlreadyExists,
     Conflict,
@@ -263,7 +263,7 @@ def test_a_refusal_on_the_fresh_record_is_raised_not_overwritten(local_store: Ob
                 update_record(self.inner, LAYOUT, record.task_id, lambda r, now: lifecycle.cancel(r, now, by="bob"))
             return self.inner.put(key, body, mode, **kwargs)
 
-    with pytest.raises(lifecycle.InvalidTransition, match="is cancelled"):
+    with pytest.raises(errors.InvalidTransition, match="is cancelled"):
         update_record(CancelledMeanwhile(local_store), LAYOUT, record.task_id, submit)
     assert read_record(local_store, LAYOUT, record.task_id)[0].status == "abandoned"
 
