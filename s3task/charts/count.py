@@ -1,11 +1,11 @@
-"""Counting one column of the Parquet copy of a result, row group by row group, in bounded memory.
+"""Counting one column of the Parquet copy of a result, a batch of rows at a time, in bounded memory.
 
-Only the asked column is read, one row group at a time (the copy has one per block of the output the
-worker wrote, a few MB). A number or date column's smallest and largest values come from the row groups'
-statistics (written with the copy), so its histogram takes one pass; without them, a first pass finds them.
-A text column's values are counted by the profile's own counter (:class:`~s3task.handlers.profile.ColumnStats`):
-exactly up to :data:`EXACT_VALUES` different values, beyond that the most common ones held and the number of
-different values estimated.
+Only the asked column is read, :data:`BATCH_ROWS` rows at a time (a few MB of one column). A number or
+date column's smallest and largest values come from the row groups' statistics (written with the copy), so
+its histogram takes one pass; without them, a first pass finds them. A text column's values are counted by
+the profile's own counter (:class:`~s3task.handlers.profile.ColumnStats`): exactly up to
+:data:`EXACT_VALUES` different values, beyond that the most common ones held and the number of different
+values estimated.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 TOP_VALUES = 10
 #: Different values of a text column counted exactly (the counter holds at most twice as many at once).
 EXACT_VALUES = 50_000
+#: Rows of the column read and counted at once (a few MB of one column, whatever the result's size).
+BATCH_ROWS = 1 << 18
 #: Longer values are shortened in a summary (the chart's label and its words).
 SHOW_CHARS = 80
 
@@ -87,10 +89,14 @@ def _seekable(source: BinaryIO) -> _Spooled:
 
 
 def _chunks(parquet: pq.ParquetFile, index: int) -> Iterator[pa.Array]:
-    """The column, one row group at a time (the same ``string`` type whatever the group)."""
-    for group in range(parquet.num_row_groups):
-        table = parquet.read_row_group(group, columns=[parquet.schema_arrow.field(index).name])
-        yield table.column(0).combine_chunks()
+    """The column, :data:`BATCH_ROWS` rows at a time (across the copy's row groups: each step of the counting
+    has a cost per call, so a few large batches cost less than many small ones)."""
+    import pyarrow as pa
+
+    name = parquet.schema_arrow.field(index).name
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=[name], use_threads=False):
+        column = batch.column(0)
+        yield column if isinstance(column, pa.Array) else column.combine_chunks()
 
 
 def _text(parquet: pq.ParquetFile, index: int, column: str, arrow_type: pa.DataType) -> ColumnSummary:
