@@ -75,6 +75,18 @@ def big_book(path: Path, rows: int, *, fast: bool = False) -> bytes:
     return with_pictures(path.read_bytes())
 
 
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The 20,000-row book of :func:`big_book`, written once for the tests that only read it (a second each)."""
+    return big_book(tmp_path_factory.mktemp("big") / "big.xlsx", 20_000)
+
+
+@pytest.fixture(scope="module")
+def big_whole(big: bytes) -> tuple[str, int, list[str], list[list[str]]]:
+    """:func:`big` read whole (once: the tests compare with it, never change it)."""
+    return rows_of(io.BytesIO(big))
+
+
 def test_a_sparse_file_reads_what_was_sent_and_refuses_what_was_not() -> None:
     file = SparseFile(100, [(10, b"abcde"), (13, b"defgh"), (90, b"0123456789xyz")])  # overlapping ranges join
     assert file.seek(0, 2) == 100 and file.held() == 8 + 10
@@ -105,9 +117,9 @@ def test_what_the_browser_sends_reads_as_the_whole_workbook(tmp_path: Path, buil
     assert sum(len(part) for _at, part in browser_ranges(padded)) < 16 * 1024
 
 
-def test_where_the_bytes_sent_end_the_rows_end_and_each_shown_is_the_files(tmp_path: Path) -> None:
-    data = big_book(tmp_path / "big.xlsx", 20_000)
-    _sheet, header, names, every = rows_of(io.BytesIO(data))
+def test_where_the_bytes_sent_end_the_rows_end_and_each_shown_is_the_files(big: bytes, big_whole) -> None:
+    data = big
+    _sheet, header, names, every = big_whole
     source = sent(data)
     sheet, found, seen, first = rows_of(source)
     assert (sheet, found, seen) == ("Big", header, names) == ("Big", 3, ["id", "name", "city", "amount"])
@@ -125,10 +137,10 @@ def test_a_sheet_without_a_dimension_has_its_rows_counted_when_the_task_runs(tmp
     assert first and first == every[: len(first)]
 
 
-def test_a_text_past_the_shared_strings_sent_is_a_marker_never_another_text(tmp_path: Path) -> None:
-    data = big_book(tmp_path / "big.xlsx", 20_000)
+def test_a_text_past_the_shared_strings_sent_is_a_marker_never_another_text(big: bytes, big_whole) -> None:
+    data = big
     few = {**WORKBOOK_BYTES, "strings": 4096}  # the texts of the first few hundred rows only
-    _sheet, _header, _names, every = rows_of(io.BytesIO(data))
+    _sheet, _header, _names, every = big_whole
     _sheet, _header, _names, first = rows_of(sent(data, few))
     marked = [i for i, row in enumerate(first) if NOT_SENT_TEXT in row]
     assert 10 < marked[0] < len(first) - 1
@@ -179,8 +191,8 @@ def _ole2_far(data: bytes) -> tuple[bytes, tuple[tuple[int, bytes], ...]]:
     return far, ((at, far[at : at + 8192]),)
 
 
-def test_a_header_row_past_the_rows_sent_is_left_to_the_submit_one_past_the_sheet_is_refused(tmp_path: Path) -> None:
-    data = big_book(tmp_path / "big.xlsx", 20_000)
+def test_a_header_row_past_the_rows_sent_is_left_to_the_submit_one_past_the_sheet_is_refused(big: bytes) -> None:
+    data = big
     far = InputFormat(kind="xlsx", sheet="Big", header_row=15_000)  # in the sheet, not in the part sent
     found = inspect_upload("big.xlsx", len(data), sent(data), input_format=far)
     assert found.ok and found.input_format == far and not found.columns
