@@ -38,7 +38,7 @@ from s3task.store.base import PutMode
 #: (qualified-name prefix of an s3task function on the stack, phase); the innermost match wins.
 PHASES = (
     ("Presence.beat", "presence"),
-    ("Attempt._heartbeat", "heartbeat"),
+    ("Holding._heartbeat", "heartbeat"),  # s3task/worker/holding.py
     ("Attempt._finish", "finish"),
     ("Attempt._fail", "fail"),
     ("Attempt._release", "release"),
