@@ -218,3 +218,13 @@ def test_date_bars_follow_the_span() -> None:
     assert charts.date_bins(day, np.datetime64("2024-04-05")).unit == "month"
     bins = charts.date_bins(np.datetime64("0001-01-01"), np.datetime64("9999-12-31"))
     assert bins.unit == "year" and bins.count <= 41
+
+
+def test_columns_named_with_a_dot_or_as_a_formula_are_charted_by_their_own_names(service) -> None:
+    record = completed(service, csv("a.b,=total,n", ["1,x,5", "2,y,6", ",x,7"]))
+    made = Charts(service)
+    assert made.chart_columns(ADA, record.task_id) == ["a.b", "=total", "n"]  # as the task wrote them, no '
+    dotted = made.column_summary(ADA, record.task_id, "a.b")
+    assert (dotted.kind, dotted.rows, dotted.empty, dotted.low, dotted.high) == ("number", 3, 1, 1, 2)
+    formula = made.column_summary(ADA, record.task_id, "=total")
+    assert [(bar.label, bar.count) for bar in formula.bars] == [("x", 2), ("y", 1)]
