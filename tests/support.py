@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,16 @@ from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def four_parts() -> bytes:
+    """A CSV of three whole upload parts and 100 bytes more (25 MB), made when a test first asks for it (half a
+    second): made at import, it cost every test process that second at collection, the fast loop's too, which
+    runs none of the tests that send it."""
+    from s3task.tasks.resumable import PART_SIZE
+
+    return b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
 
 
 def csv_rows(n: int) -> bytes:

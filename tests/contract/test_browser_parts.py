@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_store
+from support import four_parts
 
 from s3task.errors import InvalidInput
 from s3task.fingerprint import Fingerprint, of_stream
@@ -26,7 +27,6 @@ pytestmark = pytest.mark.slow  # files of four parts, over moto
 
 ADA = Actor("ada")
 LAYOUT = Layout("batch-tasks")
-DATA = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
 
 
 @pytest.fixture
@@ -50,10 +50,10 @@ def part(data: bytes, n: int) -> bytes:
 
 def test_a_browser_upload_is_noted_then_continued_with_only_the_missing_parts(s3) -> None:
     service = TaskService(s3, LAYOUT)
-    picked = chosen(DATA)
+    picked = chosen(four_parts())
     file = picked.fingerprint()
-    assert file is not None and file == of_stream(io.BytesIO(DATA), "data.csv", len(DATA))
-    first = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    assert file is not None and file == of_stream(io.BytesIO(four_parts()), "data.csv", len(four_parts()))
+    first = service.begin_browser_upload(ADA, "big", "copy", None, None, len(four_parts()), file)
     task_id = first.task_id
     assert first.parts is not None and len(first.parts) == 4 and all(first.parts) and first.held == {}
     noted = read_record(s3, LAYOUT, task_id)[0]
@@ -62,26 +62,26 @@ def test_a_browser_upload_is_noted_then_continued_with_only_the_missing_parts(s3
 
     key = noted.input_object_path
     assert first.upload_id is not None
-    sent = {n: s3.upload_part(key, first.upload_id, n, part(DATA, n)) for n in (1, 3)}
-    s3.upload_part(key, first.upload_id, 4, part(DATA, 4)[:-1])  # cut short: not kept
+    sent = {n: s3.upload_part(key, first.upload_id, n, part(four_parts(), n)) for n in (1, 3)}
+    s3.upload_part(key, first.upload_id, 4, part(four_parts(), 4)[:-1])  # cut short: not kept
 
     again = TaskService(s3, LAYOUT)  # the page reloaded, or another app process: nothing remembered
     plan = again.continue_browser_upload(ADA, task_id, file)
     assert plan.upload_id == first.upload_id and plan.held == sent
     assert plan.parts is not None and [bool(u) for u in plan.parts] == [False, True, False, True]
-    browser_sent = {"parts": [[2, s3.upload_part(key, first.upload_id, 2, part(DATA, 2))],
-                              [4, s3.upload_part(key, first.upload_id, 4, part(DATA, 4))]]}  # fmt: skip
+    browser_sent = {"parts": [[2, s3.upload_part(key, first.upload_id, 2, part(four_parts(), 2))],
+                              [4, s3.upload_part(key, first.upload_id, 4, part(four_parts(), 4))]]}  # fmt: skip
     queued = again.finish_browser_upload(ADA, plan, direct.sent_parts(browser_sent))
     assert (queued.task_id, queued.status) == (task_id, "queued")
-    assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(DATA).digest()
+    assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(four_parts()).digest()
 
 
 def test_another_file_is_refused_in_words_and_the_task_and_its_upload_stay(s3) -> None:
     service = TaskService(s3, LAYOUT)
-    picked = chosen(DATA)
+    picked = chosen(four_parts())
     file = picked.fingerprint()
     assert file is not None
-    task_id = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file).task_id
+    task_id = service.begin_browser_upload(ADA, "big", "copy", None, None, len(four_parts()), file).task_id
     before = read_record(s3, LAYOUT, task_id)
 
     def other(data: bytes, name: str = "data.csv") -> Fingerprint:
@@ -89,7 +89,7 @@ def test_another_file_is_refused_in_words_and_the_task_and_its_upload_stay(s3) -
         assert found is not None
         return found
 
-    edited = DATA[:-10] + b"9999999999"  # the same size and name, another end
+    edited = four_parts()[:-10] + b"9999999999"  # the same size and name, another end
     with pytest.raises(InvalidInput) as refused:
         service.continue_browser_upload(ADA, task_id, other(edited))
     assert str(refused.value) == (
@@ -97,20 +97,20 @@ def test_another_file_is_refused_in_words_and_the_task_and_its_upload_stay(s3) -
         "start or end); nothing was sent, and the task still waits for 'data.csv'"
     )
     with pytest.raises(InvalidInput, match=r"made for 'data\.csv', not 'other\.csv'"):
-        service.continue_browser_upload(ADA, task_id, other(DATA, "other.csv"))
+        service.continue_browser_upload(ADA, task_id, other(four_parts(), "other.csv"))
     assert read_record(s3, LAYOUT, task_id) == before  # nothing written, nothing started
 
 
 def test_a_browser_without_a_digest_uploads_as_before_and_the_task_cannot_be_continued(s3) -> None:
     service = TaskService(s3, LAYOUT)
-    picked = chosen(DATA)
+    picked = chosen(four_parts())
     blind = direct.Chosen(picked.id, picked.name, picked.size, picked.head)  # no Web Crypto on the page
     plan = service.begin_browser_upload(ADA, "big", "copy", None, None, blind.size, blind.fingerprint())
     assert plan.parts is not None and len(plan.parts) == 4 and plan.upload_id and not plan.continuable
     record = read_record(s3, LAYOUT, plan.task_id)[0]
     assert record.input_upload == {} and record.input_fingerprint == {}
     with pytest.raises(InvalidInput, match="has no record of the file it was made for"):
-        service.same_file(record, of_stream(io.BytesIO(DATA), "data.csv", len(DATA)))
+        service.same_file(record, of_stream(io.BytesIO(four_parts()), "data.csv", len(four_parts())))
 
 
 def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(s3, monkeypatch) -> None:
@@ -119,14 +119,14 @@ def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(
     from s3task.errors import StoreUnavailable, UploadInterrupted
 
     service = TaskService(s3, LAYOUT)
-    picked = chosen(DATA)
+    picked = chosen(four_parts())
     file = picked.fingerprint()
     assert file is not None
-    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(four_parts()), file)
     task_id = plan.task_id
     assert plan.upload_id is not None
     key = read_record(s3, LAYOUT, task_id)[0].input_object_path
-    report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(DATA, n))] for n in (1, 2, 3, 4)]}
+    report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(four_parts(), n))] for n in (1, 2, 3, 4)]}
 
     def unavailable(*args, **kwargs):
         raise StoreUnavailable(f"the store failed on {key} (InternalError)")
@@ -142,20 +142,22 @@ def test_the_store_failing_at_the_join_keeps_the_task_and_its_parts_to_continue(
     assert again.parts == (None, None, None, None)  # continuing sends nothing: the store holds it all
     queued = service.finish_browser_upload(ADA, again)
     assert queued.status == "queued"
-    assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(DATA).digest()
+    assert hashlib.sha256(s3.get(key).body).digest() == hashlib.sha256(four_parts()).digest()
 
 
 def test_a_refusal_at_the_join_still_cancels_the_task_and_drops_its_parts(s3) -> None:
     """Not every failure keeps the task: a file of another size than the browser said is refused for good."""
     service = TaskService(s3, LAYOUT)
-    picked = chosen(DATA)
+    picked = chosen(four_parts())
     file = picked.fingerprint()
     assert file is not None
-    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(four_parts()), file)
     task_id = plan.task_id
     assert plan.upload_id is not None
     key = read_record(s3, LAYOUT, task_id)[0].input_object_path
-    report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(DATA, n))] for n in (1, 2, 3, 4)]}
+    report = {"parts": [[n, s3.upload_part(key, plan.upload_id, n, part(four_parts(), n))] for n in (1, 2, 3, 4)]}
     with pytest.raises(InvalidInput):
-        service.finish_browser_upload(ADA, dataclasses.replace(plan, size=len(DATA) + 1), direct.sent_parts(report))
+        service.finish_browser_upload(
+            ADA, dataclasses.replace(plan, size=len(four_parts()) + 1), direct.sent_parts(report)
+        )
     assert read_record(s3, LAYOUT, task_id)[0].status == "abandoned"

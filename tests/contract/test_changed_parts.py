@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import requests
 from conftest import make_store
+from support import four_parts
 
 from s3task.errors import UploadInterrupted
 from s3task.fingerprint import of_stream
@@ -33,13 +34,12 @@ pytestmark = pytest.mark.slow  # files of four parts, over HTTP
 
 ADA = Actor("ada")
 LAYOUT = Layout("batch-tasks")
-DATA = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
 #: Stores whose join checks each part's ETag (S3's behaviour).
 CHECKING = ["moto_http", "localstack"]
 
 
-def part(n: int, data: bytes = DATA) -> bytes:
-    return data[(n - 1) * PART_SIZE : n * PART_SIZE]
+def part(n: int, data: bytes | None = None) -> bytes:
+    return (four_parts() if data is None else data)[(n - 1) * PART_SIZE : n * PART_SIZE]
 
 
 def tampered(n: int) -> bytes:
@@ -70,8 +70,8 @@ def test_a_part_sent_again_with_other_bytes_is_said_in_words_and_the_upload_cont
 ) -> None:
     store = make_store(kind, tmp_path, request)
     service = TaskService(store, LAYOUT)
-    file = of_stream(io.BytesIO(DATA), "data.csv", len(DATA))
-    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(DATA), file)
+    file = of_stream(io.BytesIO(four_parts()), "data.csv", len(four_parts()))
+    plan = service.begin_browser_upload(ADA, "big", "copy", None, None, len(four_parts()), file)
     task_id, upload_id = plan.task_id, plan.upload_id
     assert plan.parts is not None and len(plan.parts) == 4 and upload_id
     sent = [(n, put(url, part(n))) for n, url in enumerate(plan.parts, 1)]
@@ -102,10 +102,12 @@ def test_a_part_sent_again_with_other_bytes_is_said_in_words_and_the_upload_cont
     else:  # s3task submit data.csv --name big --type copy --resume
         found_task = again.waiting_upload(ADA, "big", "copy", file)
         assert found_task is not None and found_task.task_id == task_id
-        queued = again.resume_upload(ADA, found_task, io.BytesIO(DATA), file)
+        queued = again.resume_upload(ADA, found_task, io.BytesIO(four_parts()), file)
     assert (queued.task_id, queued.status) == (task_id, "queued")
     stored = store.get(waiting.input_object_path).body
-    assert hashlib.sha256(stored).digest() == hashlib.sha256(DATA).digest()  # the file's bytes, not the other ones
+    assert (
+        hashlib.sha256(stored).digest() == hashlib.sha256(four_parts()).digest()
+    )  # the file's bytes, not the other ones
     assert open_upload_ids(store, waiting.input_object_path) == set()
 
 
@@ -137,8 +139,8 @@ def test_the_cli_says_which_part_changed_and_resume_sends_only_it(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     store = AnotherSender(make_store(kind, tmp_path, request))
-    stream = io.BytesIO(DATA)
-    file = of_stream(stream, "data.csv", len(DATA))
+    stream = io.BytesIO(four_parts())
+    file = of_stream(stream, "data.csv", len(four_parts()))
     with pytest.raises(UploadInterrupted) as stopped:
         TaskService(store, LAYOUT).submit_resumable(ADA, "raced", "copy", None, stream, file)
     (task_id,) = [i for i in (LAYOUT.task_id_of(k) for k in store.list_prefixes(LAYOUT.root)) if i]
@@ -156,4 +158,4 @@ def test_the_cli_says_which_part_changed_and_resume_sends_only_it(
     queued = again.resume_upload(ADA, found, stream, file)
     assert (queued.task_id, queued.status) == (task_id, "queued")
     assert store.sent[before:] == [2]  # only the part that changed
-    assert store.get(queued.input_object_path).body == DATA
+    assert store.get(queued.input_object_path).body == four_parts()

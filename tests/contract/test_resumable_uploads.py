@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import make_store
+from support import four_parts
 
 from s3task.errors import StoreUnavailable, UploadInterrupted
 from s3task.fingerprint import of_stream
@@ -22,7 +23,6 @@ pytestmark = pytest.mark.slow  # files of four parts, over moto: the contract's 
 
 ADA = Actor("ada")
 LAYOUT = Layout("batch-tasks")
-DATA = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((3 * PART_SIZE + 100) // 18))
 
 
 class Flaky:
@@ -55,8 +55,8 @@ def s3(request: pytest.FixtureRequest, tmp_path: Path):
 def test_a_dropped_network_keeps_the_task_and_its_parts_and_the_rest_goes_later(s3) -> None:
     flaky = Flaky(s3, allowed=1)
     service = TaskService(flaky, LAYOUT)
-    stream = io.BytesIO(DATA)
-    file = of_stream(stream, "data.csv", len(DATA))
+    stream = io.BytesIO(four_parts())
+    file = of_stream(stream, "data.csv", len(four_parts()))
     with pytest.raises(UploadInterrupted) as stopped:
         service.submit_resumable(ADA, "flaky", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
@@ -75,13 +75,13 @@ def test_a_dropped_network_keeps_the_task_and_its_parts_and_the_rest_goes_later(
     queued = again.resume_upload(ADA, found, stream, file)
     assert queued.task_id == task_id and queued.status == "queued"
     assert sorted(flaky.sent[len(first) :]) == [n for n in (1, 2, 3, 4) if n not in first]
-    assert s3.get(queued.input_object_path).body == DATA
+    assert s3.get(queued.input_object_path).body == four_parts()
     assert again.waiting_upload(ADA, "flaky", "copy", file) is None  # queued: nothing waits any more
 
 
 def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
     service = TaskService(s3, LAYOUT)
-    bad = b"a,a\n" + DATA[9:]  # a header that repeats a name
+    bad = b"a,a\n" + four_parts()[9:]  # a header that repeats a name
     stream = io.BytesIO(bad)
     with pytest.raises(Exception, match="repeats column names"):
         service.submit_resumable(ADA, "bad", "copy", None, stream, of_stream(stream, "bad.csv", len(bad)))
@@ -92,8 +92,8 @@ def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
 def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
     """The bucket's rule aborts uploads unfinished after a day: the same task then takes the whole file anew."""
     flaky = Flaky(s3, allowed=2)
-    stream = io.BytesIO(DATA)
-    file = of_stream(stream, "data.csv", len(DATA))
+    stream = io.BytesIO(four_parts())
+    file = of_stream(stream, "data.csv", len(four_parts()))
     with pytest.raises(UploadInterrupted):
         TaskService(flaky, LAYOUT).submit_resumable(ADA, "dropped", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
@@ -105,7 +105,7 @@ def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
     queued = again.resume_upload(ADA, again.waiting_upload(ADA, "dropped", "copy", file), stream, file)
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
     assert queued.input_upload["upload_id"] != waiting.input_upload["upload_id"]
-    assert s3.get(queued.input_object_path).body == DATA and task_ids(s3) == [task_id]
+    assert s3.get(queued.input_object_path).body == four_parts() and task_ids(s3) == [task_id]
 
 
 def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) -> None:
@@ -113,8 +113,8 @@ def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) 
         def create_multipart(self, key: str, **kw: Any) -> str:
             raise StoreUnavailable(f"the store did not answer for {key}: timed out")
 
-    stream = io.BytesIO(DATA)
-    file = of_stream(stream, "data.csv", len(DATA))
+    stream = io.BytesIO(four_parts())
+    file = of_stream(stream, "data.csv", len(four_parts()))
     with pytest.raises(UploadInterrupted, match="stopped with 0 of 4 parts in the store"):
         TaskService(NoStart(s3, allowed=10), LAYOUT).submit_resumable(ADA, "late", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
@@ -122,15 +122,15 @@ def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) 
     again = TaskService(flaky, LAYOUT)
     queued = again.resume_upload(ADA, again.waiting_upload(ADA, "late", "copy", file), stream, file)
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
-    assert s3.get(queued.input_object_path).body == DATA
+    assert s3.get(queued.input_object_path).body == four_parts()
 
 
 def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_is_sent_again(s3, monkeypatch) -> None:
     # Found by the outside review: the queueing write failing once cancelled the task, and --resume sent it all again.
     flaky = Flaky(s3, allowed=10)
     service = TaskService(flaky, LAYOUT)
-    stream = io.BytesIO(DATA)
-    file = of_stream(stream, "data.csv", len(DATA))
+    stream = io.BytesIO(four_parts())
+    file = of_stream(stream, "data.csv", len(four_parts()))
     real_queue, failures = service._transitions.queue, []
 
     def queue_once_failing(*args: Any, **kwargs: Any) -> Any:
@@ -151,7 +151,7 @@ def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_i
     queued = again.resume_upload(ADA, found, stream, file)
     assert (queued.task_id, queued.status) == (task_id, "queued")
     assert len(flaky.sent) == sent  # the joined file was recognised: no part sent again
-    assert s3.get(queued.input_object_path).body == DATA
+    assert s3.get(queued.input_object_path).body == four_parts()
 
 
 def test_cancelling_a_task_that_waits_for_its_upload_drops_its_parts(s3) -> None:
@@ -161,8 +161,8 @@ def test_cancelling_a_task_that_waits_for_its_upload_drops_its_parts(s3) -> None
 
     flaky = Flaky(s3, allowed=1)
     service = TaskService(flaky, LAYOUT)
-    stream = io.BytesIO(DATA)
-    file = of_stream(stream, "data.csv", len(DATA))
+    stream = io.BytesIO(four_parts())
+    file = of_stream(stream, "data.csv", len(four_parts()))
     with pytest.raises(UploadInterrupted):
         service.submit_resumable(ADA, "dropped", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
