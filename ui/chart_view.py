@@ -10,7 +10,6 @@ the counts in words beside it, for a screen reader and for whoever wants the fig
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import pandas as pd
@@ -20,7 +19,7 @@ from s3task import charts as core
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
 from s3task.tasks import Actor, TaskService
-from s3task.tasks.charts import Charts, ChartState
+from s3task.tasks.charts import ChartState
 
 from . import format as fmt
 from .context import Context
@@ -34,23 +33,12 @@ PREPARING = {
 }
 #: Bars whose counts are said beside the chart; more (a bar a day over three months) are said in a fold.
 BARS_SAID = 24
-_OWN: weakref.WeakKeyDictionary[TaskService, Charts] = weakref.WeakKeyDictionary()
-
-
-def _charts(service: TaskService) -> Charts:
-    """The service's charts (``service.charts``); a service built before it had them gets its own, once."""
-    found = getattr(service, "charts", None)
-    if found is not None:
-        return found  # type: ignore[no-any-return]
-    if service not in _OWN:
-        _OWN[service] = Charts(service)
-    return _OWN[service]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _columns(_service: TaskService, _actor: Actor, store_url: str, task_id: str, output_path: str) -> list[str]:
     """The result's column names, per output object (it never changes once written); the caller checks access."""
-    return _charts(_service).chart_columns(_actor, task_id)
+    return _service.charts.chart_columns(_actor, task_id)
 
 
 def chart(ctx: Context, record: TaskRecord) -> None:
@@ -83,7 +71,7 @@ def chart(ctx: Context, record: TaskRecord) -> None:
 
 
 def _drawn(ctx: Context, record: TaskRecord, column: str) -> None:
-    charts, actor, tid = _charts(ctx.service), ctx.actor, record.task_id
+    charts, actor, tid = ctx.service.charts, ctx.actor, record.task_id
     try:
         state = charts.prepare_chart(actor, tid, column)
     except S3TaskError as e:

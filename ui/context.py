@@ -17,7 +17,7 @@ from s3task.tasks import Actor, TaskService
 from . import nav
 from .appsettings import AppSettings
 from .identity import Identity
-from .services import Worker
+from .services import WorkerStatus
 
 _KEY = "_s3task_context"
 
@@ -28,7 +28,7 @@ class Context:
     app: AppSettings
     identity: Identity
     service: TaskService
-    worker: Worker
+    worker: WorkerStatus
 
     @property
     def actor(self) -> Actor:

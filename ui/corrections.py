@@ -104,7 +104,7 @@ def combined(ctx: Context, record: TaskRecord, *, caption: str | None = None) ->
     service, actor, task_id = ctx.service, ctx.actor, record.task_id
     state = st.session_state
 
-    def states() -> dict[bool, exports.State]:
+    def states() -> dict[bool, exports.CopyState]:
         return {excel: service.combined_state(actor, task_id, excel) for excel, *_ in _FORMATS}
 
     polling = any(s.kind == "preparing" for s in states().values())

@@ -182,10 +182,10 @@ def _buttons(ctx: Context, record: TaskRecord, copies: list[Copy], *, csv: bool)
     service, actor, task_id = ctx.service, ctx.actor, record.task_id
     state = st.session_state
 
-    def states() -> dict[str, exports.State]:
+    def states() -> dict[str, exports.CopyState]:
         return {c.variant: service.export_state(actor, task_id, c.variant) for c in copies}
 
-    def preparing(found: dict[str, exports.State]) -> bool:
+    def preparing(found: dict[str, exports.CopyState]) -> bool:
         return any(s.kind == "preparing" for s in found.values())
 
     polling = preparing(states())

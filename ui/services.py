@@ -33,7 +33,7 @@ WORKER_WINDOW_SECONDS = 600
 
 
 @dataclass(frozen=True)
-class Worker:
+class WorkerStatus:
     """Whether this app runs a worker itself, and what went wrong starting it."""
 
     embedded: bool
@@ -41,7 +41,7 @@ class Worker:
 
 
 @st.cache_resource(ttl=60, show_spinner=False)
-def _embedded_worker(_settings: Settings) -> Worker:
+def _embedded_worker(_settings: Settings) -> WorkerStatus:
     """Start the in-process worker once per process, after the store passed the conditional-write probe.
 
     ``ensure_embedded`` is idempotent and restarts a worker thread that died, so
@@ -53,19 +53,19 @@ def _embedded_worker(_settings: Settings) -> Worker:
         from s3task.worker import ensure_embedded
     except ImportError as e:
         log.warning("no embedded worker: %s", e)
-        return Worker(False, f"the worker module is not available ({e})")
+        return WorkerStatus(False, f"the worker module is not available ({e})")
     problem = ensure_embedded(_settings, notifier_for(_settings))
     if problem is None:
         from s3task.worker import wake_embedded
 
         # A submit or retry from a page (or from /api, which shares this service) wakes our worker at once.
         service_for(_settings).on_queued = wake_embedded
-    return Worker(problem is None, problem)
+    return WorkerStatus(problem is None, problem)
 
 
-def embedded_worker(settings: Settings) -> Worker:
+def embedded_worker(settings: Settings) -> WorkerStatus:
     if not settings.embedded_worker:
-        return Worker(False)
+        return WorkerStatus(False)
     return _embedded_worker(settings)
 
 

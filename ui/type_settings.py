@@ -21,7 +21,7 @@ from .csvfile import Inspection
 
 
 @dataclass
-class Settings:
+class ChosenSettings:
     """What the settings say: the task's parameters, and the needed columns no column of the file is chosen for."""
 
     payload: dict[str, Any] = field(default_factory=dict)
@@ -37,10 +37,10 @@ def settings(
     inspection: Inspection | None,
     file_key: str,
     ctx: Context,
-) -> Settings:
+) -> ChosenSettings:
     """The widgets of ``task_type``'s parameters, in a box headed with its title (nothing for a type without).
     A step list (a parameter of type "steps") is the step builder, whose steps have boxes of their own."""
-    got = Settings()
+    got = ChosenSettings()
     if not task_type.params:
         return got
     with st.container(border=not any(p.type == "steps" for p in task_type.params)):
@@ -63,7 +63,7 @@ def _widget(
     prefilled: tf.Prefill | None,
     inspection: Inspection | None,
     file_key: str,
-    got: Settings,
+    got: ChosenSettings,
 ) -> Any:
     label = param.name.replace("_", " ").capitalize() + (" *" if param.required else "")
     key = keys.param(task_type.name, param.name)

@@ -51,10 +51,11 @@ from .common import (
     MAX_ROW_BYTES,
     QUOTE,
     SAVE_AS_UTF8,
+    Readable,
     line_label,
 )
 from .dialect import detect, resolve
-from .reader import INSPECT_BYTES, CsvReader, Readable, read_start
+from .reader import INSPECT_BYTES, CsvReader, read_start
 
 if TYPE_CHECKING:
     from .boundary import count_byte, find_boundary, open_quote_at_end, scan_exact

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInput
 
@@ -58,3 +58,9 @@ def __getattr__(name: str) -> Any:
 
         return pa.large_string()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Readable(Protocol):
+    """What a reader reads from: a file, a response body, a transcoder, a spooled copy."""
+
+    def read(self, n: int = -1, /) -> bytes: ...

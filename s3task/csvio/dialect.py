@@ -21,10 +21,11 @@ import codecs
 import csv
 import io
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import InvalidInput
 from ..input_format import BY_BOM, DELIMITERS, DETECT, ENCODINGS, XLSX, InputFormat, detect_kind
+from .common import Readable
 
 _CODECS = {"utf-8": "utf-8", "windows-1252": "cp1252", "utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}
 _BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -223,10 +224,6 @@ def _field_counts(sample: str, delimiter: str) -> list[int]:
 
 
 # --- transcoding -------------------------------------------------------------------------------
-
-
-class Readable(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
 
 
 def decoder(encoding: str, *, strict: bool = True) -> codecs.IncrementalDecoder:

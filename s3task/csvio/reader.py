@@ -36,11 +36,11 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import InvalidInput
 from ..input_format import InputFormat
-from .common import BOM, DEFAULT_BLOCK_SIZE, too_big
+from .common import BOM, DEFAULT_BLOCK_SIZE, Readable, too_big
 from .dialect import Transcoder, check_start, input_bytes, transcode_part
 
 if TYPE_CHECKING:
@@ -55,10 +55,6 @@ def _max_row_bytes() -> int:
     from .. import csvio
 
     return csvio.MAX_ROW_BYTES
-
-
-class Readable(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
 
 
 class CsvReader:

@@ -12,18 +12,15 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Protocol
+from typing import IO
 
 from ..errors import S3TaskError
+from .common import Readable
 
 #: Copied per read: memory holds one such piece.
 CHUNK_BYTES = 1 << 20
 #: Left free on the temporary directory's disk after the copy (the system and other processes need some).
 MARGIN_BYTES = 64 << 20
-
-
-class Readable(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
 
 
 @contextmanager

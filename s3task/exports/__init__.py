@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from ..errors import CannotExport, NotReady
 from .combined import check_excel, combined_key, make_combined, make_combined_xlsx
-from .runner import MAX_AT_ONCE, Exports, State
+from .runner import MAX_AT_ONCE, CopyState, Exports
 from .source import exact_frame, peek_bom
 from .variants import (
     CONTENT_TYPES,
@@ -84,9 +84,9 @@ __all__ = [
     "SHEET_NAME",
     "VARIANTS",
     "CannotExport",
+    "CopyState",
     "Exports",
     "NotReady",
-    "State",
     "Variant",
     "check_excel",
     "check_possible",

@@ -21,7 +21,7 @@ MAX_AT_ONCE = 2
 
 
 @dataclass(frozen=True)
-class State:
+class CopyState:
     """Where a copy stands: ``ready`` (with its size), ``preparing``, ``failed`` (with why), ``absent``
     (not asked for yet), or ``refused`` (it cannot be made, with why)."""
 
@@ -45,27 +45,27 @@ class Exports:
         self._queue: deque[tuple[str, Callable[[], ObjectMeta], Future[ObjectMeta]]] = deque()
         self._threads = 0
 
-    def state(self, key: str) -> State:
+    def state(self, key: str) -> CopyState:
         """Where the copy at ``key`` stands; a HEAD only when this process has not seen it made."""
         with self._lock:
             if key in self._ready:
-                return State("ready", self._ready[key])
+                return CopyState("ready", self._ready[key])
             job = self._jobs.get(key)
         if job is not None:
             if not job.done():
-                return State("preparing")  # being made, or waiting its turn
+                return CopyState("preparing")  # being made, or waiting its turn
             error = job.exception()
             if isinstance(error, CannotExport):
-                return State("refused", message=error.message)
+                return CopyState("refused", message=error.message)
             if error is not None:
-                return State("failed", message=_reason(error))
+                return CopyState("failed", message=_reason(error))
         try:
             size = self.store.head(key).size
         except NotFound:
-            return State("absent")
+            return CopyState("absent")
         with self._lock:
             self._ready[key] = size
-        return State("ready", size)
+        return CopyState("ready", size)
 
     def start(self, key: str, make_copy: Callable[[], ObjectMeta]) -> Future[ObjectMeta]:
         """Queue ``make_copy()`` (which writes ``key``), unless it is queued, running, made here, or refused.

@@ -56,12 +56,14 @@ class Lane:
     """The queue of one receiver (a webhook URL, email, or "discard") and its one thread."""
 
     name: str
-    heap: list[tuple[float, int, Job]] = field(default_factory=list)
+    heap: list[tuple[float, int, Dispatch]] = field(default_factory=list)
     thread: threading.Thread | None = None
 
 
 @dataclass
-class Job:
+class Dispatch:
+    """One delivery to one target (a webhook, an address), and which try it is."""
+
     delivery: Delivery
     target: str  # "webhook:<url>", "email:<address>" or "discard" (delete a lost write's entry)
     attempt: int = 0
@@ -147,16 +149,16 @@ class Notifier:
         body = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
         delivery = Delivery(store, layout, key, event, body, time.monotonic() + self.recover_seconds / 2)
         if not targets:
-            self._push(Job(delivery, "discard"))
+            self._push(Dispatch(delivery, "discard"))
             return
         delivery.remaining = len(targets)
         for target in targets:
-            self._push(Job(delivery, target))
+            self._push(Dispatch(delivery, target))
 
     def discard(self, store: ObjectStore, layout: Layout, key: str) -> None:
-        self._push(Job(Delivery(store, layout, key, {}, b"", 0.0), "discard"))
+        self._push(Dispatch(Delivery(store, layout, key, {}, b"", 0.0), "discard"))
 
-    def _push(self, job: Job, delay: float = 0.0) -> None:
+    def _push(self, job: Dispatch, delay: float = 0.0) -> None:
         with self._cv:
             if self._closed:
                 return  # shutting down: the entry waits in the outbox for a sweep
@@ -200,7 +202,7 @@ class Notifier:
 
     # --- delivering ---------------------------------------------------------------------------------
 
-    def _do(self, job: Job) -> None:
+    def _do(self, job: Dispatch) -> None:
         delivery = job.delivery
         if job.target == "discard":
             if delivery.key is not None:
@@ -213,7 +215,7 @@ class Notifier:
             retry_in = min(BACKOFF_MAX_SECONDS, self.backoff * 2**job.attempt)
             if job.attempt < self.retries and time.monotonic() + retry_in < delivery.give_up_at:
                 log.info("notification %s failed (%s); trying again in %.1fs", delivery.event["id"], e, retry_in)
-                self._push(Job(delivery, job.target, job.attempt + 1), delay=retry_in)
+                self._push(Dispatch(delivery, job.target, job.attempt + 1), delay=retry_in)
                 return
             log.error("gave up on notification %s after %d tries: %s", delivery.event["id"], job.attempt + 1, e)
             self._finished(delivery, e)

@@ -45,11 +45,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import email.utils
 import os
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 import requests
@@ -79,6 +78,7 @@ from .azure_writer import (
     put_conditions,
 )
 from .base import GetResult, ObjectMeta, PutMode, check_key
+from .server_clock import ServerClock
 
 #: The size of a staged block of a streamed output (:meth:`AzureStore.open_write`).
 BLOCK_SIZE = 8 * 1024 * 1024
@@ -133,8 +133,7 @@ class AzureStore(Blocks):
         """A store on ``container``: from a connection string, or an account URL and a credential."""
         self.container = container
         self.clock = clock
-        self._offset = 0.0  # store clock minus our wall clock, from the Date header
-        self._offset_lock = threading.Lock()
+        self._server_clock = ServerClock(clock)  # from the Date header of every answer
         hook: dict[str, Any] = {"raw_response_hook": self._note_date}
         if not (connection_string or account_url):
             raise StoreError("an Azure store needs a connection string or an account URL")
@@ -166,19 +165,10 @@ class AzureStore(Blocks):
     # --- the store's clock ------------------------------------------------
 
     def _note_date(self, response: Any) -> None:
-        header = response.http_response.headers.get("Date")
-        if not header:
-            return
-        try:
-            server = email.utils.parsedate_to_datetime(header).timestamp()
-        except (TypeError, ValueError):
-            return
-        # Date has one-second resolution; +0.5 centres the error.
-        with self._offset_lock:
-            self._offset = server + 0.5 - self.clock.wall()
+        self._server_clock.note(response.http_response.headers.get("Date"))
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self.clock.wall() + self._offset, tz=UTC)
+        return self._server_clock.now()
 
     # --- reads -------------------------------------------------------------
 

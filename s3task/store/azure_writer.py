@@ -11,8 +11,8 @@ from azure.core import MatchConditions
 from azure.storage.blob import BlobBlock, ContentSettings
 
 from .azure_errors import _translated
-from .background import Background
 from .base import PutMode
+from .pieces import PieceWriter
 
 if TYPE_CHECKING:
     from .azure import AzureStore
@@ -97,7 +97,7 @@ def create_by_block_list(
     return str(resp["etag"])
 
 
-class BlockWriter:
+class BlockWriter(PieceWriter):
     """Buffers one block; small objects become one Put Blob, large ones staged blocks and a block list.
 
     Blocks are staged by a thread of their own (:mod:`.background`), one waiting at most behind the one
@@ -121,26 +121,10 @@ class BlockWriter:
     ):
         self.store, self.key, self.mode = store, key, mode
         self.content_type, self.metadata = content_type, metadata
+        super().__init__(block_size, self._stage)
         self.block_size = block_size
-        self._buf = bytearray()
         self._nonce = secrets.token_hex(8)
         self._blocks: list[str] = []
-        self._sender: Background | None = None
-        self.etag = ""
-        self.size = 0
-
-    def write(self, data: bytes | memoryview) -> int:
-        size = memoryview(data).nbytes
-        self._buf += data  # a copy: the caller may reuse its buffer once this returns
-        self.size += size
-        while len(self._buf) >= self.block_size:
-            with memoryview(self._buf) as view:
-                block = bytes(view[: self.block_size])
-            del self._buf[: self.block_size]
-            if self._sender is None:
-                self._sender = Background(self._stage, depth=1, name="s3task-upload")
-            self._sender.write(block)
-        return size
 
     def _stage(self, data: bytes) -> None:
         if len(self._blocks) >= MAX_BLOCKS:
@@ -152,16 +136,12 @@ class BlockWriter:
         self._blocks.append(block_id)
 
     def finish(self) -> None:
-        if self._sender is None:  # never filled a block: one Put Blob
+        # Every block staged, or the first error raised.
+        if not self._sent():  # never filled a block: one Put Blob
             self.etag = self.store.put(
                 self.key, bytes(self._buf), self.mode, content_type=self.content_type, metadata=self.metadata
             )
             return
-        if self._buf:
-            self._sender.write(bytes(self._buf))
-            self._buf.clear()
-        self._sender.close()  # every block staged, or the first staging error raised here
-        self._sender = None
         kwargs: dict[str, Any] = put_conditions(self.mode)
         kwargs.pop("overwrite")  # Put Block List has no such keyword: the condition says it
         if self.content_type:
@@ -174,6 +154,4 @@ class BlockWriter:
         self.etag = str(resp["etag"])
 
     def abort(self) -> None:
-        if self._sender is not None:
-            sender, self._sender = self._sender, None
-            sender.abort()  # waits for the block in flight; drops the rest
+        self._stop()

@@ -37,7 +37,7 @@ import email.utils
 import os
 import threading
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 import requests
@@ -61,6 +61,7 @@ from .gcs_requests import (
     precondition,
 )
 from .gcs_urls import SignedUrls
+from .server_clock import ServerClock
 
 #: A resumable upload's chunk (a multiple of 256 KiB), and a ranged read's.
 CHUNK_SIZE = 8 * 1024 * 1024
@@ -86,8 +87,7 @@ class GcsStore(SignedUrls):
         """A store on ``bucket`` with ``credentials`` (anonymous if None: an emulator); ``signer`` signs
         URLs instead of ``credentials`` (an emulator takes no token, but a test's key signs)."""
         self.clock = clock
-        self._offset = 0.0  # store clock minus our wall clock, from the Date header
-        self._offset_lock = threading.Lock()
+        self._server_clock = ServerClock(clock)  # from the Date header of every answer
         self._local = threading.local()  # each thread's last response (its headers: see _last)
         self.credentials = credentials or AnonymousCredentials()  # type: ignore[no-untyped-call]
         self.session = AuthorizedSession(self.credentials)  # type: ignore[no-untyped-call]
@@ -107,15 +107,7 @@ class GcsStore(SignedUrls):
 
     def _note_response(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         self._local.response = response
-        header = response.headers.get("Date")
-        if not header:
-            return
-        try:
-            server = email.utils.parsedate_to_datetime(header).timestamp()
-        except (TypeError, ValueError):
-            return
-        with self._offset_lock:  # Date has one-second resolution; +0.5 centres the error
-            self._offset = server + 0.5 - self.clock.wall()
+        self._server_clock.note(response.headers.get("Date"))
 
     def last_response(self) -> requests.Response | None:
         """The last HTTP response this thread received: the client hands a download's bytes back, not
@@ -123,7 +115,7 @@ class GcsStore(SignedUrls):
         return cast("requests.Response | None", getattr(self._local, "response", None))
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self.clock.wall() + self._offset, tz=UTC)
+        return self._server_clock.now()
 
     # --- reads -----------------------------------------------------------------------------
 

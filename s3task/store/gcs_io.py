@@ -18,10 +18,10 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PreconditionFailed, StoreError
-from .background import Background
 from .base import PutMode
 from .gcs_errors import status_of, translated
 from .gcs_requests import DATA_RETRY, DATA_TIMEOUT, encode_metadata, precondition
+from .pieces import PieceWriter
 
 if TYPE_CHECKING:
     from .gcs import GcsStore
@@ -93,7 +93,7 @@ class RangeReader:
         self.closed = True
 
 
-class ResumableWriter:
+class ResumableWriter(PieceWriter):
     """Buffers one chunk; a small object becomes one upload, a large one a resumable upload."""
 
     def __init__(
@@ -108,27 +108,11 @@ class ResumableWriter:
         self.store, self.key, self.mode = store, key, mode
         self.content_type, self.metadata = content_type, metadata
         self.condition = precondition(key, mode)  # a stale ETag fails here, before any byte is sent
+        super().__init__(chunk, self._send_chunk)
         self.chunk = chunk
-        self._buf = bytearray()
-        self._sender: Background | None = None
         self._upload: Any = None  # the client's BlobWriter, used by the sender's thread only
-        self.etag = ""
-        self.size = 0
 
-    def write(self, data: bytes | memoryview) -> int:
-        size = memoryview(data).nbytes
-        self._buf += data  # a copy: the caller may reuse its buffer once this returns
-        self.size += size
-        while len(self._buf) >= self.chunk:
-            with memoryview(self._buf) as view:
-                piece = bytes(view[: self.chunk])
-            del self._buf[: self.chunk]
-            if self._sender is None:
-                self._sender = Background(self._send, depth=1, name="s3task-upload")
-            self._sender.write(piece)
-        return size
-
-    def _send(self, item: Any) -> None:
+    def _send_chunk(self, item: Any) -> None:
         with translated(self.key, self.mode.kind):  # the precondition may fail at the start or the end
             if self._upload is None:
                 blob = self.store.bucket.blob(self.key, chunk_size=self.chunk)
@@ -149,7 +133,8 @@ class ResumableWriter:
             self._upload = None
 
     def finish(self) -> None:
-        if self._sender is None:  # never filled a chunk: one upload request
+        # Every chunk sent and the upload finished (_FINISH, on the sender's thread), or the first error raised.
+        if not self._sent(_FINISH):  # never filled a chunk: one upload request
             self.etag = self.store.upload(
                 self.key,
                 bytes(self._buf),
@@ -160,19 +145,11 @@ class ResumableWriter:
                 retry=DATA_RETRY,
             )
             return
-        if self._buf:
-            self._sender.write(bytes(self._buf))
-            self._buf.clear()
-        self._sender.write(_FINISH)
-        sender, self._sender = self._sender, None
-        sender.close()  # every chunk sent and the upload finished, or the first error raised here
         if not self.etag:
             raise StoreError(f"{self.key}: the upload finished with no generation in its answer")
 
     def abort(self) -> None:
-        if self._sender is not None:
-            sender, self._sender = self._sender, None
-            sender.abort()  # waits for the chunk in flight; drops the rest
+        self._stop()
         upload, self._upload = self._upload, None
         cancel(upload)
 

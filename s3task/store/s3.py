@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import email.utils
 import os
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 import boto3
@@ -52,6 +51,7 @@ from .s3_errors import Reader, _translated
 from .s3_parts import Parts
 from .s3_urls import _URL_CONFIG, configured_endpoint, find_bucket_region
 from .s3_writer import _MultipartWriter, delete_by_tombstone
+from .server_clock import ServerClock
 
 #: Size of the parts of a multipart upload; :meth:`S3Store.open_write` hands it to the writer.
 PART_SIZE = 8 * 1024 * 1024
@@ -119,8 +119,7 @@ class S3Store(Parts):
         self._bucket_region = bucket_region
         self._url_client: Any = None
         self._url_lock = threading.Lock()
-        self._offset = 0.0  # store clock minus our wall clock, from the Date header
-        self._offset_lock = threading.Lock()
+        self._server_clock = ServerClock(clock)  # from the Date header of every answer
         self._deletes_conditionally = True  # until the store answers a conditional delete with 501
         for c in {id(self.client): self.client, id(self.data_client): self.data_client}.values():
             c.meta.events.register("after-call.s3", self._note_date)
@@ -128,19 +127,12 @@ class S3Store(Parts):
     # --- the store's clock ------------------------------------------------
 
     def _note_date(self, http_response: Any = None, **_: Any) -> None:
-        header = getattr(http_response, "headers", {}).get("Date") if http_response is not None else None
-        if not header:
-            return
-        try:
-            server = email.utils.parsedate_to_datetime(header).timestamp()
-        except (TypeError, ValueError):
-            return
-        # Date has one-second resolution; +0.5 centres the error.
-        with self._offset_lock:
-            self._offset = server + 0.5 - self.clock.wall()
+        self._server_clock.note(
+            getattr(http_response, "headers", {}).get("Date") if http_response is not None else None
+        )
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self.clock.wall() + self._offset, tz=UTC)
+        return self._server_clock.now()
 
     # --- reads -------------------------------------------------------------
 

@@ -7,8 +7,8 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from .background import Background
 from .base import PutMode
+from .pieces import PieceWriter
 from .s3_errors import _translated
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 TOMBSTONE = {"s3task-deleting": "1"}
 
 
-class _MultipartWriter:
+class _MultipartWriter(PieceWriter):
     """Buffers one part; small objects become one PUT, large ones a multipart upload.
 
     Parts are uploaded by a thread of their own (:mod:`.background`), one
@@ -39,26 +39,10 @@ class _MultipartWriter:
     ):
         self.store, self.key, self.mode = store, key, mode
         self.content_type, self.metadata = content_type, metadata
+        super().__init__(part_size, self._send_part)
         self.part_size = part_size
-        self._buf = bytearray()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
-        self._sender: Background | None = None
-        self.etag = ""
-        self.size = 0
-
-    def write(self, data: bytes | memoryview) -> int:
-        size = memoryview(data).nbytes
-        self._buf += data  # a copy: the caller may reuse its buffer once this returns
-        self.size += size
-        while len(self._buf) >= self.part_size:
-            with memoryview(self._buf) as view:
-                part = bytes(view[: self.part_size])
-            del self._buf[: self.part_size]
-            if self._sender is None:
-                self._sender = Background(self._send_part, depth=1, name="s3task-upload")
-            self._sender.write(part)
-        return size
 
     def _send_part(self, data: bytes) -> None:
         c = self.store.data_client
@@ -78,16 +62,12 @@ class _MultipartWriter:
         self._parts.append({"PartNumber": number, "ETag": resp["ETag"]})
 
     def finish(self) -> None:
-        if self._sender is None:  # never filled a part: one PUT
+        # Every part sent, or the first error raised (open_write aborts the upload).
+        if not self._sent():  # never filled a part: one PUT
             self.etag = self.store.put(
                 self.key, bytes(self._buf), self.mode, content_type=self.content_type, metadata=self.metadata
             )
             return
-        if self._buf:
-            self._sender.write(bytes(self._buf))
-            self._buf.clear()
-        self._sender.close()  # every part uploaded, or the first upload error raised here (open_write aborts)
-        self._sender = None
         kwargs = {
             "Bucket": self.store.bucket,
             "Key": self.key,
@@ -103,9 +83,7 @@ class _MultipartWriter:
             raise
 
     def abort(self) -> None:
-        if self._sender is not None:
-            sender, self._sender = self._sender, None
-            sender.abort()  # waits for the part in flight; drops the rest
+        self._stop()
         if self._upload_id is None:
             return
         with contextlib.suppress(Exception):

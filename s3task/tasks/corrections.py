@@ -183,21 +183,21 @@ class Corrections:
             exports.check_excel(original)
         return original, done, key
 
-    def combined_state(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+    def combined_state(self, actor: Actor, task_id: str, excel: bool = False) -> exports.CopyState:
         """Whether the combined result of the corrections completed so far is made, being made, or not yet."""
         try:
             _original, _done, key = self._makeable(actor, task_id, excel)
         except exports.CannotExport as e:
-            return exports.State("refused", message=e.message)
+            return exports.CopyState("refused", message=e.message)
         return self.outputs.exports.state(key)
 
-    def prepare_combined(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+    def prepare_combined(self, actor: Actor, task_id: str, excel: bool = False) -> exports.CopyState:
         """Start making the combined result in the background (once), like the output's other copies."""
         state = self.combined_state(actor, task_id, excel)
         if state.kind in ("absent", "failed"):
             original, done, key = self._combined(actor, task_id, excel)
             self.outputs.exports.start(key, self._maker(original, done, key, excel))
-            return exports.State("preparing")
+            return exports.CopyState("preparing")
         return state
 
     def combined_job(self, actor: Actor, task_id: str, excel: bool = False) -> Future[ObjectMeta] | None:

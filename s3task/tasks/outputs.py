@@ -84,24 +84,24 @@ class Outputs:
         except S3TaskError:  # a task type whose module is not loaded here: the usual column, if the file has one
             return handlers.ERROR_COLUMN
 
-    def export_state(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+    def export_state(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.CopyState:
         """Whether a copy of the output is made, being made, failed, not asked for, or cannot be made."""
         record, key = self._variant(actor, task_id, variant)
         if variant == "csv":
-            return exports.State("ready")
+            return exports.CopyState("ready")
         try:
             exports.check_possible(record, variant, self._error_column(record))
         except exports.CannotExport as e:
-            return exports.State("refused", message=e.message)
+            return exports.CopyState("refused", message=e.message)
         return self.exports.state(key)
 
-    def prepare_output(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+    def prepare_output(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.CopyState:
         """Start making a copy of the output in the background, unless it is made or being made."""
         state = self.export_state(actor, task_id, variant)
         if state.kind in ("absent", "failed"):
             record, key = self._variant(actor, task_id, variant)
             self.exports.start(key, self._maker(record, variant, key))
-            return exports.State("preparing")
+            return exports.CopyState("preparing")
         return state
 
     def ensure_output(
@@ -169,19 +169,19 @@ class Outputs:
         record, _ = self._completed(actor, task_id)
         return record, self.layout.view_key(task_id, record.attempt_id, query.digest(question), suffix)
 
-    def view_state(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+    def view_state(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.CopyState:
         """Whether the file of the rows matching ``question`` (CSV or xlsx) is made, being made, or failed."""
         _, key = self._view(actor, task_id, question, suffix)
         return self.exports.state(key)
 
-    def prepare_view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+    def prepare_view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.CopyState:
         """Start making the file of every row matching ``question``, in its order, in the background (once):
         next to the output, like the other copies, through the store's streaming writer."""
         record, key = self._view(actor, task_id, question, suffix)
         state = self.exports.state(key)
         if state.kind in ("absent", "failed"):
             self.exports.start(key, lambda: query.make_view(self.store, record, question, suffix, key))
-            return exports.State("preparing")
+            return exports.CopyState("preparing")
         return state
 
     def view_url(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> str | None:

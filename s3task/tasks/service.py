@@ -23,6 +23,7 @@ from ..store.base import ObjectMeta, ObjectStore
 from . import access
 from .access import Actor
 from .browser_uploads import BrowserUploads, UploadPlan
+from .charts import Charts
 from .corrections import EDITABLE_ROWS, Corrections
 from .inboxes import Inboxes
 from .inputs import Created, Inputs
@@ -76,6 +77,7 @@ class TaskService:
         self.steps = StepLists(self._transitions)  # step lists before they run: a public part of the door
         self.inboxes = Inboxes(self._transitions, self._recipes)  # files dropped for recipes: a public part too
         self.recipes = RecipeShelf(store, self._transitions, self._recipes)  # saved settings: a public part
+        self.charts = Charts(self)  # a column of a result charted over every row: a public part
 
     # --- what the service works on ------------------------------------------------------------------------
 
@@ -285,10 +287,10 @@ class TaskService:
         access.require(actor, record, "download the result of")
         return self._store.head(record.output_object_path or "").size
 
-    def export_state(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+    def export_state(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.CopyState:
         return self._outputs.export_state(actor, task_id, variant)
 
-    def prepare_output(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.State:
+    def prepare_output(self, actor: Actor, task_id: str, variant: exports.Variant) -> exports.CopyState:
         return self._outputs.prepare_output(actor, task_id, variant)
 
     def ensure_output(
@@ -310,10 +312,10 @@ class TaskService:
     def query_output(self, actor: Actor, task_id: str, question: query.Query) -> query.Answer:
         return self._outputs.query_output(actor, task_id, question)
 
-    def view_state(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+    def view_state(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.CopyState:
         return self._outputs.view_state(actor, task_id, question, suffix)
 
-    def prepare_view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.State:
+    def prepare_view(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> exports.CopyState:
         return self._outputs.prepare_view(actor, task_id, question, suffix)
 
     def view_url(self, actor: Actor, task_id: str, question: query.Query, suffix: str) -> str | None:
@@ -335,10 +337,10 @@ class TaskService:
     def combined_filename(self, record: TaskRecord, excel: bool = False) -> str:
         return self._corrections.combined_filename(record, excel)
 
-    def combined_state(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+    def combined_state(self, actor: Actor, task_id: str, excel: bool = False) -> exports.CopyState:
         return self._corrections.combined_state(actor, task_id, excel)
 
-    def prepare_combined(self, actor: Actor, task_id: str, excel: bool = False) -> exports.State:
+    def prepare_combined(self, actor: Actor, task_id: str, excel: bool = False) -> exports.CopyState:
         return self._corrections.prepare_combined(actor, task_id, excel)
 
     def combined_job(self, actor: Actor, task_id: str, excel: bool = False) -> Future[ObjectMeta] | None:

@@ -387,7 +387,7 @@ def test_copies_are_made_a_few_at_a_time_and_a_refusal_is_not_tried_again(tmp_pa
         made.start("x", refused).result(30)
     with pytest.raises(exports.CannotExport):
         made.start("x", refused).result(30)
-    assert tries == [1] and made.state("x") == exports.State("refused", message="too big for Excel")
+    assert tries == [1] and made.state("x") == exports.CopyState("refused", message="too big for Excel")
 
     def broken():
         tries.append(2)

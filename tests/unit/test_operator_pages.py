@@ -55,7 +55,8 @@ def menu_for(user: str, operator: bool) -> dict[str, str]:
 
     settings = Settings.load()
     who = Identity("header", actor=Actor(user, operator=operator))
-    ctx = context.Context(settings, AppSettings.load(), who, services.service_for(settings), services.Worker(False))
+    service, no_worker = services.service_for(settings), services.WorkerStatus(False)
+    ctx = context.Context(settings, AppSettings.load(), who, service, no_worker)
     context.put(ctx)
     # The menu as built for this run (st.Page itself needs the page files next to the script).
     with mock.patch.object(nav.st, "Page", lambda path, **kwargs: kwargs):
