@@ -20,8 +20,9 @@ from __future__ import annotations
 from .access import Actor
 from .inputs import Created
 from .limits import CreateLimits
+from .looking import _READERS, MARKER_CHECK_AFTER, MAX_LIST, Page
 from .service import TaskService
-from .transitions import _READERS, MARKER_CHECK_AFTER, MAX_LIST, MAX_NAME, MAX_PAYLOAD_BYTES, Page
+from .transitions import MAX_NAME, MAX_PAYLOAD_BYTES
 from .urls import UrlSigner
 
 __all__ = [

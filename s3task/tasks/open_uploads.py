@@ -82,7 +82,7 @@ def _past_user_bound(transitions: Transitions, actor: Actor, record: TaskRecord,
         return ""
     owner = record.created_by
     others = [t for t in by_task if t != record.task_id]
-    records, _ = transitions._read_many(actor, others)
+    records, _ = transitions.looking.read_many(actor, others)
     count = by_task[record.task_id] + sum(by_task[r.task_id] for r in records if r.created_by == owner)
     if count <= limit:
         return ""

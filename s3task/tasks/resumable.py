@@ -52,7 +52,8 @@ from . import access, changed_parts
 from .access import Actor
 from .input_check import check_input
 from .inputs import Inputs
-from .transitions import MAX_LIST, Transitions
+from .looking import MAX_LIST
+from .transitions import Transitions
 
 #: Files above this go in parts where the store takes them (as the browser sends them, ui/direct.py).
 PARTS_ABOVE = 16 * 2**20
@@ -120,7 +121,7 @@ class Resumable:
         root = self.layout.user_root(actor.name)
         since = self.store.now() - FIND_WITHIN
         ids = [i for i in (self.layout.task_id_of(k) for k in self.store.list_keys(root, limit=MAX_LIST)) if i]
-        records, _ = self.transitions._read_many(actor, [i for i in ids if created_at(i) >= since])
+        records, _ = self.transitions.looking.read_many(actor, [i for i in ids if created_at(i) >= since])
         return [
             r
             for r in records

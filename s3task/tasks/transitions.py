@@ -1,6 +1,5 @@
-"""A task's way through its states, as its users drive it: create, submit, cancel, retry — and how
-they look at it (get, list), which heals a lost marker and lays a running attempt's live counts over
-its record.
+"""A task's way through its states, as its users drive it: create, submit, cancel, retry. How they look
+at it (get, list) is :mod:`s3task.tasks.looking`'s.
 
 Each change re-reads the record (or starts from the one this service just wrote), checks who is
 asking, and writes through :mod:`s3task.lifecycle` with a compare-and-set. Clients never decide a
@@ -9,37 +8,30 @@ transition from their own copy or clock.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import json
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
-from ..errors import InvalidInput, InvalidTaskId, InvalidTransition, NotFound, RecordError, S3TaskError, TaskNotFound
+from ..errors import InvalidInput, InvalidTransition, S3TaskError
 from ..ids import new_task_id, validate_task_id
 from ..progress import counts_from
-from ..record import SCHEMA_VERSION, TaskRecord, new_write_id, parse_iso, to_iso
+from ..record import SCHEMA_VERSION, TaskRecord, new_write_id, to_iso
 from ..records import CAS_TRIES, Records
-from ..states import State, Status
+from ..states import Status
 from ..store.base import ObjectMeta, PutMode
 from . import access
 from .access import Actor
 from .input_check import Judged, check_input
 from .limits import CreateLimits, CreateRate, SizedCache, record_bytes
+from .looking import Looking, Page
 from .references import check_references
 from .unsent import drop_unsent
 
 log = logging.getLogger("s3task.tasks")
 
-MAX_LIST = 200
-#: Seconds a pending task may sit untouched before a reader checks that workers can still find it.
-MARKER_CHECK_AFTER = 60.0
 MAX_NAME = 200
 MAX_PAYLOAD_BYTES = 64 * 1024
 #: Created records a service keeps for their submit (older ones are read again when submitted), at most
@@ -51,19 +43,6 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 CANCEL_TRIES = 4 * CAS_TRIES
 REMEMBERED_CREATES = 500
 REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
-#: Finished records a service keeps (they never change but for a completed task's corrections listed on it:
-#: whoever shows those reads it fresh, ``get(fresh=True)``; older ones are read again).
-REMEMBERED_FINISHED = 5000
-REMEMBERED_FINISHED_BYTES = 16 * 1024 * 1024
-_READERS = 16
-
-
-@dataclass
-class Page:
-    tasks: list[TaskRecord]
-    next_cursor: str | None
-    #: Tasks whose record could not be read, with the reason (skipped, never rewritten).
-    problems: list[str] = field(default_factory=list)
 
 
 class Transitions:
@@ -76,13 +55,10 @@ class Transitions:
         self._rate = CreateRate(self.limits.per_minute)
         #: Called with the task id after a submit or retry has queued it (the app wakes its embedded worker).
         self.on_queued: Callable[[str], None] | None = None
-        # Completed and abandoned records never change again: cache them (the newest, up to a byte total).
-        self._finished: SizedCache[TaskRecord] = SizedCache(REMEMBERED_FINISHED, REMEMBERED_FINISHED_BYTES)
+        #: Looking at tasks: one (kept once finished), or a page of them.
+        self.looking = Looking(records)
         #: Records this service created and has not submitted yet, with their ETags (see submit).
         self._created: SizedCache[tuple[TaskRecord, str]] = SizedCache(REMEMBERED_CREATES, REMEMBERED_CREATES_BYTES)
-        self._lock = threading.Lock()
-        #: When each pending task's marker was last checked (monotonic seconds).
-        self._marker_checked: dict[str, float] = {}
 
     # --- create and submit -----------------------------------------------------------------------
 
@@ -267,90 +243,13 @@ class Transitions:
             except Exception:
                 log.exception("the on_queued hook failed for %s", task_id)
 
-    # --- looking ---------------------------------------------------------------------------------
+    # --- looking (s3task.tasks.looking) ---------------------------------------------------------------
 
     def get(self, actor: Actor, task_id: str, *, fresh: bool = False) -> TaskRecord:
-        """Anyone may look at a task; acting on it is checked per action. ``fresh``: read it from the store even
-        if it is finished and kept here (a completed task may have had corrections listed on it since)."""
-        validate_task_id(task_id)
-        cached = None if fresh else self._finished.get(task_id)
-        if cached is not None:
-            return cached
-        record, _ = self.records.read(task_id)
-        if record.status in (Status.COMPLETED, Status.ABANDONED):
-            self._finished.put(task_id, record, record_bytes(record))
-        elif record.state in (State.QUEUED, State.FAILED):
-            self._check_marker(record)
-        elif record.status == Status.RUNNING:
-            record = live.merged(self.store, self.layout, record)  # the counts of the last few seconds
-        return record
-
-    def _check_marker(self, record: TaskRecord) -> None:
-        """A pending task nobody has touched for a while gets its ``active/`` marker back if it lost it.
-
-        Markers are written before a task becomes pending, and put back when a
-        worker's drop races a retry; only a worker that dies between its delete
-        and that check leaves a pending task unmarked, invisible to every poll.
-        Whoever looks at such a task (its page, ``show``, the API) heals it: one
-        HEAD per task and minute, only for tasks that look stuck.
-        """
-        updated = parse_iso(record.updated_at)
-        if updated is None or (self.store.now() - updated).total_seconds() < MARKER_CHECK_AFTER:
-            return
-        with self._lock:
-            last = self._marker_checked.get(record.task_id, -MARKER_CHECK_AFTER)
-            if time.monotonic() - last < MARKER_CHECK_AFTER:
-                return
-            self._marker_checked[record.task_id] = time.monotonic()
-        key = self.layout.active_key(record.task_id)
-        try:
-            self.store.head(key)
-        except NotFound:
-            log.warning("task %s is %s but had no active/ marker; putting it back", record.task_id, record.status)
-            with contextlib.suppress(S3TaskError):
-                markers.add_again(self.store, self.layout, record.task_id)
-                markers.ring(self.store, self.layout, "marker put back")
-        except S3TaskError:
-            pass  # a look at a task never fails for this; the next look tries again
+        return self.looking.get(actor, task_id, fresh=fresh)
 
     def list(self, actor: Actor, *, limit: int = 50, cursor: str | None = None, mine: bool = False) -> Page:
-        """Newest first, ``limit`` at a time; pass ``next_cursor`` back for the next page."""
-        if not 1 <= limit <= MAX_LIST:
-            raise InvalidInput(f"limit must be between 1 and {MAX_LIST}")
-        if cursor is not None:
-            try:
-                validate_task_id(cursor)
-            except InvalidTaskId as e:
-                raise InvalidInput("that page cursor is not valid; start again from the first page") from e
-        # One key more than a page: it says whether another page exists, so the last page never
-        # hands out a cursor to an empty one. Task ids (first character 0-7) sort before every
-        # other name under the prefix (active/, by-user/, workers/, _probe/), which are skipped.
-        if mine:
-            root = self.layout.user_root(actor.name)
-            keys = self.store.list_keys(root, start_after=root + cursor if cursor else None, limit=limit + 1)
-        else:
-            start = self.layout.task_cursor(cursor) if cursor else None
-            keys = self.store.list_prefixes(self.layout.root, start_after=start, limit=limit + 1)
-        ids = [i for i in (self.layout.task_id_of(k) for k in keys) if i]
-        page_ids = ids[:limit]
-        records, problems = self._read_many(actor, page_ids)
-        next_cursor = page_ids[-1] if len(ids) > limit else None
-        return Page(records, next_cursor, problems)
-
-    def _read_many(self, actor: Actor, ids: builtins.list[str]) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
-        def one(task_id: str) -> TaskRecord | str | None:
-            try:
-                return self.get(actor, task_id)
-            except TaskNotFound:
-                return None  # a marker whose create never finished
-            except RecordError as e:
-                return f"{task_id}: {e}"
-
-        with ThreadPoolExecutor(max_workers=min(_READERS, max(1, len(ids)))) as pool:
-            results = builtins.list(pool.map(one, ids))
-        records = [r for r in results if isinstance(r, TaskRecord)]
-        problems = [r for r in results if isinstance(r, str)]
-        return records, problems
+        return self.looking.list(actor, limit=limit, cursor=cursor, mine=mine)
 
     # --- cancel and retry ------------------------------------------------------------------------
 

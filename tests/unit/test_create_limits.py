@@ -13,7 +13,8 @@ from s3task.errors import InvalidInput, TooManyRequests
 from s3task.layout import Layout
 from s3task.tasks import Actor, CreateLimits, TaskService
 from s3task.tasks.limits import CreateRate, SizedCache
-from s3task.tasks.transitions import REMEMBERED_CREATES_BYTES, REMEMBERED_FINISHED_BYTES
+from s3task.tasks.looking import REMEMBERED_FINISHED_BYTES
+from s3task.tasks.transitions import REMEMBERED_CREATES_BYTES
 from s3task.testing import MemoryStore
 
 ANN, BOB = Actor("ann"), Actor("bob")
@@ -42,7 +43,7 @@ def test_what_a_service_keeps_of_thousands_of_large_tasks_is_bounded_in_bytes() 
         tracemalloc.stop()
     transitions = service._transitions
     assert transitions._created.bytes <= REMEMBERED_CREATES_BYTES
-    assert transitions._finished.bytes <= REMEMBERED_FINISHED_BYTES
+    assert transitions.looking._finished.bytes <= REMEMBERED_FINISHED_BYTES
     bound = REMEMBERED_CREATES_BYTES + REMEMBERED_FINISHED_BYTES
     save_figures(
         "misuse_cache",
