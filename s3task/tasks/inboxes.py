@@ -99,9 +99,11 @@ class Inboxes:
     def drop_command(self, recipe_id: str) -> str:
         """The command that drops FILE into the inbox ``recipe_id`` on the store in use."""
         prefix = self._layout.inbox_prefix(recipe_id)
-        where = self._store.description.split(" ", 1)[0]
-        if where.startswith("s3://"):
-            return f"aws s3 cp FILE {where}/{prefix}"
+        where, _, rest = self._store.description.partition(" ")
+        if where.startswith("s3://"):  # described "s3://bucket/prefix (endpoint)": not AWS's own, the CLI needs it
+            endpoint = rest.strip("()")
+            on_aws = not endpoint or endpoint.split("/")[2].endswith(".amazonaws.com")
+            return f"aws s3 cp FILE {where}/{prefix}" + ("" if on_aws else f" --endpoint-url {endpoint}")
         if where.startswith("gs://"):
             return f"gcloud storage cp FILE {where}/{prefix}"
         if where.startswith("az://"):

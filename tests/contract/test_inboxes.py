@@ -11,10 +11,13 @@ S3 lists an object only once it is whole, so it is taken at the first.
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import make_store
@@ -74,6 +77,35 @@ def test_a_dropped_file_becomes_one_task_of_the_recipes_owner_and_leaves_the_inb
     assert LAYOUT.inbox_prefix(rid) in shown.command
     assert settle(sweeper(store, "w2")) == [], "nothing is taken twice"
     assert len(tasks_named(service, "2024-05.csv")) == 1
+
+
+def test_the_drop_command_shown_names_the_place_a_sweep_takes_files_from(service, store) -> None:
+    """The command the Inboxes page shows, followed to the letter: the folder, bucket or container and the
+    name come from its words (the cloud CLIs are not here: the store's own client puts the file where the
+    command says; on S3 the endpoint the command names must be the store's, as it is for a non-AWS one)."""
+    recipe(service)
+    [shown] = service.inboxes.list(ANN)
+    words = shlex.split(shown.command)
+    if words[:3] == ["aws", "s3", "cp"]:
+        url = urlsplit(words[4] + "2024-06.csv")
+        endpoint = words[words.index("--endpoint-url") + 1] if "--endpoint-url" in words else None
+        assert endpoint == store.client.meta.endpoint_url  # a test server, never AWS's own: the CLI is told it
+        store.client.put_object(Bucket=url.netloc, Key=url.path.lstrip("/"), Body=CSV)  # the store's credentials
+    elif words[0] == "mkdir":
+        folder = Path(words[2])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "2024-06.csv").write_bytes(CSV)
+    elif words[:3] == ["gcloud", "storage", "cp"]:  # the bucket and the object's name as the command has them
+        url = urlsplit(words[4] + "2024-06.csv")
+        assert url.netloc == store.bucket.name
+        store.bucket.blob(url.path.lstrip("/")).upload_from_string(CSV)
+    else:
+        assert words[:4] == ["az", "storage", "blob", "upload"], shown.command
+        container = words[words.index("--container-name") + 1]
+        assert container == store.client.container_name
+        store.client.upload_blob(words[words.index("--name") + 1].replace("FILE", "2024-06.csv"), CSV)
+    taken = settle(sweeper(store))
+    assert [c.state for c in taken] == ["taken"] and tasks_named(service, "2024-06.csv")
 
 
 def test_four_sweepers_racing_take_each_file_exactly_once(service, store) -> None:
