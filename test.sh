@@ -38,8 +38,10 @@ if [ "${1:-}" = "--fast" ]; then
   # The tests' temporary directories in memory where there is one: the local store syncs every file and
   # directory it writes (7,000 fsyncs in the loop, 12 s on this machine's disk), which no test can tell from a
   # disk's and none needs to survive a power cut.
+  # Only a failed test's directory is kept there (pytest keeps the last three runs': 140 MB each).
   if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
     export TMPDIR=/dev/shm
+    set -- -o tmp_path_retention_policy=failed "$@"
   fi
   # pytest keeps each test module with its asserts rewritten in __pycache__ (ignored by git) unless told not
   # to write bytecode; rewriting the loop's 140 modules again at every run took each worker 2 s.
