@@ -76,7 +76,7 @@ name = st.text_input(
     key=keys.name,
 )
 
-types = handlers.all_types()
+types = [t for t in handlers.all_types() if not t.made_from_results]  # a comparison is made from a task page
 # The box gets the type it shows as its own starting point on every run (never written into its
 # key): the value the page goes on with and the one the browser shows cannot part (issue 22, item 0).
 task_type: type[TaskType] = st.selectbox(

@@ -9,7 +9,18 @@ import streamlit as st
 
 from s3task.errors import InvalidTaskId, S3TaskError, TaskNotFound
 from s3task.record import TaskRecord
-from ui import chart_view, context, corrections, detail, notify, profile_view, recipe_save, result, step_counts
+from ui import (
+    chart_view,
+    compare_view,
+    context,
+    corrections,
+    detail,
+    notify,
+    profile_view,
+    recipe_save,
+    result,
+    step_counts,
+)
 from ui import format as fmt
 
 ctx = context.get()
@@ -60,6 +71,8 @@ def panel() -> None:
     if current.status == "completed":
         if current.task_type == "profile":
             profile_view.charts(ctx, current)  # the summary with readable numbers, and its charts
+        elif current.task_type == "compare":
+            compare_view.answer(ctx, current)  # the counts and each column in words, the highlighter's first rows
         else:
             result.preview(ctx, current)  # the rows, above the timeline
             chart_view.chart(ctx, current)  # one column's chart over every row
@@ -71,4 +84,5 @@ def panel() -> None:
 
 panel()
 corrections.offer(ctx, record)  # the rows with errors sent back corrected: outside the live part too
+compare_view.offer(ctx, record)  # "Compare with another result": a comparison on a worker
 recipe_save.offer(ctx, record)  # under the task, outside its live part: typing is not interrupted

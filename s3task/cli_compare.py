@@ -1,5 +1,8 @@
-"""``s3task compare TASK_A TASK_B --key COL[,COL] [--out FILE] [--json]``: what changed from one result to another.
+"""``s3task compare TASK_A TASK_B --key COL[,COL] [--out FILE] [--json] [--on-worker]``: what changed from one
+result to another.
 
+With ``--on-worker`` the comparison is a task of its own (the type ``compare``), queued for a worker: the command
+prints its id and returns (``s3task show ID``, ``download ID``). Without it, as follows, in this process:
 Both results are read with :mod:`s3task.results` (the caller's own store credentials; the task's access rules
 apply, as for ``download``) and compared by :mod:`s3task.compare` in this process, DuckDB spilling into a
 temporary folder. The summary is printed in plain words (``--json``: as JSON); ``--out`` writes daff's
@@ -17,6 +20,7 @@ from pathlib import Path
 from .compare import compare, suggest_keys
 from .compare.engine import MEMORY_MB
 from .compare.keys import refuse_without_keys
+from .errors import InvalidInput
 from .results import Result
 from .tasks import Actor, TaskService
 
@@ -28,6 +32,12 @@ def add_compare_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     s.add_argument("--key", help="the key column(s), comma-separated; without it, the columns that could be keys")
     s.add_argument("--out", help="write daff's highlighter CSV of the rows added, removed and changed here")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.add_argument(
+        "--on-worker",
+        action="store_true",
+        help="run it on a worker as a task of its own (progress, cancel, survives a crash): print its id and return",
+    )
+    s.add_argument("--name", help="with --on-worker: the comparison task's name")
     s.add_argument("--memory-mb", type=int, default=MEMORY_MB, help=argparse.SUPPRESS)
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
@@ -40,6 +50,19 @@ def _result(service: TaskService, actor: Actor, task_id: str) -> Result:
 
 
 def cmd_compare(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    if args.on_worker:
+        if not args.key:
+            raise InvalidInput(
+                "name the key column(s) with --key (s3task compare TASK_A TASK_B, without it, suggests them)"
+            )
+        if args.out:
+            raise InvalidInput("--out is for a comparison run here; a task's result is fetched with s3task download ID")
+        record = service.compares.create(actor, args.old_task, args.new_task, args.key, name=args.name)
+        if args.json:
+            print(json.dumps({"task_id": record.task_id, "status": record.status.value}))
+        else:
+            print(record.task_id)
+        return 0
     old, new = _result(service, actor, args.old_task), _result(service, actor, args.new_task)
     with tempfile.TemporaryDirectory(prefix="s3task-compare-") as scratch:
         if not args.key:

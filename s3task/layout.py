@@ -5,6 +5,7 @@
 <prefix>/<task-id>/status.json            the task record (source of truth)
 <prefix>/<task-id>/output-attempt-N.csv   one per attempt, never overwritten
 <prefix>/<task-id>/output-attempt-N.rows  (a task type that leaves rows out) each output row's input row
+<prefix>/<task-id>/output-attempt-N.summary.json  (a comparison) its counts and per-column summary
 <prefix>/<task-id>/output-attempt-N.xlsx  derived copies of the completed output, made on first
              ….exact.csv, ….errors.csv,   request (s3task.exports); create-only, never changed
              ….errors.xlsx, ….parquet
@@ -57,6 +58,9 @@ OUTPUT = "output-attempt-{attempt}.csv"
 #: Which input record (0 = the first after the header) each output row came from, for a task type whose
 #: output rows are not its input's one for one (``TaskType.numbers_rows``): an Arrow IPC stream of int64.
 ROWS = "output-attempt-{attempt}.rows"
+#: A comparison's summary (counts, and per column), beside its attempt's output: the page shows it without
+#: reading the output (s3task.handlers.compare).
+COMPARE_SUMMARY = "output-attempt-{attempt}.summary.json"
 PROGRESS = "progress-attempt-{attempt}.json"
 CORRECTED_ROWS = "corrected-rows.csv"
 ACTIVE = "active"
@@ -133,6 +137,11 @@ class Layout:
     def rows_key_of(output_key: str) -> str:
         """:meth:`rows_key` of the attempt whose output is ``output_key``."""
         return output_key.removesuffix(".csv") + ".rows"
+
+    @staticmethod
+    def summary_key_of(output_key: str) -> str:
+        """Where a comparison keeps its summary beside the output ``output_key`` (:data:`COMPARE_SUMMARY`)."""
+        return output_key.removesuffix(".csv") + ".summary.json"
 
     def export_key(self, task_id: str, attempt: int, variant: str) -> str:
         """Where the ``variant`` copy (a key of :data:`EXPORTS`) of an attempt's output is kept."""

@@ -76,6 +76,8 @@ def run(
     handler = handlers.get(task_type)(params)
     if context is not None and hasattr(handler, "context"):
         handler.context = context
+    if handler.reads_itself:  # a comparison: its input names what it reads (s3task.handlers.compare)
+        return cast(Progress, handler.run_file(source, sink, on_progress))
     reader = _reader(source, block_size, input_format)
     try:
         return _process(handler, reader, sink, on_progress, rows)

@@ -106,6 +106,11 @@ class TaskType:
     #: (``output-attempt-N.rows``): then the errors workbook and the combined result work although rows
     #: are left out. Such a type's ``stream`` yields tables whose last column is those row numbers (int64).
     numbers_rows: ClassVar[bool] = False
+    #: Whether the type reads its input and writes its output itself (``run_file``), the engine's reader and
+    #: writer left out: a comparison, whose input names the two results it reads (s3task.handlers.compare).
+    reads_itself: ClassVar[bool] = False
+    #: Whether its tasks are made from other tasks' results, not from a file: the New task page leaves it out.
+    made_from_results: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         #: The values of this task's parameters (``params`` declares them).
@@ -117,6 +122,10 @@ class TaskType:
 
     def finish(self) -> pd.DataFrame | None:
         return None
+
+    def run_file(self, source: Any, sink: Any, on_progress: Any) -> Any:
+        """A type that ``reads_itself``: the whole attempt, ``source`` to ``sink``; returns the final Progress."""
+        raise NotImplementedError
 
     def step_counts(self) -> list[dict[str, int]]:
         """Per step of a step list, once the input is done: its rows in and out and cells changed (else [])."""

@@ -22,4 +22,4 @@ class PassThrough(TaskType):
         return chunk
 
 
-from . import clean, email, profile, steps  # noqa: E402, F401  (register on import)
+from . import clean, compare, email, profile, steps  # noqa: E402, F401  (register on import)

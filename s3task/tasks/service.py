@@ -24,6 +24,7 @@ from . import access
 from .access import Actor
 from .browser_uploads import BrowserUploads, UploadPlan
 from .charts import Charts
+from .comparisons import Comparisons
 from .corrections import EDITABLE_ROWS, Corrections
 from .inboxes import Inboxes
 from .inputs import Created, Inputs
@@ -78,6 +79,7 @@ class TaskService:
         self.inboxes = Inboxes(self._transitions, self._recipes)  # files dropped for recipes: a public part too
         self.recipes = RecipeShelf(store, self._transitions, self._recipes)  # saved settings: a public part
         self.charts = Charts(self)  # a column of a result charted over every row: a public part
+        self.compares = Comparisons(self._transitions, self._inputs, self._outputs)  # results compared: public
 
     # --- what the service works on ------------------------------------------------------------------------
 

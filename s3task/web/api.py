@@ -128,6 +128,12 @@ class Api:
         actor = self.actor(request)
         body = checked(NewTask, await _json_object(request), NEW_TASK_MESSAGES)
         task_type, params, read_as = await run_in_threadpool(self._what_to_make, actor, body)
+        if task_type == "compare":  # made from two results, queued at once: no file to upload
+            compared = self.service.compares.create
+            old, new, keys = (params.get(n) for n in ("old_task", "new_task", "keys"))
+            record = await run_in_threadpool(compared, actor, str(old or ""), str(new or ""), keys, name=body.name)
+            location = f"{request.url.path.rstrip('/')}/{record.task_id}"
+            return reply(Created(task=self.task(actor, record), upload=None), 201, headers={"Location": location})
         create = self.service.create
         created = await run_in_threadpool(create, actor, body.name, task_type, params, input_format=read_as)
         upload = None

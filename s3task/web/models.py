@@ -288,7 +288,10 @@ class Upload(_Response):
 
 class Created(_Response):
     task: Task
-    upload: Upload | None = Field(description="None when the store cannot take uploads from clients.")
+    upload: Upload | None = Field(
+        description="None when the store cannot take uploads from clients, and for a comparison (type compare: made "
+        "from two results, queued at once)."
+    )
 
 
 class OneTask(_Response):

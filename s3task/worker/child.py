@@ -162,7 +162,12 @@ def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
     from .. import handlers
     from ..handlers.steps import Steps
 
-    if handlers.get(job.task_type) is not Steps:
+    kind = handlers.get(job.task_type)
+    if kind.reads_itself:
+        with _compare_context(job, store, layout) as context:
+            yield context
+        return
+    if kind is not Steps:
         yield None
         return
     from ..steps.references import reference_rows
@@ -171,6 +176,31 @@ def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
     with tempfile.TemporaryDirectory(prefix="s3task-steps-") as scratch:
         memory = memory_for(job.memory_mb)
         yield Context(memory_mb=memory, scratch=scratch, open_reference=lambda t: reference_rows(store, layout, t))
+
+
+@contextlib.contextmanager
+def _compare_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
+    """What a comparison needs: DuckDB's memory and scratch folder as a step list's (above), both results
+    read straight from the store (pinned), and where its summary goes: beside the output, before it is complete."""
+    import json
+
+    from ..compare import compare
+    from ..compare.stored import result_tables
+    from ..handlers.compare import CompareContext
+    from ..steps.wholefile import memory_for
+
+    def keep(summary: dict[str, Any]) -> None:
+        body = json.dumps(summary, ensure_ascii=False).encode()
+        store.put(Layout.summary_key_of(job.output_key), body, PutMode.OVERWRITE, content_type="application/json")
+
+    with tempfile.TemporaryDirectory(prefix="s3task-compare-") as scratch:
+        yield CompareContext(
+            memory_mb=memory_for(job.memory_mb),
+            scratch=scratch,
+            open_result=lambda pin, moved, label: result_tables(store, layout, pin, moved, label),
+            keep_summary=keep,
+            engine=compare,
+        )
 
 
 def _is_ours(store: Any, job: Job) -> bool:

@@ -438,7 +438,7 @@ def test_the_new_task_page_is_in_words(
         said += page_said(at, f"new task ({name})")
         if name != "people.csv":
             continue
-        for task_type in handlers.all_types():
+        for task_type in (t for t in handlers.all_types() if not t.made_from_results):  # a comparison: from a task page
             box = next(s for s in at.selectbox if s.label.startswith("What should happen"))
             at = box.set_value(task_type).run()
             said += page_said(at, f"new task ({name}, {task_type.name})")
