@@ -8,6 +8,7 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
+from s3task import handlers
 from s3task.counts import count_help, counts_of
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
@@ -123,12 +124,26 @@ def input_failure(record: TaskRecord) -> bool:
     return record.final and record.final_reason == "input"
 
 
+def made_from_results(record: TaskRecord) -> bool:
+    """Is the task made from other tasks' results, not a file (a comparison: s3task.handlers.compare)?"""
+    try:
+        return handlers.get(record.task_type).made_from_results
+    except S3TaskError:  # a type whose module is not loaded here
+        return False
+
+
 def _failure(record: TaskRecord, mine: bool) -> None:
     """What went wrong, and what can be done: told to one who may act (the owner, an operator), of whom to
     anyone else (they have no button for it)."""
     tz = st.context.timezone
     who = f"{fmt.plain(record.created_by)} or an operator can"
-    if input_failure(record):
+    if input_failure(record) and made_from_results(record):
+        what = "These results cannot be compared as they are. " + (
+            "Compare them again from the newer result's page, with other key columns."
+            if mine
+            else f"{who} compare them again with other key columns."
+        )
+    elif input_failure(record):
         what = "The file cannot be processed as it is. " + (
             "Correct it and start again with the corrected file." if mine else f"{who} correct it and start again."
         )
@@ -240,17 +255,19 @@ def actions(ctx: Context, record: TaskRecord) -> None:
     # ("Start again with a corrected file") was clipped on a 1366-px screen.
     row = st.container(horizontal=True)
     if can_retry and input_failure(record):
-        # The same file fails the same way: offer a fresh start (a new task with this one's name and settings).
-        # An operator may still run the file again, e.g. after a fix to the task type.
-        row.page_link(
-            NEW_TASK,
-            label="Start again with a corrected file",
-            icon=":material/restart_alt:",
-            query_params={"from": task_id},
-            width="content",
-        )
+        # The same file fails the same way: offer a fresh start (a new task with this one's name and settings),
+        # unless the task is made from results (a comparison), not a file. An operator may still run it again,
+        # e.g. after a fix to the task type.
+        if not made_from_results(record):
+            row.page_link(
+                NEW_TASK,
+                label="Start again with a corrected file",
+                icon=":material/restart_alt:",
+                query_params={"from": task_id},
+                width="content",
+            )
         can_retry = actor.operator
-        retry_label = "Run the same file again"
+        retry_label = "Compare again" if made_from_results(record) else "Run the same file again"
     else:
         retry_label = "Retry now"
     if can_retry:

@@ -18,8 +18,8 @@ from .context import Context
 
 def offer(ctx: Context, record: TaskRecord) -> None:
     """The form, for a submitted task the person may act on (only then are its format and columns settled)."""
-    if record.input_etag is None or not ctx.service.may_act(ctx.actor, record):
-        return
+    if record.input_etag is None or not ctx.service.may_act(ctx.actor, record) or record.task_type == "compare":
+        return  # a comparison is made from two results, not a file that comes back
     with st.expander("Keep these settings as a recipe", icon=":material/menu_book:"):
         st.caption(
             "A recipe keeps this task's type, settings and how its file is read. When you upload a file with "

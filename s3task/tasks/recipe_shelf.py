@@ -8,6 +8,7 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .. import handlers
 from ..errors import InvalidInput
 from . import access, recipes
 from .input_check import header_of
@@ -29,6 +30,8 @@ class RecipeShelf:
         """A recipe made from the task ``task_id`` (submitted: its format and columns are settled)."""
         record = self._transitions.get(actor, task_id)
         access.require(actor, record, "make a recipe of")
+        if handlers.get(record.task_type).made_from_results:
+            raise InvalidInput(f"task {task_id} is made from other tasks' results, not a file: it makes no recipe")
         if record.input_etag is None:
             raise InvalidInput(f"task {task_id} was never submitted, so its file's format is not known yet")
         recipe = recipes.from_task(record, name, header_of(self._store, record), shared=shared)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import requests
-from app_pages import app, options, page_links, service, store_dir, texts  # noqa: F401
+from app_pages import app, options, page_links, run_as_worker, service, store_dir, texts  # noqa: F401
 from apps.http_server import serve
 from streamlit.testing.v1 import AppTest
 from support import csv_bytes
@@ -259,3 +259,17 @@ def test_a_refusal_on_the_page_is_said_and_makes_nothing(app, two) -> None:  # n
     assert compare_tasks(tasks) == []
     with pytest.raises(S3TaskError):
         tasks.compares.create(ANN, a, b, "id")
+
+
+def test_a_comparison_failed_for_its_keys_says_so_and_offers_no_file_to_correct(app, two) -> None:  # noqa: F811
+    tasks, a, b = two
+    made = tasks.compares.create(ANN, a, b, "name")
+    words = "keys repeat in the new result, so its rows cannot be paired: name 'x' (2 rows)"
+    run_as_worker(tasks, made.task_id, error=words, permanent=True)
+    page = task_page(app, made.task_id)
+    said = texts(page)
+    assert "These results cannot be compared as they are" in said and "other key columns" in said
+    assert "Start again with a corrected file" not in page_links(page)
+    assert "Keep these settings as a recipe" not in [e.label for e in page.expander]
+    with pytest.raises(InvalidInput, match="makes no recipe"):
+        tasks.recipes.save(ANN, "monthly", made.task_id)
