@@ -35,7 +35,13 @@ def offer(ctx: Context, record: TaskRecord) -> None:
     service, actor, task_id = ctx.service, ctx.actor, record.task_id
     if record.status != "completed" or record.task_type == "compare" or not service.may_act(actor, record):
         return
-    with st.expander("Compare with another result", icon=":material/compare_arrows:"):
+    # Drawn only when opened (the candidates' columns are read then, not on every view of a result).
+    box = st.expander(
+        "Compare with another result", icon=":material/compare_arrows:", key=f"cmp_open_{task_id}", on_change="rerun"
+    )
+    if not box.open:
+        return
+    with box:
         st.caption(
             "What changed from another task's result to this one, paired by key columns: rows added, removed and "
             "changed, and each changed cell old → new. It runs on a worker as a task of its own."

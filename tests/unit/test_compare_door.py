@@ -213,10 +213,12 @@ def test_the_cli_queues_it_on_a_worker(two, store_dir: Path, capsys) -> None:  #
     assert tasks.get(ANN, task_id).status == "queued" and tasks.get(ANN, task_id).task_type == "compare"
 
 
-def task_page(make, task_id: str) -> AppTest:
+def task_page(make, task_id: str, *, offer_open: bool = False) -> AppTest:
     at = make("ann")
     at.run()
     at.query_params["id"] = task_id
+    if offer_open:  # "Compare with another result" opened (it is drawn only then)
+        at.session_state[f"cmp_open_{task_id}"] = True
     at = at.switch_page("pages/task.py").run()
     assert not at.exception, at.exception
     return at
@@ -224,8 +226,10 @@ def task_page(make, task_id: str) -> AppTest:
 
 def test_the_task_page_offers_a_comparison_and_shows_its_answer(app, two) -> None:  # noqa: F811
     tasks, a, b = two
-    at = task_page(app, b)
-    assert "Compare with another result" in [e.label for e in at.expander]
+    closed = task_page(app, b)
+    assert "Compare with another result" in [e.label for e in closed.expander]
+    assert not [s for s in closed.selectbox if s.key == f"cmp_other_{b}"]  # nothing read until it is opened
+    at = task_page(app, b, offer_open=True)
     other = at.selectbox(key=f"cmp_other_{b}")
     assert other.value == a  # the only other completed result with these columns
     keys = at.multiselect(key=f"cmp_keys_{b}_{a}")
@@ -251,7 +255,7 @@ def test_the_task_page_offers_a_comparison_and_shows_its_answer(app, two) -> Non
 
 def test_a_refusal_on_the_page_is_said_and_makes_nothing(app, two) -> None:  # noqa: F811
     tasks, a, b = two
-    at = task_page(app, b)
+    at = task_page(app, b, offer_open=True)
     at.multiselect(key=f"cmp_keys_{b}_{a}").set_value(["name", "price"]).run()
     tasks.store.delete(tasks.get(ANN, a).output_object_path or "")
     at.button(key=f"cmp_go_{b}").click().run()
