@@ -1,8 +1,8 @@
 """A comparison as a task of its own (the type ``compare``: s3task/handlers/compare.py), run by real ``worker.py``
 processes: end to end on a local store and on moto over HTTP (the highlighter, the summary beside it, the
 counts in the record), a key repeated failing it for good in the engine's words, a worker SIGKILLed
-mid-comparison and another one finishing it on attempt 2, and a cancel mid-comparison that leaves both
-compared results as they were. ``compare_gate`` (tests/compare_gate.py) holds a comparison mid-way."""
+mid-comparison and another one finishing it on attempt 2 (on both stores), and a cancel mid-comparison that
+leaves both compared results as they were. ``compare_gate`` (tests/compare_gate.py) holds a comparison mid-way."""
 
 from __future__ import annotations
 
@@ -183,3 +183,30 @@ def test_a_cancel_mid_comparison_stops_it_and_leaves_both_results(local, procs: 
     assert pinned(service.store, service.layout, a, b) == before
     assert {service.get(ANN, t).status for t in (a, b)} == {"completed"}
     worker.alive()
+
+
+def test_on_moto_a_worker_killed_mid_comparison_another_finishes_it(s3_workers: S3Workers) -> None:
+    s3 = s3_workers
+    alice = Actor("alice")
+    a = s3.submit("March", csv_bytes(OLD))
+    b = s3.submit("April", csv_bytes(NEW))
+    first = s3.worker("--handlers", "compare_gate", env={"COMPARE_GATE": str(s3.tmp / "gate")}, name="victim")
+    for task_id in (a, b):
+        wait_for(lambda t=task_id: s3.done(t), timeout=60 + s3.start, what=f"{task_id} completed")
+    before = pinned(s3.store, s3.layout, a, b)
+    made = s3.service.compares.create(alice, a, b, "id")
+    reached = s3.tmp / "gate.reached"
+    wait_for(reached.exists, timeout=30 + s3.start, what="the comparison reached the gate")
+    child = int(reached.read_text())
+    first.send_signal(signal.SIGKILL)
+    first.wait(10 + s3.start)
+    wait_for(lambda: gone(child), timeout=10 + s3.start, what="the killed worker's attempt process gone with it")
+    (s3.tmp / "gate.open").touch()
+    s3.worker("--handlers", "compare_gate", name="rescuer")
+    recovery = S3Workers.lease + GRACE + 2 * S3Workers.poll
+    done = wait_for(lambda: s3.done(made.task_id), timeout=recovery + 60 + s3.start, what="finished on attempt 2")
+    assert done.attempt_id == 2, done.history
+    check_answer(s3.store, s3.layout, done)
+    written = [k for k in s3.outputs(made.task_id) if k.endswith(".csv")]  # the killed attempt left none
+    assert written == [s3.layout.output_key(made.task_id, 2)]
+    assert pinned(s3.store, s3.layout, a, b) == before
