@@ -161,8 +161,8 @@ class FormatRequest:
         format already typed (a settled one is asked for again as it is)."""
         if isinstance(data, FormatRequest):
             return data
-        if isinstance(data, InputFormat):
-            data = data.to_dict()
+        if isinstance(data, (InputFormat, UnreadableFormat)):
+            data = data.to_dict()  # an unreadable one is refused here, in its own words
         return cls(**parse_input_format(data, allow_detect=True))
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,6 +178,22 @@ class FormatRequest:
         if pending:
             raise InvalidInput(f"the input format's {' and '.join(pending)} has not been detected yet")
         return InputFormat.from_dict(self.to_dict())
+
+
+@dataclass(frozen=True)
+class UnreadableFormat:
+    """A stored format this version cannot read (a setting a newer s3task added, a damaged record): kept as
+    it was written, so the record still lists, shows and cancels, and refused in words where the file
+    would be read (the worker fails the task for good, as for any input it cannot use)."""
+
+    raw: Mapping[str, Any]
+    problem: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+    def settled(self) -> InputFormat:
+        raise InvalidInput(self.problem)
 
 
 #: A format as a door takes it: a request's JSON (the API, the CLI, a recipe), or one already typed (the page).

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, overload
@@ -16,7 +17,7 @@ from .errors import (
     InvalidInput,
     UnsupportedSchema,
 )
-from .input_format import FormatRequest, InputFormat
+from .input_format import FormatRequest, InputFormat, UnreadableFormat
 from .layout import MAX_RECORD_BYTES
 from .states import State, Status, state_of
 
@@ -53,7 +54,7 @@ class TaskRecord:
     payload: dict[str, Any] = field(default_factory=dict)
     #: How the input is read: as asked for while the task waits for its file (a FormatRequest: ``detect``
     #: allowed), as the submit settled it from then on (an InputFormat). A dict given is checked into one.
-    input_format: InputFormat | FormatRequest = field(default_factory=FormatRequest)
+    input_format: InputFormat | FormatRequest | UnreadableFormat = field(default_factory=FormatRequest)
     #: The file the task was made for: {"name", "size", "edges_sha256"} (s3task.fingerprint); {}: none recorded
     input_fingerprint: dict[str, Any] = field(default_factory=dict)
     #: Its upload in parts, to be continued: {"upload_id", "part_size"} (s3task.tasks.resumable); {}: none
@@ -144,13 +145,18 @@ class TaskRecord:
         return dataclasses.replace(self, **changes)
 
 
-def _format_of(given: Any, status: Status) -> InputFormat | FormatRequest:
+def _format_of(given: Any, status: Status) -> InputFormat | FormatRequest | UnreadableFormat:
     """A record's input format, typed by where the record is: asked for until the file is submitted (so
     ``detect`` and a kind left out keep their meaning), settled after it (a stored ``{}`` or a CSV's two
     settings read as a CSV). One rule, so a record and the same record read back from JSON are equal."""
-    if status != Status.CREATED and isinstance(given, InputFormat):
+    if isinstance(given, UnreadableFormat) or (status != Status.CREATED and isinstance(given, InputFormat)):
         return given
-    asked = FormatRequest.parse(given)
+    try:
+        asked = FormatRequest.parse(given)
+    except InvalidInput as e:
+        if not isinstance(given, Mapping):
+            raise
+        return UnreadableFormat(dict(given), f"the task's input format cannot be read by this s3task: {e.message}")
     if status == Status.CREATED:
         return asked
     try:
@@ -164,7 +170,7 @@ _REQUIRED = ("task_id", "task_name", "created_by", "task_type", "status")
 _TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,), "Status": (str,), "int": (int,), "bool": (bool,), "dict[str, Any]": (dict,), "list[str]": (list,),
     "list[dict[str, Any]]": (list,), "str | None": (str, type(None)), "int | None": (int, type(None)),
-    "InputFormat | FormatRequest": (dict,),
+    "InputFormat | FormatRequest | UnreadableFormat": (dict,),
 }  # fmt: skip
 
 

@@ -71,7 +71,8 @@ class _Request(BaseModel):
 def _record_fields() -> dict[str, Any]:
     """The record's fields as the API shows them (all of them always present), with their types."""
     hints = typing.get_type_hints(TaskRecord)
-    sharper: dict[str, Any] = {"task_id": TaskId}
+    # input_format: the record's JSON as stored (a request's settings, or the ones the submit settled).
+    sharper: dict[str, Any] = {"task_id": TaskId, "input_format": dict[str, Any]}
     return {
         f.name: (sharper.get(f.name, hints[f.name]), ...)
         for f in dataclasses.fields(TaskRecord)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInput, PreconditionFailed, S3TaskError
-from ..input_format import FormatRequest, InputFormat
+from ..input_format import FormatRequest, InputFormat, UnreadableFormat
 from ..layout import CSV_TYPE, Layout
 from ..progress import Done, Failed, Moved, Progress
 from ..store.base import PutMode
@@ -43,7 +43,7 @@ class Job:
     write_id: str
     #: The record's ``input_format`` (a CSV's delimiter and encoding, a workbook's sheet and header row),
     #: settled when the file was submitted: the input is read exactly so.
-    input_format: InputFormat | FormatRequest = field(default_factory=InputFormat)
+    input_format: InputFormat | FormatRequest | UnreadableFormat = field(default_factory=InputFormat)
     #: The input's size as pinned at submit: a workbook is copied to a temporary file of this size.
     input_size: int = 0
     #: The attempt's memory cap in MB (0: none): a step list's whole-file steps stay well within it.

@@ -47,7 +47,7 @@ def test_a_recipe_saved_from_march_makes_april_the_same_way(tmp_path: Path) -> N
     assert april.returncode == 0, april.stderr
     assert "submitted 'April': Check and enrich email addresses" in april.stderr
     task = record(store, april.stdout.strip())
-    assert (task.task_type, task.input_format["delimiter"]) == ("email_enrichment", ";")
+    assert (task.task_type, task.input_format.delimiter) == ("email_enrichment", ";")
     assert task.payload["email_column"] == "MAIL"  # the recipe's "Mail", matched ignoring case
     run(worker_args(str(store), "--once"), timeout=None, check=True)
     assert record(store, task.task_id).status == "completed"

@@ -105,7 +105,7 @@ def test_workbooks_submitted_with_the_cli_are_processed_as_excel_shows_them(
     assert output_rows(store, done["row"]) == [SHOWN[0], SHOWN[1]]  # row 4 taken as the header, as asked
     for name, book in (("found", first), ("openpyxl", second), ("sheet", second), ("row", first)):
         assert_read_whole(store, done[name], book)
-    assert done["sheet"].input_format == {"kind": "xlsx", "sheet": "Prices", "header_row": 1}
+    assert done["sheet"].input_format.to_dict() == {"kind": "xlsx", "sheet": "Prices", "header_row": 1}
     shown = run_cli(store, "show", ids["row"], cwd=tmp_path)
     assert "read as: Excel workbook · sheet 'Customers' · header in row 4" in shown.stdout, shown.stdout
     saved = run_cli(store, "download", ids["found"], "-o", str(tmp_path / "out.csv"), cwd=tmp_path)

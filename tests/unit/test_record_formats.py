@@ -12,7 +12,7 @@ import json
 import pytest
 
 from s3task.csvio import FormatRequest, InputFormat
-from s3task.errors import CorruptRecord, InvalidInput
+from s3task.errors import InvalidInput
 from s3task.record import TaskRecord, record_from_json
 from s3task.states import Status
 
@@ -64,8 +64,25 @@ def test_a_page_hands_the_door_a_typed_format_and_a_request_keeps_what_the_file_
     "bad",
     [{"delimiter": "#"}, {"encoding": "ebcdic"}, {"sheet": 7, "kind": "xlsx"}, {"colour": "red"}],
 )
-def test_a_stored_format_that_cannot_be_read_is_a_corrupt_record_naming_the_field(bad) -> None:
+def test_a_stored_format_this_version_cannot_read_is_kept_and_refused_where_the_file_is_read(bad) -> None:
+    """A newer s3task's setting (or a damaged one): the record still reads, lists, shows and cancels, keeps
+    the format as written, and the worker fails the task for good in words instead of skipping it forever."""
     raw = json.loads(_record("queued", {}).to_json())
     raw["input_format"] = bad
-    with pytest.raises(CorruptRecord, match="input_format"):
-        record_from_json(json.dumps(raw).encode(), "tasks/x/status.json")
+    read = record_from_json(json.dumps(raw).encode(), "tasks/x/status.json")
+    assert json.loads(read.to_json())["input_format"] == bad
+    with pytest.raises(InvalidInput, match="cannot be read by this s3task"):
+        read.read_as  # noqa: B018 - the property is what is tested
+    cancelled = read.replace(status=Status.ABANDONED)
+    assert json.loads(cancelled.to_json())["input_format"] == bad
+
+
+def test_the_api_shows_the_stored_format_as_before_and_a_request_still_to_detect_is_no_error() -> None:
+    from s3task.web.models import task_of
+
+    for status, given in (("created", {"delimiter": "detect", "encoding": "utf-16"}), ("queued", {"kind": "xlsx"})):
+        raw = json.loads(_record(status, {}).to_json())
+        raw["input_format"] = given
+        shown = task_of(record_from_json(json.dumps(raw).encode(), "k"), retryable=False, cancellable=True)
+        stored = json.loads(record_from_json(json.dumps(raw).encode(), "k").to_json())["input_format"]
+        assert shown.model_dump(mode="json")["input_format"] == stored
