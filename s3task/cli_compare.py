@@ -22,6 +22,7 @@ from .compare.engine import MEMORY_MB
 from .compare.keys import refuse_without_keys
 from .errors import InvalidInput
 from .results import Result
+from .safetext import visible
 from .tasks import Actor, TaskService
 
 
@@ -73,10 +74,14 @@ def cmd_compare(args: argparse.Namespace, service: TaskService, actor: Actor) ->
         if args.out:
             target = Path(args.out)
             part = target.with_name(target.name + ".part")
-            with part.open("w", encoding="utf-8", newline="") as out:
-                summary = compare(
-                    old.batches(), new.batches(), keys, out=out, memory_mb=args.memory_mb, scratch=scratch
-                )
+            try:
+                with part.open("w", encoding="utf-8", newline="") as out:
+                    summary = compare(
+                        old.batches(), new.batches(), keys, out=out, memory_mb=args.memory_mb, scratch=scratch
+                    )
+            except BaseException:
+                part.unlink(missing_ok=True)  # a refusal (repeated keys) or a stop leaves no half-written file
+                raise
             part.replace(target)
         else:
             summary = compare(old.batches(), new.batches(), keys, memory_mb=args.memory_mb, scratch=scratch)
@@ -85,7 +90,7 @@ def cmd_compare(args: argparse.Namespace, service: TaskService, actor: Actor) ->
         print(json.dumps(found, indent=1, ensure_ascii=False))
     else:
         print(f"{old.task_id} -> {new.task_id}")
-        print("\n".join(summary.lines()))
+        print("\n".join(visible(line) for line in summary.lines()))  # column names: no terminal controls
         if args.out:
             print(f"highlighter ({summary.highlighted:,} rows): {args.out}")
     return 0

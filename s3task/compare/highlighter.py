@@ -41,7 +41,9 @@ def write(con: Any, old: Side, new: Side, columns: list[str], out: TextIO) -> in
     out.write("\ufeff")
     if any(mark for _n, mark in cols):
         writer.writerow(["!", *(mark for _n, mark in cols)])
-    writer.writerow(["@@", *(n for n, _m in cols)])
+    # The column names too: a header cell a spreadsheet would run as a formula gets its ' as values do.
+    [header] = _protected([["@@", *(n for n, _m in cols)]])
+    writer.writerow(header)
     flag = {name: f"x{i}" for i, name in enumerate(columns)}
     picks = [(f"d.{flag[n]}" if n in flag else "NULL") + f" AS f{i}" for i, (n, _m) in enumerate(cols)]
     olds = [(f"o.{old.col(n)}" if old.has(n) else "NULL") + f" AS o{i}" for i, (n, _m) in enumerate(cols)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import shlex
 from dataclasses import dataclass, field
 
 from ..errors import AccessDenied, AlreadyExists, InvalidInput, NotFound, S3TaskError
@@ -109,7 +110,8 @@ class Inboxes:
         if where.startswith("az://"):
             return f"az storage blob upload --container-name {where[5:]} --file FILE --name {prefix}FILE"
         root = self._store.description.removeprefix("local directory ")
-        return f"mkdir -p {root}/{prefix} && cp FILE {root}/{prefix}"  # the folder goes when a sweep empties it
+        folder = shlex.quote(f"{root}/{prefix}")  # a store's path with a space still pastes as one word
+        return f"mkdir -p {folder} && cp FILE {folder}"  # the folder goes when a sweep empties it
 
     # --- what the listing reads ------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from s3task.tasks import Actor, TaskService
 
 ANN = Actor("ann")
 MARCH = [["id", "name", "price"], ["1", "Ann", "10.0"], ["2", "Ben", "20"], ["3", "Cy", "30"], ["4", "Zoë", "40"]]
+NAMED = "v\x1b]0;PWNED\x07\x1b[31mRED"
 APRIL = [
     ["id", "name", "price", "city"],
     ["1", "Ann", "10"],
@@ -37,6 +38,8 @@ def two_tasks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]
     april_rows = [row + ([""] if len(row) < 4 else []) for row in APRIL]
     march = service.submit_file(ANN, "March", "copy", None, csv_bytes(MARCH)).task_id
     april = service.submit_file(ANN, "April", "copy", None, csv_bytes(april_rows)).task_id
+    for name, value in (("Named", "a"), ("Named again", "b")):  # a column name that would drive a terminal
+        service.submit_file(ANN, name, "copy", None, csv_bytes([["id", NAMED], ["1", value]]))
     run(worker_args(str(root), "--once"), env=child_env(), timeout=120, check=True)
     assert {service.get(ANN, t).status for t in (march, april)} == {"completed"}
     return root, march, april
@@ -94,6 +97,18 @@ def test_refusals_are_one_line(two_tasks, tmp_path: Path) -> None:
     assert missing.stderr.strip() == "error: the key column 'city' is not in the old result (it has: id, name, price)"
     nothing = compare(root, march, "0" * 26, "--key", "id", cwd=tmp_path)
     assert nothing.returncode == 1 and nothing.stderr.strip() == f"error: task {'0' * 26} does not exist"
+    refused = compare(root, march, april, "--key", "city", "--out", "changes.csv", cwd=tmp_path)
+    assert refused.returncode == 1 and not list(tmp_path.glob("changes.csv*")), "no half-written file is left"
+
+
+def test_column_names_reach_the_terminal_without_their_control_characters(two_tasks, tmp_path: Path) -> None:
+    root = two_tasks[0]
+    service = TaskService(LocalStore(root), Layout())
+    ids = {t.task_name: t.task_id for t in service.list(ANN, limit=10).tasks}
+    done = compare(root, ids["Named"], ids["Named again"], "--key", "id", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "v\\u001b]0;PWNED\\u0007\\u001b[31mRED changed in 1 row" in done.stdout.splitlines()
 
 
 def test_another_users_results_are_theirs(two_tasks, tmp_path: Path) -> None:

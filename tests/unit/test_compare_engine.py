@@ -232,3 +232,10 @@ def test_numbers_written_differently_are_equal_in_a_numeric_column() -> None:
     summary, rows = run(side(old), side(new), ["k"])
     assert summary.numeric_columns == ["whole", "real"]
     assert summary.columns_changed == {"whole": 1, "real": 1} and rows[1:] == [["->", "d", "8->9", "2->2.000001"]]
+
+
+def test_a_column_named_like_a_formula_is_protected_in_the_highlighters_header_as_its_values_are() -> None:
+    old = {"id": ["1"], "=HYPERLINK(1)": ["@x"]}
+    new = {"id": ["1"], "=HYPERLINK(1)": ["@y"]}
+    _, rows = run(side(old), side(new), ["id"])
+    assert rows == [["@@", "id", "'=HYPERLINK(1)"], ["->", "1", "'@x->@y"]]
