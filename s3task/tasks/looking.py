@@ -126,6 +126,7 @@ class Looking:
     def read_many(self, actor: Actor, ids: builtins.list[str]) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
         """The records of ``ids`` read at once (a few at a time), and a reason for each one that could not be read;
         an id whose record never came to be is left out."""
+
         def one(task_id: str) -> TaskRecord | str | None:
             try:
                 return self.get(actor, task_id)
