@@ -167,7 +167,7 @@ class FormatRequest:
 
     def to_dict(self) -> dict[str, Any]:
         """As stored and as :func:`parse_input_format` gives it: the settings given, no None."""
-        chosen = {"delimiter": self.delimiter, "encoding": self.encoding, "kind": self.kind}
+        chosen: dict[str, Any] = {"delimiter": self.delimiter, "encoding": self.encoding, "kind": self.kind}
         chosen.update(sheet=self.sheet, header_row=self.header_row)
         return {key: value for key, value in chosen.items() if value is not None}
 
@@ -197,7 +197,7 @@ class UnreadableFormat:
 
 
 #: A format as a door takes it: a request's JSON (the API, the CLI, a recipe), or one already typed (the page).
-AskedFormat = Mapping[str, Any] | FormatRequest | InputFormat
+AskedFormat = Mapping[str, Any] | FormatRequest | InputFormat | UnreadableFormat
 
 
 def parse_input_format(data: Mapping[str, Any] | None, *, allow_detect: bool = False) -> dict[str, Any]:

@@ -158,7 +158,8 @@ def _values(chunk: pa.Array) -> np.ndarray:
     """The filled values of a row group's column, as numpy (numbers, or ``datetime64``)."""
     import pyarrow.compute as pc
 
-    return pc.drop_null(chunk).to_numpy(zero_copy_only=False)
+    values: np.ndarray = pc.drop_null(chunk).to_numpy(zero_copy_only=False)
+    return values
 
 
 def _range(parquet: pq.ParquetFile, index: int) -> tuple[Any, Any, int] | None:

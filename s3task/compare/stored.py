@@ -6,7 +6,7 @@ only while its output's ETag is the one pinned in the comparison's input (its ma
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ..errors import InvalidInput, NotFound, PreconditionFailed
 from ..states import Status
@@ -48,7 +48,7 @@ def result_tables(
         raise InvalidInput(f"{label} (task {pin.task_id}) has no result (it is {record.status.value})")
     try:
         with store.open_read(record.output_object_path, if_match=pin.etag) as raw:
-            legacy, stream = peek_bom(_Counting(raw, moved))
+            legacy, stream = peek_bom(cast("BinaryIO", _Counting(raw, moved)))  # read() is all it uses
             _names, tables = exact_tables(stream, legacy)
             yield from tables
     except PreconditionFailed as e:

@@ -153,6 +153,7 @@ class Comparisons:
             sides = []
             for r in records:
                 raw = stack.enter_context(self._outputs.open_output(actor, r.task_id))
-                sides.append(exact_tables(*reversed(peek_bom(raw)))[1])
+                legacy, stream = peek_bom(raw)
+                sides.append(exact_tables(stream, legacy)[1])
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="s3task-keys-"))
             return suggest_keys(sides[0], sides[1], memory_mb=64, scratch=scratch)

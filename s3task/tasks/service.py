@@ -29,12 +29,13 @@ from .corrections import EDITABLE_ROWS, Corrections
 from .inboxes import Inboxes
 from .inputs import Created, Inputs
 from .limits import CreateLimits
+from .looking import Page
 from .outputs import Outputs
 from .recipe_shelf import RecipeShelf
 from .recipes import Recipes
 from .resumable import Resumable
 from .step_lists import StepLists
-from .transitions import Page, Transitions
+from .transitions import Transitions
 from .urls import Urls, UrlSigner
 
 if TYPE_CHECKING:
