@@ -132,7 +132,7 @@ def timings(store: Any, layout: Layout, repeats: int) -> dict[str, float]:
         store.list_prefixes(layout.root, limit=PAGE + 1)
 
     def parallel() -> None:
-        TaskService(store, layout)._transitions._read_many(actor, page_ids)
+        TaskService(store, layout)._transitions.looking.read_many(actor, page_ids)
 
     def sequential() -> None:
         for task_id in page_ids:

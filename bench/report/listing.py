@@ -76,6 +76,6 @@ def _local_reads_note(lst: dict[str, Any]) -> str:
     return (
         f" On the local store the service's thread pool is slower than reading one by one "
         f"({_ms(big['reads_parallel_50'])} against {_ms(big['reads_sequential_50'])}): fifty small file reads "
-        "cost less than starting the pool; `Transitions._read_many` could read sequentially when the store "
-        "has no network latency (a `s3task/tasks/transitions.py` change)."
+        "cost less than starting the pool; `Looking.read_many` could read sequentially when the store "
+        "has no network latency (a `s3task/tasks/looking.py` change)."
     )
