@@ -604,7 +604,7 @@ def _summary(figures: dict[str, Any]) -> list[str]:
 BUGS = (
     "A 503 or timeout on the write that completes (fails, releases) an attempt threw the finished attempt "
     "away: the task expired, was charged a failed attempt and ran again. The worker now retries that write "
-    "while its lease lasts (s3task/worker/attempt.py; test_faults.py, error500/503 runs).",
+    "while its lease lasts (s3task/worker/holding.py; test_faults.py, error500/503 runs).",
     "A create whose response was lost (an SDK retry sees 412, or a timeout) was reported as an error, and "
     "the person's retry left a second, never-submitted task. create_record compares write ids "
     "(s3task/records.py; test_faults.py, lost-response run).",
