@@ -307,8 +307,11 @@ def refused_then_waits(page, url: str, task_id: str, other: Path) -> None:
 
     page.goto(f"{url}/task?id={task_id}")
     settle(page)
-    page.locator("input[type='file']").set_input_files(str(other))
-    expect(page.get_by_text(f"This is not the file task {task_id} was made for")).to_be_visible(timeout=30_000)
+    # The task page's picker can take a busy machine's half minute to come: wait for it, then choose the file.
+    picker = page.locator("input[type='file']")
+    picker.wait_for(state="attached", timeout=90_000)
+    picker.set_input_files(str(other))
+    expect(page.get_by_text(f"This is not the file task {task_id} was made for")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("nothing was sent, and the task still waits for 'customers.csv'")).to_be_visible()
     expect(page.get_by_role("button", name="Continue upload")).to_be_disabled()
 
