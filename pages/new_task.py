@@ -103,19 +103,20 @@ if st.button("Submit", type="primary", disabled=bool(missing), icon=":material/s
     # The format the preview was read with: the worker reads the file exactly so.
     read_as = inspection.input_format if inspection else None
     payload = chosen_settings.payload
+    recipe = page.recipe_fill.recipe_for(task_type.name) if page.recipe_fill else None
     try:
         if mode.direct:
             chosen = picked.chosen
             assert chosen is not None  # Submit is enabled only with a file
             # The file's fingerprint is recorded on the task: its upload can be continued with the same file.
             begun = service.begin_browser_upload(
-                actor, name, task_type.name, payload, read_as, chosen.size, chosen.fingerprint()
+                actor, name, task_type.name, payload, read_as, chosen.size, chosen.fingerprint(), recipe=recipe
             )
             state[keys.plan] = Plan(begun, chosen.id)
             st.rerun()  # the picker now gets its plan and starts sending
         with st.spinner("Uploading and queueing…"):
             assert picked.upload is not None  # Submit is enabled only with a file
-            made = service.submit_file(actor, name, task_type.name, payload, picked.upload, read_as)
+            made = service.submit_file(actor, name, task_type.name, payload, picked.upload, read_as, recipe=recipe)
     except NoUploadLink as e:  # none now (Azure refused a user delegation key): through the app; nothing made
         state[tf.FALLBACK] = str(e)
         st.rerun()

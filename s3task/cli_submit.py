@@ -23,6 +23,7 @@ from .csvio import XLSX, detect_kind
 from .errors import InvalidInput
 from .record import TaskRecord
 from .tasks import Actor, TaskService, recipes
+from .tasks.recipes import Recipe
 
 
 def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], handlers_help: str) -> None:
@@ -104,6 +105,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
     with path.open("rb") as f:
         given = {"delimiter": args.delimiter, "encoding": args.encoding, **_workbook_flags(args, f.read(8))}
         given = {key: value for key, value in given.items() if value is not None}
+        recipe = None
         if args.recipe:
             recipe = service.recipes.get(actor, args.recipe)
             if args.task_type not in (None, recipe.task_type):
@@ -118,7 +120,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
             read_as = {"delimiter": "detect", "encoding": "detect", **given}
         params.update(_columns(args.column, args.task_type))
         # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
-        record = _send(args, service, actor, f, params, read_as)
+        record = _send(args, service, actor, f, params, read_as, recipe)
     print(f"submitted {args.name!r}: {handlers.title_of(args.task_type)}", file=sys.stderr)
     print(f"read as: {record.read_as.describe()}", file=sys.stderr)
     print(record.task_id)
@@ -132,8 +134,10 @@ def _send(
     f: BinaryIO,
     params: dict[str, Any],
     read_as: dict[str, Any],
+    recipe: Recipe | None = None,
 ) -> TaskRecord:
-    """The file into a new task, or with ``--resume`` into the task waiting for it."""
+    """The file into a new task (made from ``recipe``, if given), or with ``--resume`` into the task waiting
+    for it."""
     file = fingerprint.of_stream(f, Path(args.path).name, Path(args.path).stat().st_size)
     if args.resume:
         waiting = service.waiting_upload(actor, args.name, args.task_type, file)  # refuses a different file in words
@@ -144,7 +148,7 @@ def _send(
         print(f"no upload of {file.name!r} as {args.name!r} ({handlers.title_of(args.task_type)}) waits to be "
               "continued; starting a new one", file=sys.stderr)  # fmt: skip
     try:
-        return service.submit_resumable(actor, args.name, args.task_type, params, f, file, read_as)
+        return service.submit_resumable(actor, args.name, args.task_type, params, f, file, read_as, recipe=recipe)
     except KeyboardInterrupt:
         if service.uploads_in_parts(file.size):
             print("stopped: the parts sent are kept; run the same command with --resume to continue", file=sys.stderr)

@@ -23,7 +23,9 @@ from .states import State, Status, state_of
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+#: 2: a record may name the recipe it was made from (``recipe_id``, ``recipe_version``). Schema 1 records
+#: read as made from no recipe; a worker of schema 1 skips and reports a record of schema 2.
+SCHEMA_VERSION = 2
 HISTORY_LIMIT = 50
 MAX_CORRECTIONS = 20  # the most corrections a task lists (s3task.tasks.corrections): each an id in its record
 
@@ -44,6 +46,14 @@ def parse_iso(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC) if value else None
 
 
+@dataclass(frozen=True)
+class RecipeRef:
+    """Which recipe, and which saved version of it, a task was made from."""
+
+    id: str
+    version: int
+
+
 @dataclass
 class TaskRecord:
     # identity
@@ -62,6 +72,10 @@ class TaskRecord:
     #: Corrected rows (s3task.tasks.corrections): the task this one runs again; the tasks run again from this one
     corrects: str | None = None
     corrections: list[str] = field(default_factory=list)  # oldest first, each listed before it is created
+    #: The recipe the task was made from (s3task.tasks.recipes: its id, as its inbox's key has it, and the
+    #: version saved then), its settings with what was given on top; None: made without one
+    recipe_id: str | None = None
+    recipe_version: int | None = None
     # lifecycle
     schema_version: int = SCHEMA_VERSION
     status: Status = Status.CREATED
@@ -107,6 +121,13 @@ class TaskRecord:
     def __post_init__(self) -> None:
         self.status = Status(self.status)  # a plain string from code or JSON becomes the enum, or fails here
         self.input_format = _format_of(self.input_format, self.status)
+
+    @property
+    def recipe(self) -> RecipeRef | None:
+        """The recipe the task was made from, if any."""
+        if self.recipe_id is None:
+            return None
+        return RecipeRef(self.recipe_id, self.recipe_version or 1)
 
     @property
     def state(self) -> State:

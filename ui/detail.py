@@ -12,6 +12,7 @@ from s3task import handlers
 from s3task.counts import count_help, counts_of
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
+from s3task.tasks.recipes import Recipe
 
 from . import format as fmt
 from . import resume_upload, services
@@ -62,6 +63,21 @@ def header(ctx: Context, record: TaskRecord) -> None:
         f"{fmt.plain(type_title(record.task_type))} · created by {fmt.plain(record.created_by)} "
         f"on {fmt.local_time(record.created_at, tz)} · task id {record.task_id}"
     )
+    if record.recipe is not None:
+        st.caption(made_from(record, ctx.service.recipes.made_from(record)), help=MADE_FROM_HELP)
+
+
+MADE_FROM_HELP = "A recipe keeps a task's settings under a name; saving it again makes its next version."
+
+
+def made_from(record: TaskRecord, recipe: Recipe | None) -> str:
+    """Which recipe, and which version of it, a task was made from, in words."""
+    ref = record.recipe
+    assert ref is not None
+    if recipe is None:
+        return f"Made from a recipe that has been removed since (version {ref.version})."
+    now = "" if recipe.version == ref.version else f"; it is at version {recipe.version} now"
+    return f"Made from the recipe “{fmt.plain(recipe.name)}” (version {ref.version}{now})."
 
 
 def status(ctx: Context, record: TaskRecord, now: datetime) -> None:

@@ -140,6 +140,12 @@ class Prefill:
     #: Parameter values by their session key (:meth:`FormKeys.param`).
     params: Mapping[str, Any] = field(default_factory=dict)
     input_format: InputFormat | None = None
+    #: The recipe it was filled in with: a task of its type made from the form names it
+    recipe: Recipe | None = None
+
+    def recipe_for(self, task_type: str) -> Recipe | None:
+        """The recipe a task of ``task_type`` made from this form is made from (None: its type was changed)."""
+        return self.recipe if self.recipe is not None and self.recipe.task_type == task_type else None
 
 
 def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Sequence[type[TaskType]]) -> Prefill:
@@ -172,7 +178,7 @@ def from_recipe(keys: FormKeys, recipe: Recipe) -> Prefill:
     with contextlib.suppress(InvalidInput):
         input_format = InputFormat.from_dict(recipe.input_format)
     note = f"Filled in with the recipe “{recipe.name}”: check the preview and submit."
-    return Prefill(keys.variant, note, "", recipe.task_type, params, input_format)
+    return Prefill(keys.variant, note, "", recipe.task_type, params, input_format, recipe)
 
 
 #: The choice of a needed column's box that is no column: "choose one".

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import S3TaskError
 from ..fingerprint import Fingerprint
 from ..input_format import AskedFormat
-from ..record import TaskRecord
+from ..record import RecipeRef, TaskRecord
 from .access import Actor
 from .inputs import Inputs
 from .resumable import PARTS_ABOVE, Resumable, part_size_for
@@ -97,10 +97,12 @@ class BrowserUploads:
         input_format: AskedFormat | None,
         size: int,
         file: Fingerprint | None = None,
+        *,
+        recipe: RecipeRef | None = None,
     ) -> UploadPlan:
         """A new task for a file of ``size`` bytes, and where the browser sends it."""
         fingerprint = file.to_dict() if file else None
-        created = self.inputs.create(actor, name, task_type, payload, input_format, fingerprint, size)
+        created = self.inputs.create(actor, name, task_type, payload, input_format, fingerprint, size, recipe=recipe)
         task_id = created.record.task_id
         try:
             if created.upload_url is None:

@@ -83,7 +83,7 @@ class Corrections:
         name = root.task_name[: MAX_NAME - len(suffix)] + suffix
         record = self.transitions.prepare(
             actor, name, root.task_type, dict(root.payload), {"delimiter": ",", "encoding": "utf-8"},
-            corrects=root.task_id, task_id=new_id,
+            corrects=root.task_id, task_id=new_id, recipe=root.recipe,
         )  # fmt: skip
         self.records.update(root.task_id, lambda r, now: lifecycle.note_correction(r, now, correction_id=new_id))
         made = self.transitions.store_new(actor, record)

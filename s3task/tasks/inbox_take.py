@@ -43,7 +43,7 @@ from ..errors import (
 from ..handlers import columns
 from ..ids import new_task_id
 from ..layout import CSV_TYPE
-from ..record import TaskRecord, parse_iso, to_iso
+from ..record import RecipeRef, TaskRecord, parse_iso, to_iso
 from ..states import Status
 from ..store.base import ObjectMeta, PutMode
 from .access import Actor
@@ -199,7 +199,7 @@ class Taker:
         try:
             return self.transitions.create(
                 actor, dropped.task_name(), recipe.task_type, dict(recipe.params), recipe.input_format,
-                None, task_id=task_id,
+                None, task_id=task_id, recipe=RecipeRef(dropped.recipe_id, recipe.version),
             )  # fmt: skip
         except AlreadyExists:  # a sweeper that took over created it just now
             return self.transitions.records.read(task_id)[0]

@@ -19,7 +19,7 @@ from ..csvio import INSPECT_BYTES
 from ..errors import InvalidInput, InvalidTransition, PartsChanged, S3TaskError, StoreUnavailable, UploadInterrupted
 from ..input_format import AskedFormat
 from ..layout import CSV_TYPE
-from ..record import TaskRecord
+from ..record import RecipeRef, TaskRecord
 from ..states import Status
 from ..store.base import MultipartStore, ObjectMeta, PutMode, SizedUrls
 from . import access, changed_parts, open_uploads
@@ -53,11 +53,14 @@ class Inputs:
         input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
         size: int | None = None,
+        *,
+        recipe: RecipeRef | None = None,
     ) -> Created:
         """A new task waiting for its input (see :meth:`Transitions.create`), and where a browser may send it;
         ``fingerprint``: the file's (s3task.fingerprint), recorded on the task so its upload can be continued;
-        ``size``: the file's, bound into the upload URL where the store can (S3's signed Content-Length)."""
-        record = self.transitions.prepare(actor, name, task_type, payload, input_format, fingerprint)
+        ``size``: the file's, bound into the upload URL where the store can (S3's signed Content-Length);
+        ``recipe``: the one its settings came from."""
+        record = self.transitions.prepare(actor, name, task_type, payload, input_format, fingerprint, recipe=recipe)
         # Its upload URL before the record: a store that cannot sign one now (Azure not answering for a
         # user delegation key) refuses the create with nothing written, not a task left waiting for a file.
         created = self.created(record, size)
@@ -79,12 +82,14 @@ class Inputs:
         stream: BinaryIO | bytes | Iterable[bytes],
         input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        *,
+        recipe: RecipeRef | None = None,
     ) -> TaskRecord:
         """Create a task, store its input from ``stream`` and queue it; on failure, no task is left behind.
 
         ``input_format`` as for ``create`` (its delimiter and encoding; ``detect`` for what the file shows);
         ``fingerprint``: the file's (s3task.fingerprint), recorded on the task."""
-        record = self.transitions.create(actor, name, task_type, payload, input_format, fingerprint)
+        record = self.transitions.create(actor, name, task_type, payload, input_format, fingerprint, recipe=recipe)
         try:
             # The file passes through here: its first bytes are checked as they go by and its
             # ETag comes back with the write, so neither the record nor the file is read again.

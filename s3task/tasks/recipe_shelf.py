@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import handlers
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from . import access, recipes
 from .input_check import header_of
 
 if TYPE_CHECKING:
+    from ..record import TaskRecord
     from ..store.base import ObjectStore
     from .access import Actor
     from .recipes import Recipe, Recipes
@@ -46,6 +47,16 @@ class RecipeShelf:
 
     def remove(self, actor: Actor, name: str, *, shared: bool = False) -> None:
         self._kept.remove(actor, name, shared=shared)
+
+    def made_from(self, record: TaskRecord) -> Recipe | None:
+        """The recipe ``record`` was made from, as it is saved now (None: made from none, or removed since).
+        Whoever sees the task sees it: the task holds its settings already."""
+        if record.recipe_id is None:
+            return None
+        try:
+            return self._kept.by_id(record.recipe_id)
+        except (NotFound, InvalidInput):  # removed, or the key holds something that is not a recipe
+            return None
 
     def matching(self, actor: Actor, header: Sequence[str]) -> Recipe | None:
         """The recipe this user may use whose columns are the file's ``header``, if any."""

@@ -15,6 +15,7 @@ the same column names, in any order, case and punctuation ignored) is offered it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from ..csvio import parse_input_format
 from ..errors import AccessDenied, AlreadyExists, InvalidInput, NotFound, PreconditionFailed
 from ..handlers import columns
 from ..layout import MAX_RECORD_BYTES, Layout
-from ..record import TaskRecord, to_iso
+from ..record import RecipeRef, TaskRecord, to_iso
 from ..store.base import ObjectStore, PutMode, get_start
 from .access import Actor
 
@@ -52,6 +53,8 @@ class Recipe:
     header: list[str] = field(default_factory=list)
     shared: bool = False
     saved_at: str = ""
+    #: 1 when first saved, one more each time it is replaced: a task names the version it was made from
+    version: int = 1
 
     def to_json(self) -> bytes:
         return json.dumps({"schema": SCHEMA, **asdict(self)}, ensure_ascii=False, indent=1).encode()
@@ -64,11 +67,13 @@ class Recipe:
         except ValueError as e:
             raise InvalidInput("not a recipe (not JSON)") from e
         kinds = {"name": str, "owner": str, "task_type": str, "params": dict, "input_format": dict,
-                 "header": list, "shared": bool, "saved_at": str}  # fmt: skip
+                 "header": list, "shared": bool, "saved_at": str, "version": int}  # fmt: skip
         if not isinstance(raw, dict) or any(k in raw and not isinstance(raw[k], t) for k, t in kinds.items()):
             raise InvalidInput("not a recipe (its fields are not a recipe's)")
         if not all(isinstance(h, str) for h in raw.get("header", [])):
             raise InvalidInput("not a recipe (its header is not a list of names)")
+        if isinstance(raw.get("version"), bool) or raw.get("version", 1) < 1:
+            raise InvalidInput("not a recipe (its version is not a number from 1)")
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
 
     def describe(self) -> str:
@@ -123,6 +128,10 @@ class Recipes:
         """The recipe's id, as its inbox's key has it (``own/<user>/<name>`` or ``shared/<name>``)."""
         return self.layout.recipe_id(None if recipe.shared else recipe.owner, slug(recipe.name))
 
+    def ref(self, recipe: Recipe) -> RecipeRef:
+        """What a task made from ``recipe`` keeps of it: its id and version."""
+        return RecipeRef(self.id_of(recipe), recipe.version)
+
     def save(self, actor: Actor, recipe: Recipe, *, replace: bool = False) -> Recipe:
         """Store ``recipe`` as ``actor``'s (or shared: operators only). An existing one of that name is
         refused unless ``replace``, and then replaced only if no one changed it since it was read."""
@@ -133,11 +142,13 @@ class Recipes:
         handlers.get(recipe.task_type).validate(recipe.params)  # a recipe that could not make a task is refused
         parse_input_format(recipe.input_format, allow_detect=True)
         key = self._key(None if recipe.shared else actor.name, name)
-        stamped = {"name": name, "owner": actor.name, "saved_at": to_iso(self.store.now())}
+        stamped = {"name": name, "owner": actor.name, "saved_at": to_iso(self.store.now()), "version": 1}
         saved = Recipe(**{**asdict(recipe), **stamped})
         try:
             if replace:
-                self.store.put(key, saved.to_json(), PutMode.update(self._etag(key)), content_type=JSON_TYPE)
+                before, etag = self._before(key)
+                saved = dataclasses.replace(saved, version=before + 1)
+                self.store.put(key, saved.to_json(), PutMode.update(etag), content_type=JSON_TYPE)
             else:
                 self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
         except NotFound:  # nothing to replace: a new one
@@ -153,9 +164,14 @@ class Recipes:
             raise InvalidInput(f"recipe {name!r} was changed by someone else just now; try again") from e
         return saved
 
-    def _etag(self, key: str) -> str:
-        """The stored recipe's ETag (a tombstone's too: it is replaced like a recipe)."""
-        return self.store.get(key).meta.etag
+    def _before(self, key: str) -> tuple[int, str]:
+        """The stored recipe's version and ETag (a tombstone's too, version 0: it is replaced like a recipe;
+        so is a stored object that is not a recipe, which the save repairs)."""
+        got = self.store.get(key)
+        try:
+            return (Recipe.from_json(got.body).version if got.body else 0), got.meta.etag
+        except InvalidInput:
+            return 0, got.meta.etag
 
     def get(self, actor: Actor, name: str) -> Recipe:
         """``actor``'s own recipe of that name, else the shared one."""

@@ -45,7 +45,7 @@ from ..errors import (
 from ..fingerprint import Fingerprint
 from ..ids import created_at
 from ..input_format import AskedFormat
-from ..record import TaskRecord
+from ..record import RecipeRef, TaskRecord
 from ..states import Status
 from ..store.base import MultipartStore, Part
 from . import access, changed_parts
@@ -171,13 +171,17 @@ class Resumable:
         stream: BinaryIO,
         file: Fingerprint,
         input_format: AskedFormat | None = None,
+        *,
+        recipe: RecipeRef | None = None,
     ) -> TaskRecord:
         """A new task for ``file`` (``stream``, seekable), its input sent and the task queued. An upload in
         parts that stops raises :class:`UploadInterrupted` and leaves the task and its parts to
         :meth:`resume`; any other failure leaves no task behind, as ``Inputs.submit_file``."""
         if not self.in_parts(file.size):
-            return self.inputs.submit_file(actor, name, task_type, payload, stream, input_format, file.to_dict())
-        record = self.transitions.create(actor, name, task_type, payload, input_format, file.to_dict())
+            return self.inputs.submit_file(
+                actor, name, task_type, payload, stream, input_format, file.to_dict(), recipe=recipe
+            )
+        record = self.transitions.create(actor, name, task_type, payload, input_format, file.to_dict(), recipe=recipe)
         try:
             return self._send_and_queue(actor, record, stream, file)
         except TooManyUploads:  # refused before any part went: no task is left for it

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from .. import query
 from ..fingerprint import Fingerprint
 from ..layout import Layout
-from ..record import TaskRecord
+from ..record import RecipeRef, TaskRecord
 from ..records import Records, StateHook
 from ..store.base import ObjectMeta, ObjectStore
 from . import access
@@ -32,7 +32,7 @@ from .limits import CreateLimits
 from .looking import Page
 from .outputs import Outputs
 from .recipe_shelf import RecipeShelf
-from .recipes import Recipes
+from .recipes import Recipe, Recipes
 from .resumable import Resumable
 from .step_lists import StepLists
 from .transitions import Transitions
@@ -119,9 +119,16 @@ class TaskService:
         payload: dict[str, Any] | None = None,
         input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        *,
+        recipe: Recipe | None = None,
     ) -> Created:
-        """A new task waiting for its input, and where a browser may send it (``Inputs.create``)."""
-        return self._inputs.create(actor, name, task_type, payload, input_format, fingerprint)
+        """A new task waiting for its input, and where a browser may send it (``Inputs.create``). ``recipe``:
+        the one its settings came from (recipes.applied), named on the record."""
+        made_from = self._made_from(recipe)
+        return self._inputs.create(actor, name, task_type, payload, input_format, fingerprint, recipe=made_from)
+
+    def _made_from(self, recipe: Recipe | None) -> RecipeRef | None:
+        return None if recipe is None else self._recipes.ref(recipe)
 
     def submit(self, actor: Actor, task_id: str, *, size: int | None = None) -> TaskRecord:
         """Queue a task whose input is stored, once its file is checked."""
@@ -152,9 +159,14 @@ class TaskService:
         stream: BinaryIO | bytes | Iterable[bytes],
         input_format: AskedFormat | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        *,
+        recipe: Recipe | None = None,
     ) -> TaskRecord:
         """Create a task, store its input from ``stream`` and queue it; on failure no task is left behind."""
-        return self._inputs.submit_file(actor, name, task_type, payload, stream, input_format, fingerprint)
+        made_from = self._made_from(recipe)
+        return self._inputs.submit_file(
+            actor, name, task_type, payload, stream, input_format, fingerprint, recipe=made_from
+        )
 
     def upload_input(self, actor: Actor, task_id: str, stream: BinaryIO | bytes | Iterable[bytes]) -> ObjectMeta:
         return self._inputs.upload_input(actor, task_id, stream)
@@ -218,9 +230,12 @@ class TaskService:
         stream: BinaryIO,
         file: Fingerprint,
         input_format: AskedFormat | None = None,
+        *,
+        recipe: Recipe | None = None,
     ) -> TaskRecord:
         """As :meth:`submit_file`, the upload noted on the task, so that it continues if it stops."""
-        return self._resumable.submit(actor, name, task_type, payload, stream, file, input_format)
+        made_from = self._made_from(recipe)
+        return self._resumable.submit(actor, name, task_type, payload, stream, file, input_format, recipe=made_from)
 
     def unfinished_uploads(self, actor: Actor) -> builtins.list[TaskRecord]:
         """This user's tasks of the last week whose upload stopped and can be continued, newest first."""
@@ -241,9 +256,12 @@ class TaskService:
         input_format: AskedFormat | None,
         size: int,
         file: Fingerprint | None = None,
+        *,
+        recipe: Recipe | None = None,
     ) -> UploadPlan:
         """A new task, and where the browser sends its file (NoUploadLink: send it through the app)."""
-        return self._browser.begin(actor, name, task_type, payload, input_format, size, file)
+        made_from = self._made_from(recipe)
+        return self._browser.begin(actor, name, task_type, payload, input_format, size, file, recipe=made_from)
 
     def browser_upload_link(self, actor: Actor, task_id: str) -> str | None:
         """Where a browser may continue the task's upload: None if not waiting, not this user's, or no link now."""

@@ -18,7 +18,7 @@ from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
 from ..errors import InvalidInput, InvalidTransition, S3TaskError
 from ..ids import new_task_id, validate_task_id
 from ..progress import counts_from
-from ..record import SCHEMA_VERSION, TaskRecord, new_write_id, to_iso
+from ..record import SCHEMA_VERSION, RecipeRef, TaskRecord, new_write_id, to_iso
 from ..records import CAS_TRIES, Records
 from ..states import Status
 from ..store.base import ObjectMeta, PutMode
@@ -73,6 +73,7 @@ class Transitions:
         *,
         corrects: str | None = None,
         task_id: str | None = None,
+        recipe: RecipeRef | None = None,
     ) -> TaskRecord:
         """A new task waiting for its input. ``input_format``: the input's ``delimiter`` and ``encoding``
         (:class:`s3task.csvio.InputFormat`; left out: comma, UTF-8), either of them ``detect`` to take
@@ -80,10 +81,12 @@ class Transitions:
         when it is submitted) its ``sheet`` and ``header_row`` (left out: the sheet it opens on, the
         header found). ``fingerprint``: the file the task is made for (s3task.fingerprint), if known.
         ``corrects``, ``task_id``: a task of corrected rows, made with the id its original lists already
-        (s3task.tasks.corrections); the create is create-only, so an id taken is refused."""
+        (s3task.tasks.corrections); the create is create-only, so an id taken is refused. ``recipe``: the
+        recipe the settings came from (what was given on top included), kept on the record."""
         record = self.prepare(
-            actor, name, task_type, payload, input_format, fingerprint, corrects=corrects, task_id=task_id
-        )
+            actor, name, task_type, payload, input_format, fingerprint, corrects=corrects, task_id=task_id,
+            recipe=recipe,
+        )  # fmt: skip
         return self.store_new(actor, record)
 
     def prepare(
@@ -97,6 +100,7 @@ class Transitions:
         *,
         corrects: str | None = None,
         task_id: str | None = None,
+        recipe: RecipeRef | None = None,
     ) -> TaskRecord:
         """Every check :meth:`create` makes (the rate limit's count taken last), and the record it would
         write, written by nothing yet: a correction lists its id on the original between the two."""
@@ -118,6 +122,8 @@ class Transitions:
         record = self._new_record(actor, name, task_type, params, read_as, task_id)
         record.input_fingerprint = dict(fingerprint or {})  # in the create itself: no write more
         record.corrects = corrects
+        if recipe is not None:
+            record.recipe_id, record.recipe_version = recipe.id, recipe.version
         return record
 
     def store_new(self, actor: Actor, record: TaskRecord) -> TaskRecord:

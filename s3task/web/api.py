@@ -34,6 +34,7 @@ from ..errors import InvalidInput, S3TaskError, SettingsError
 from ..record import TaskRecord
 from ..store import open_store
 from ..tasks import MAX_LIST, Actor, CreateLimits, TaskService, recipes
+from ..tasks.recipes import Recipe
 from .copywait import CopyWaiters
 from .errors import HttpError, json_mount, route_error, s3task_error
 from .models import (
@@ -127,7 +128,7 @@ class Api:
     async def create_task(self, request: Request) -> Response:
         actor = self.actor(request)
         body = checked(NewTask, await _json_object(request), NEW_TASK_MESSAGES)
-        task_type, params, read_as = await run_in_threadpool(self._what_to_make, actor, body)
+        task_type, params, read_as, recipe = await run_in_threadpool(self._what_to_make, actor, body)
         if task_type == "compare":  # made from two results, queued at once: no file to upload
             compared = self.service.compares.create
             old, new, keys = (params.get(n) for n in ("old_task", "new_task", "keys"))
@@ -135,7 +136,9 @@ class Api:
             location = f"{request.url.path.rstrip('/')}/{record.task_id}"
             return reply(Created(task=self.task(actor, record), upload=None), 201, headers={"Location": location})
         create = self.service.create
-        created = await run_in_threadpool(create, actor, body.name, task_type, params, input_format=read_as)
+        created = await run_in_threadpool(
+            lambda: create(actor, body.name, task_type, params, input_format=read_as, recipe=recipe)
+        )
         upload = None
         if created.upload_url:
             upload = Upload(
@@ -148,18 +151,22 @@ class Api:
         body_out = Created(task=self.task(actor, created.record), upload=upload)
         return reply(body_out, 201, headers={"Location": location})
 
-    def _what_to_make(self, actor: Actor, body: NewTask) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-        """The new task's type, parameters and input format: as given, or a recipe's with what is given on top."""
+    def _what_to_make(
+        self, actor: Actor, body: NewTask
+    ) -> tuple[str, dict[str, Any], dict[str, Any] | None, Recipe | None]:
+        """The new task's type, parameters and input format: as given, or a recipe's with what is given on top
+        (and the recipe, which the task names)."""
         if body.recipe is None:
             if body.type is None:
                 raise InvalidInput(_NAME_AND_TYPE + ', or a "recipe"')
-            return body.type, body.parameters or {}, body.input_format.model_dump() if body.input_format else None
+            read_as = body.input_format.model_dump() if body.input_format else None
+            return body.type, body.parameters or {}, read_as, None
         recipe = self.service.recipes.get(actor, body.recipe)
         if body.type is not None and body.type != recipe.task_type:
             raise InvalidInput(f"recipe {recipe.name!r} makes {recipe.task_type} tasks, not {body.type}")
         given = body.input_format.model_dump(exclude_unset=True) if body.input_format else None
         params, read_as = recipes.applied(recipe, body.parameters, given)
-        return recipe.task_type, params, read_as
+        return recipe.task_type, params, read_as, recipe
 
     async def list_tasks(self, request: Request) -> Response:
         actor = self.actor(request)

@@ -68,6 +68,7 @@ def test_a_dropped_file_becomes_one_task_of_the_recipes_owner_and_leaves_the_inb
     [task] = tasks_named(service, "2024-05.csv")
     assert (task.created_by, task.task_type, task.status) == ("ann", made.task_type, "queued")
     assert task.input_format.to_dict() == made.input_format and task.payload == made.params
+    assert (task.recipe_id, task.recipe_version) == (rid, made.version)  # the task names its recipe
     assert input_of(store, task.task_id) == CSV
     assert inbox_keys(store, rid) == [], "the file is moved under its task"
     assert taken[0].task_id == task.task_id and taken[0].key == key

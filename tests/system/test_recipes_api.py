@@ -50,6 +50,7 @@ def test_a_task_from_a_recipe_takes_its_type_parameters_and_format(api: tuple[st
     assert created.status_code == 201, created.text
     task = created.json()["task"]
     assert task["task_type"] == "email_enrichment"
+    assert (task["recipe_id"], task["recipe_version"]) == ("own/ann/crm-monthly", 1)  # the task names its recipe
     upload = created.json()["upload"]
     assert requests.put(upload["url"], data=MONTHLY, headers=upload["headers"], timeout=30).status_code == 200
     queued = post(base, f"/api/tasks/{task['task_id']}/submit").json()["task"]

@@ -49,6 +49,8 @@ def test_a_recipe_saved_from_march_makes_april_the_same_way(tmp_path: Path) -> N
     task = record(store, april.stdout.strip())
     assert (task.task_type, task.input_format.delimiter) == ("email_enrichment", ";")
     assert task.payload["email_column"] == "MAIL"  # the recipe's "Mail", matched ignoring case
+    shown = json.loads(s3task(store, "show", task.task_id, "--json").stdout)
+    assert (shown["recipe_id"], shown["recipe_version"]) == ("own/ann/crm-monthly", 1)  # the task names its recipe
     run(worker_args(str(store), "--once"), timeout=None, check=True)
     assert record(store, task.task_id).status == "completed"
     other = s3task(store, "submit", str(tmp_path / "april.csv"), "--name", "x", "--recipe", "CRM monthly",

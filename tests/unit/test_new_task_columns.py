@@ -111,6 +111,25 @@ def test_a_file_with_a_recipes_header_is_offered_it_and_using_it_fills_the_form(
     record = service.get(ANN, at.query_params["id"])
     assert record.task_type == "email_enrichment"
     assert (record.input_format.delimiter, record.payload["email_column"]) == (";", "Contact")
+    assert (record.recipe_id, record.recipe_version) == ("own/ann/crm-monthly", 1)  # the task names its recipe
+    # Its page says so.
+    at.query_params["id"] = record.task_id
+    at = goto(at, "pages/task.py")
+    assert "Made from the recipe “CRM monthly” (version 1)." in texts(at)
+
+
+def test_a_form_filled_from_a_recipe_whose_type_is_changed_makes_a_task_of_no_recipe(
+    page, service: TaskService
+) -> None:
+    recipe = Recipe("CRM monthly", "ann", "email_enrichment", {"email_column": "Contact"},
+                    {"delimiter": ";", "encoding": "utf-8"}, ["ID", "contact", "CITY"])  # fmt: skip
+    service._recipes.save(ANN, recipe)
+    at = choose_file(page, "april.csv", csv_bytes(CONTACTS).replace(b",", b";"))
+    next(b for b in at.button if b.label == "Use this recipe").click().run()
+    box(at, "What should happen").set_value(handlers.get("copy")).run()
+    submit_button(at).click().run()
+    record = service.get(ANN, at.query_params["id"])
+    assert (record.task_type, record.recipe_id, record.recipe_version) == ("copy", None, None)
 
 
 def test_a_tasks_page_keeps_its_settings_as_a_recipe(app, service: TaskService) -> None:

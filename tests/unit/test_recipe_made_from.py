@@ -1,0 +1,107 @@
+"""A task names the recipe it was made from, and which version of it (docs/APP.md, "Recipes"): a recipe's
+version goes up by one each time it is replaced; a task made from it through the service keeps its id and
+version in ``status.json``; a correction of such a task keeps them too; records written before (schema 1)
+read as made from no recipe. The page, the CLI, the API and inboxes are tested where each door is."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import openpyxl
+import pytest
+from support import csv_bytes
+from worked import work
+
+from s3task.errors import CorruptRecord
+from s3task.layout import Layout
+from s3task.record import SCHEMA_VERSION, RecipeRef, record_from_json
+from s3task.records import read_record
+from s3task.store.base import PutMode
+from s3task.store.local import LocalStore
+from s3task.tasks import Actor, TaskService
+from s3task.tasks.recipes import Recipe
+from ui.detail import made_from
+
+ANN, BOB = Actor("ann"), Actor("bob")
+ROWS = [["name", "mail"], ["Ada", "ada@example.com"], ["Bob", "bob at example.com"]]
+MONTHLY = Recipe("CRM monthly", "ann", "email_enrichment", {"email_column": "mail"}, header=["name", "mail"])
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> TaskService:
+    return TaskService(LocalStore(tmp_path / "store"), Layout())
+
+
+def stored(service: TaskService, task_id: str):
+    """The record as ``status.json`` holds it (no cache)."""
+    return read_record(service.store, service.layout, task_id)[0]
+
+
+def test_a_recipe_starts_at_version_1_and_each_replace_adds_one(service: TaskService) -> None:
+    assert service._recipes.save(ANN, MONTHLY).version == 1
+    assert service._recipes.save(ANN, MONTHLY, replace=True).version == 2
+    assert service._recipes.save(ANN, MONTHLY, replace=True).version == 3
+    assert service.recipes.get(ANN, "crm monthly").version == 3  # as stored
+    service.recipes.remove(ANN, "CRM monthly")
+    assert service._recipes.save(ANN, MONTHLY).version == 1  # a new recipe of the old name starts again
+    # A version a user cannot mean is no recipe (the stored object is refused, as other wrong fields are).
+    with pytest.raises(Exception, match="its version is not a number from 1"):
+        Recipe.from_json(json.dumps({"name": "x", "version": 0}).encode())
+
+
+def test_each_way_of_making_a_task_keeps_the_recipe_and_its_version(service: TaskService) -> None:
+    service._recipes.save(ANN, MONTHLY)
+    recipe = service._recipes.save(ANN, MONTHLY, replace=True)  # version 2
+    want = RecipeRef("own/ann/crm-monthly", 2)
+    made = service.create(ANN, "April", recipe.task_type, recipe.params, recipe=recipe).record
+    sent = service.submit_file(ANN, "May", recipe.task_type, recipe.params, csv_bytes(ROWS), recipe=recipe)
+    plain = service.submit_file(ANN, "Other", "copy", None, csv_bytes(ROWS))
+    for task_id in (made.task_id, sent.task_id):
+        record = stored(service, task_id)
+        assert (record.recipe, record.recipe_id, record.recipe_version) == (want, want.id, 2)
+        assert record.schema_version == SCHEMA_VERSION == 2
+    assert stored(service, plain.task_id).recipe is None
+    # Saving the recipe again does not change what the tasks made from it say; the page tells both.
+    newer = service._recipes.save(ANN, MONTHLY, replace=True)
+    record = stored(service, sent.task_id)
+    assert made_from(record, service.recipes.made_from(record)) == (
+        "Made from the recipe “CRM monthly” (version 2; it is at version 3 now)."
+    )
+    assert newer.version == 3
+    service.recipes.remove(ANN, "CRM monthly")
+    assert service.recipes.made_from(record) is None
+    assert made_from(record, None) == "Made from a recipe that has been removed since (version 2)."
+
+
+def test_a_correction_of_a_task_made_from_a_recipe_names_the_same_recipe(service: TaskService) -> None:
+    recipe = service._recipes.save(ANN, MONTHLY)
+    march = service.submit_file(ANN, "March", recipe.task_type, recipe.params, csv_bytes(ROWS), recipe=recipe)
+    done = work(service, march.task_id)
+    assert done.status == "completed" and done.error_count == 1
+    service.ensure_output(ANN, march.task_id, "errors-xlsx")
+    with service.open_output(ANN, march.task_id, "errors-xlsx") as f:
+        book = openpyxl.load_workbook(io.BytesIO(f.read()))
+    rows = [list(r) for r in book.active.iter_rows(values_only=True)]
+    fixed = openpyxl.Workbook()
+    for row in rows:
+        fixed.active.append([("bob@example.com" if v == "bob at example.com" else v) for v in row])
+    data = io.BytesIO()
+    fixed.save(data)
+    correction = service.submit_correction(ANN, march.task_id, data.getvalue())
+    assert stored(service, correction.task_id).recipe == RecipeRef("own/ann/crm-monthly", 1)
+
+
+def test_records_of_schema_1_read_as_made_from_no_recipe_and_newer_ones_are_left_alone(service: TaskService) -> None:
+    task_id = service.submit_file(ANN, "Old", "copy", None, csv_bytes(ROWS)).task_id
+    raw = json.loads(service.store.get(service.layout.status_key(task_id)).body)
+    old = {k: v for k, v in raw.items() if k not in ("recipe_id", "recipe_version")} | {"schema_version": 1}
+    service.store.put(service.layout.status_key(task_id), json.dumps(old).encode(), PutMode.OVERWRITE)
+    record = stored(service, task_id)
+    assert (record.schema_version, record.recipe) == (1, None)
+    assert service.get(BOB, task_id).task_name == "Old"  # listed and shown as before
+    # Fields of the wrong kind are a corrupt record, as for every other field.
+    wrong = json.dumps({**raw, "recipe_version": "two"}).encode()
+    with pytest.raises(CorruptRecord, match="field recipe_version has the wrong type"):
+        record_from_json(wrong, "status.json")
