@@ -15,11 +15,13 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import AccessDenied, AlreadyExists, InvalidInput, NotFound, S3TaskError
+from ..safetext import check_name
 from ..store.base import PutMode
 from .access import Actor
 from .inbox_files import Claim
 from .inbox_sweep import InboxSweeper, is_tombstone
 from .inbox_take import CLAIM_SECONDS
+from .recipes import NAME_CHARS as RECIPE_NAME_CHARS
 from .recipes import Recipe, Recipes
 from .transitions import Transitions
 
@@ -151,7 +153,8 @@ class Inboxes:
                 return self._recipes.by_id(which)
             except (NotFound, ValueError) as e:
                 raise InvalidInput(f"no recipe has the inbox {which!r}; `s3task inbox list` shows them") from e
-        return self._recipes.get(actor, which)
+        # A recipe's name keeps a task name's rule: "crm\x07weekly" names no recipe (its key would be crm-weekly's).
+        return self._recipes.get(actor, check_name(which, "recipe", RECIPE_NAME_CHARS))
 
     def _mine(self, actor: Actor, which: str) -> Recipe:
         recipe = self._find(actor, which)

@@ -39,7 +39,10 @@ from .copywait import CopyWaiters
 from .errors import HttpError, json_mount, route_error, s3task_error
 from .models import (
     Created,
+    InboxChange,
+    InboxList,
     NewTask,
+    OneInbox,
     OneTask,
     OutputLink,
     OutputQuery,
@@ -49,6 +52,7 @@ from .models import (
     TaskTypeInfo,
     TaskTypes,
     Upload,
+    inbox_of,
     task_of,
 )
 from .openapi import OPERATIONS, openapi_document
@@ -78,6 +82,7 @@ PREPARE_WAIT_SECONDS = 20.0
 OUTPUT_MESSAGES = {
     "variant": "variant must be one of csv, exact, errors, xlsx, parquet, errors-xlsx, combined, combined-xlsx"
 }
+INBOX_MESSAGES = {"recipe": 'name the "recipe" (its name, or its inbox\'s id as GET /api/inboxes gives it)'}
 
 
 class Api:
@@ -235,6 +240,24 @@ class Api:
         name = service.combined_filename(record, excel)
         link = OutputLink(url=absolute_url(request, url), expires_in=service.url_seconds, filename=name)
         return reply(link, headers={"Cache-Control": "no-store"})
+
+    # --- inboxes: each recipe's folder in the store where files dropped become tasks (docs/INBOXES.md) ---
+
+    async def list_inboxes(self, request: Request) -> Response:
+        actor = self.actor(request)
+        inboxes = await run_in_threadpool(self.service.inboxes.list, actor)
+        untaken = await run_in_threadpool(self.service.inboxes.strays) if actor.operator else []
+        return reply(InboxList(inboxes=[inbox_of(i) for i in inboxes], untaken=untaken))
+
+    async def pause_inbox(self, request: Request) -> Response:
+        actor = self.actor(request)
+        which = checked(InboxChange, await _json_object(request), INBOX_MESSAGES).recipe
+        return reply(OneInbox(inbox=inbox_of(await run_in_threadpool(self.service.inboxes.pause, actor, which))))
+
+    async def resume_inbox(self, request: Request) -> Response:
+        actor = self.actor(request)
+        which = checked(InboxChange, await _json_object(request), INBOX_MESSAGES).recipe
+        return reply(OneInbox(inbox=inbox_of(await run_in_threadpool(self.service.inboxes.resume, actor, which))))
 
 
 def reply(body: BaseModel, status: int = 200, headers: Mapping[str, str] | None = None) -> JSONResponse:

@@ -23,7 +23,10 @@ from .errors import codes_for
 from .models import (
     Created,
     ErrorBody,
+    InboxChange,
+    InboxList,
     NewTask,
+    OneInbox,
     OneTask,
     OutputLink,
     OutputQuery,
@@ -36,6 +39,8 @@ from .models import (
 REF = "#/components/schemas/{model}"
 #: What a request naming a task can meet besides success.
 _ON_A_TASK = (400, 401, 403, 404, 409, 500, 503)
+#: What pausing or resuming an inbox can meet besides success.
+_ON_AN_INBOX = (400, 401, 403, 413, 500, 503)
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,18 @@ OPERATIONS: tuple[Operation, ...] = (
         "GET", "/tasks/{task_id}/output", "task_output", "A short-lived download URL for a completed task's output",
         OutputLink, errors=_ON_A_TASK, headers={"Cache-Control": "no-store: the URL is fresh each time"},
         query=OutputQuery,
+    ),
+    Operation(
+        "GET", "/inboxes", "list_inboxes", "Your recipes' inboxes (then the shared ones): where to drop files, the "
+        "files waiting, the last files taken and their tasks", InboxList, errors=(401, 500, 503),
+    ),
+    Operation(
+        "POST", "/inboxes/pause", "pause_inbox", "Stop taking files from a recipe's inbox (its owner, or an operator)",
+        OneInbox, errors=_ON_AN_INBOX, body=InboxChange,
+    ),
+    Operation(
+        "POST", "/inboxes/resume", "resume_inbox", "Take files from a paused inbox again, from the next sweep",
+        OneInbox, errors=_ON_AN_INBOX, body=InboxChange,
     ),
 )  # fmt: skip
 

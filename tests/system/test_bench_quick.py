@@ -49,3 +49,19 @@ def test_sections_measured_elsewhere_survive_a_new_report() -> None:
     assert "## 5. Pickup latency" not in kept  # generated sections are made anew, not kept
     again = report.kept_sections("# Benchmarks\n\n" + kept + "## How it is measured\n")
     assert again == kept
+
+
+@pytest.mark.slow
+def test_inbox_pickup_quick_runs_and_reports(tmp_path: Path) -> None:
+    """``bench/inbox_pickup.py --quick``: one file through a real worker's inbox sweep on the local store, made into
+    a task and running; the figures go to ``--out`` only (BENCHMARKS.md is left as it is)."""
+    before = (ROOT / "BENCHMARKS.md").read_text()
+    proc = run(
+        [sys.executable, str(ROOT / "bench" / "inbox_pickup.py"), "--quick", "--out", str(tmp_path)], timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    [local] = json.loads((tmp_path / "inbox_pickup.json").read_text())["results"]
+    assert (local["store"], local["files"], local["interval_s"]) == ("local", 1, 1.0)
+    [times] = local["all"]
+    assert 0 < times["made_s"] <= times["running_s"], times
+    assert (ROOT / "BENCHMARKS.md").read_text() == before

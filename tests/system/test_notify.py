@@ -32,6 +32,7 @@ from s3task.layout import Layout
 from s3task.notify import events, outbox
 from s3task.record import HISTORY_LIMIT
 from s3task.records import read_record, update_record
+from s3task.store.base import PutMode
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
 from s3task.worker import Worker
@@ -225,6 +226,43 @@ def test_the_owner_gets_one_email_per_ending_with_a_link(tmp_path: Path, smtp: M
     assert f"https://tasks.example.com/task?id={done}" in mail.get_content()
     assert "deliberate failure" in by_subject["[s3task] Broken list — failed"].get_content()
     assert env.pending() == []  # every outbox entry was settled
+
+
+def test_a_recipes_owner_is_told_when_a_file_dropped_in_its_inbox_does_not_fit(
+    tmp_path: Path, smtp: Mailbox, receiver: Receiver
+) -> None:
+    """Issue 33: a file whose header does not fit the recipe becomes a failed task, made as the recipe's owner,
+    and the owner is told as they chose (an email to them, the webhook event), by the worker that swept it."""
+    env = local_env(
+        tmp_path, smtp_url=smtp.url, smtp_from="tasks@example.com", app_url="https://tasks.example.com/",
+        webhook_urls=(receiver.url,), webhook_secret=SECRET,
+    )  # fmt: skip
+    first = env.task(ANN, "first", body=b"id,name,email\n1,ada,ada@example.com\n")
+    recipe = env.service.recipes.save(ANN, "CRM weekly", first)
+    inbox = env.layout.inbox_prefix(env.service.inboxes.id_of(recipe))
+    env.store.put(inbox + "other.csv", b"sku,price\nA1,9.90\n", PutMode.OVERWRITE)  # as `cp` would drop it
+    worker = Worker(env.settings, env.store, env.layout, notifier=env.notifier)
+    assert worker.inbox.sweeper is not None, "a worker sweeps the inboxes by default"
+    worker.inbox.sweeper.sweep()
+    worker.inbox.sweeper.sweep()  # the local store takes a file whose size and time held over two sweeps
+    [task] = [t for t in env.service.list(OPERATOR).tasks if t.task_name == "other.csv"]
+    assert (task.created_by, task.state.value) == (ANN.name, "failed_for_good")
+    words = "the file 'other.csv' does not fit recipe “CRM weekly” (ann@example.com's: copy): it has no column"
+    assert task.last_error.startswith(words), task.last_error
+
+    def failed() -> list[dict]:
+        with receiver.lock:
+            return [e for e in receiver.accepted if e["task"]["id"] == task.task_id and e["type"] == "task.failed"]
+
+    [event] = wait_for(failed, timeout=30, what="the webhook event of the failed task")
+    assert (event["task"]["created_by"], event["task"]["state"]) == (ANN.name, "failed_for_good")
+    assert event["task"]["last_error"] == task.last_error
+    wait_for(lambda: smtp.messages, timeout=30, what="the email to the recipe's owner")
+    assert drained(env) and env.pending() == []
+    [mail] = smtp.messages  # the recipe's first task is queued, not ended: no email of its own
+    assert (mail["To"], mail["Subject"]) == (ANN.name, "[s3task] other.csv — failed")
+    assert words in " ".join(mail.get_content().split())
+    assert f"https://tasks.example.com/task?id={task.task_id}" in mail.get_content()
 
 
 def test_no_channel_means_no_notification_and_no_extra_request(tmp_path: Path, smtp: Mailbox) -> None:
