@@ -76,7 +76,7 @@ def panel() -> None:
         else:
             result.preview(ctx, current)  # the rows, above the timeline
             chart_view.chart(ctx, current)  # one column's chart over every row
-    step_counts.show(current)  # a "Prepare the table" task's steps, and what each did
+    step_counts.show(ctx, current)  # a "Prepare the table" task's steps, and what each did
     st.subheader("Timeline")
     detail.timeline(current)
     detail.operator_details(ctx, current)

@@ -200,8 +200,9 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
 
 def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
+    shown = {**record.to_dict(), "payload": service.steps.parameters(record)}  # its step list too (task_steps)
     if args.json:
-        text = json.dumps({**record.to_dict(), **counts_of(record).as_dict()}, indent=1, ensure_ascii=False)
+        text = json.dumps({**shown, **counts_of(record).as_dict()}, indent=1, ensure_ascii=False)
         # JSON leaves C1 controls and bidirectional overrides raw; visible()'s \u escapes parse back the same.
         print("\n".join(visible(line) for line in text.split("\n")))
         return 0
@@ -209,7 +210,7 @@ def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
         print(f"{label:>18}: {value}")
     if record.input_etag:  # submitted: its format settled (a workbook's sheet and header row as taken)
         print(f"{'read as':>18}: {record.read_as.describe()}")
-    for key, value in record.to_dict().items():
+    for key, value in shown.items():
         if key != "history":
             print(f"{key:>18}: {visible(str(value))}")
     for event in record.history:

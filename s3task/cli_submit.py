@@ -142,7 +142,7 @@ def _send(
     if args.resume:
         waiting = service.waiting_upload(actor, args.name, args.task_type, file)  # refuses a different file in words
         if waiting is not None:
-            _same_settings(waiting, params, read_as)
+            _same_settings(waiting, service.steps.parameters(waiting), params, read_as)
             print(_continuing(service, waiting, file.size), file=sys.stderr)
             return service.resume_upload(actor, waiting, f, file)
         print(f"no upload of {file.name!r} as {args.name!r} ({handlers.title_of(args.task_type)}) waits to be "
@@ -155,11 +155,13 @@ def _send(
         raise
 
 
-def _same_settings(waiting: TaskRecord, params: dict[str, Any], read_as: dict[str, Any]) -> None:
+def _same_settings(
+    waiting: TaskRecord, made_with: dict[str, Any], params: dict[str, Any], read_as: dict[str, Any]
+) -> None:
     """A waiting task is continued as it was made: settings or a format given now that differ are refused,
     never dropped without a word (found by the outside review)."""
     checked = handlers.get(waiting.task_type).validate(params)
-    differ = [f"{k}={params[k]!r}" for k in params if checked[k] != waiting.payload.get(k)]
+    differ = [f"{k}={params[k]!r}" for k in params if checked[k] != made_with.get(k)]
     asked = waiting.input_format.to_dict()
     differ += [f"{k}={v!r}" for k, v in read_as.items() if v != "detect" and asked.get(k, "detect") != v]
     if differ:

@@ -63,6 +63,9 @@ ROWS = "output-attempt-{attempt}.rows"
 COMPARE_SUMMARY = "output-attempt-{attempt}.summary.json"
 PROGRESS = "progress-attempt-{attempt}.json"
 CORRECTED_ROWS = "corrected-rows.csv"
+#: A task's step list (the ``steps`` parameter), kept beside its record and pinned in it by ETag
+#: (s3task.task_steps): a long list does not meet the record's parameters cap.
+STEPS = "steps.json"
 ACTIVE = "active"
 BELL = "active-bell"
 BY_USER = "by-user"
@@ -121,6 +124,10 @@ class Layout:
 
     def input_key(self, task_id: str) -> str:
         return self.task_prefix(task_id) + INPUT
+
+    def steps_key(self, task_id: str) -> str:
+        """Where a task's step list is kept (:data:`STEPS`)."""
+        return self.task_prefix(task_id) + STEPS
 
     def corrected_rows_key(self, task_id: str) -> str:
         """A task of corrected rows: which row of its original's file each of its input rows stands for."""

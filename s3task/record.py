@@ -23,8 +23,9 @@ from .states import State, Status, state_of
 
 log = logging.getLogger(__name__)
 
-#: 2: a record may name the recipe it was made from (``recipe_id``, ``recipe_version``). Schema 1 records
-#: read as made from no recipe; a worker of schema 1 skips and reports a record of schema 2.
+#: 2: a record may name the recipe it was made from (``recipe_id``, ``recipe_version``) and keep its step
+#: list beside it (``steps_etag``). Schema 1 records read as made from no recipe, their parameters all in
+#: ``payload``; a worker of schema 1 skips and reports a record of schema 2.
 SCHEMA_VERSION = 2
 HISTORY_LIMIT = 50
 MAX_CORRECTIONS = 20  # the most corrections a task lists (s3task.tasks.corrections): each an id in its record
@@ -76,6 +77,9 @@ class TaskRecord:
     #: version saved then), its settings with what was given on top; None: made without one
     recipe_id: str | None = None
     recipe_version: int | None = None
+    #: The task's step list is kept beside the record (s3task.task_steps: ``steps.json``), read only at this
+    #: ETag; None: every parameter is in ``payload``
+    steps_etag: str | None = None
     # lifecycle
     schema_version: int = SCHEMA_VERSION
     status: Status = Status.CREATED

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from s3task import lifecycle, processing
+from s3task import lifecycle, processing, task_steps
 from s3task.record import TaskRecord
 from s3task.records import update_record
 from s3task.store.base import PutMode
@@ -27,7 +27,7 @@ def work(service: Any, task_id: str) -> TaskRecord:
         source = io.BytesIO(raw.read())  # a workbook is read from a seekable copy, as the worker spools it
     counts = processing.run(
         record.task_type,
-        dict(record.payload),
+        task_steps.params_of(store, layout, record),  # its step list too, as the worker reads it
         source,
         sink,
         lambda _p: None,

@@ -96,11 +96,13 @@ def _prefill(ctx: Context, keys: tf.FormKeys, source_id: str) -> tf.Prefill:
     done: tf.Prefill | None = state.get(keys.prefilled)
     if done is not None and done.source_id == source_id:
         return done
+    params = None
     try:
         source = ctx.service.get(ctx.actor, source_id)  # the service's rules for who may see a task
+        params = ctx.service.steps.parameters(source)  # its step list too
     except S3TaskError:
         source = None
-    filled = tf.prefill(keys, source_id, source, handlers.all_types())
+    filled = tf.prefill(keys, source_id, source, handlers.all_types(), params)
     for key in (keys.name, keys.type, *filled.params):  # this task's values, not an earlier form's
         state.pop(key, None)
     state[keys.prefilled] = filled

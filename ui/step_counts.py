@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from s3task.errors import S3TaskError
@@ -10,14 +12,25 @@ from s3task.record import TaskRecord
 from s3task.steps import parse
 
 from . import format as fmt
+from .context import Context
 
 
-def show(record: TaskRecord) -> None:
+def _steps(ctx: Context, record: TaskRecord) -> Any:
+    """The task's list, read from the store once per page session (it never changes: its ETag is pinned)."""
+    kept: dict[tuple[str, str | None], Any] = st.session_state.setdefault("task_steps", {})
+    key = (record.task_id, record.steps_etag)
+    if key not in kept:
+        kept.clear()  # one task's list at a time
+        kept[key] = ctx.service.steps.parameters(record).get("steps")
+    return kept[key]
+
+
+def show(ctx: Context, record: TaskRecord) -> None:
     """The list and, when the task completed, each step's counts (nothing for other task types)."""
     if record.task_type != "steps":
         return
     try:
-        steps = parse(record.payload.get("steps"))
+        steps = parse(_steps(ctx, record))
     except S3TaskError as e:  # a record written by another version: said, not a crash
         st.caption("The steps cannot be shown: " + fmt.plain(e))
         return

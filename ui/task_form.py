@@ -148,21 +148,27 @@ class Prefill:
         return self.recipe if self.recipe is not None and self.recipe.task_type == task_type else None
 
 
-def prefill(keys: FormKeys, source_id: str, source: TaskRecord | None, types: Sequence[type[TaskType]]) -> Prefill:
-    """The form filled in from the task ``source`` (None: not there, or not the user's to see)."""
+def prefill(
+    keys: FormKeys,
+    source_id: str,
+    source: TaskRecord | None,
+    types: Sequence[type[TaskType]],
+    params: Mapping[str, Any] | None = None,
+) -> Prefill:
+    """The form filled in from the task ``source`` (None: not there, or not the user's to see), whose parameters
+    are ``params`` (its step list included; left out: its record's)."""
     task_type = next((t for t in types if source is not None and t.name == source.task_type), None)
     if source is None or task_type is None:
         return Prefill(source_id, f"There is no task {source_id[:40]!r} to start from, so the form starts empty.")
-    params = {
-        keys.param(task_type.name, p.name): source.payload[p.name]
-        for p in task_type.params
-        if source.payload.get(p.name) is not None
+    given = source.payload if params is None else params
+    values = {
+        keys.param(task_type.name, p.name): given[p.name] for p in task_type.params if given.get(p.name) is not None
     }
     input_format = None
     with contextlib.suppress(InvalidInput):  # never submitted, so never settled: detect it from the file
         input_format = source.read_as
     note = f"Filled in from the task “{source.task_name}”: pick the corrected file and submit."
-    return Prefill(source_id, note, source.task_name, task_type.name, params, input_format)
+    return Prefill(source_id, note, source.task_name, task_type.name, values, input_format)
 
 
 def recipe_keys(form: int, recipe: Recipe) -> FormKeys:

@@ -82,7 +82,7 @@ class Corrections:
         suffix = NUMBERED.format(n=len(root.corrections) + 1)  # the root lists every correction made of it
         name = root.task_name[: MAX_NAME - len(suffix)] + suffix
         record = self.transitions.prepare(
-            actor, name, root.task_type, dict(root.payload), {"delimiter": ",", "encoding": "utf-8"},
+            actor, name, root.task_type, self.transitions.params_of(root), {"delimiter": ",", "encoding": "utf-8"},
             corrects=root.task_id, task_id=new_id, recipe=root.recipe,
         )  # fmt: skip
         self.records.update(root.task_id, lambda r, now: lifecycle.note_correction(r, now, correction_id=new_id))

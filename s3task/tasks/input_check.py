@@ -15,7 +15,7 @@ the column named, and the columns found are settled in the task's parameters, as
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import handlers
 from ..csvio import INSPECT_BYTES, FormatRequest, InputFormat, read_start, resolve, spooled
@@ -36,19 +36,24 @@ class Judged(NamedTuple):
     columns: dict[str, str]
 
 
-def check_input(store: ObjectStore, record: TaskRecord, size: int | None = None) -> tuple[ObjectMeta, Judged]:
+def check_input(
+    store: ObjectStore, record: TaskRecord, params: Mapping[str, Any], size: int | None = None
+) -> tuple[ObjectMeta, Judged]:
     """The input's size and ETag as stored, and what it is read as. One request: the file's start,
-    with its size and ETag. ``size``: the uploader's; a stored file of another size is refused."""
+    with its size and ETag. ``params``: the task's (its step list included: ``Transitions.params_of``);
+    ``size``: the uploader's; a stored file of another size is refused."""
     try:
         got = get_start(store, record.input_object_path, INSPECT_BYTES)
     except NotFound as e:
         raise InvalidInput(f"task {record.task_id} has no input file yet; upload a CSV first") from e
     if size is not None and got.meta.size != size:
         raise InvalidInput(f"the store holds {got.meta.size:,} bytes of the file's {size:,}; upload it again")
-    return got.meta, judge_input(store, record, got.body, got.meta)
+    return got.meta, judge_input(store, record, params, got.body, got.meta)
 
 
-def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: ObjectMeta) -> Judged:
+def judge_input(
+    store: ObjectStore, record: TaskRecord, params: Mapping[str, Any], head: bytes, meta: ObjectMeta
+) -> Judged:
     """A CSV's header (and, for a type that needs columns, its first rows), on the file's first bytes
     (``head``) — and a ``detect`` in the task's input format is settled here (as the New task page's
     preview detects it). A workbook is opened (see above)."""
@@ -67,10 +72,10 @@ def judge_input(store: ObjectStore, record: TaskRecord, head: bytes, meta: Objec
         return Judged(read_as, {})
     names, rows = start
     try:
-        kind.check_header(record.payload, list(names))
+        kind.check_header(params, list(names))
         if not needs:
             return Judged(read_as, {})
-        found = columns.require(needs, record.payload, names, sample_of(rows))
+        found = columns.require(needs, params, names, sample_of(rows))
     except InvalidInput as e:
         raise InvalidInput(f"the uploaded file cannot be processed: {e.message}") from e
     return Judged(read_as, found)

@@ -94,7 +94,7 @@ class Inputs:
             # The file passes through here: its first bytes are checked as they go by and its
             # ETag comes back with the write, so neither the record nor the file is read again.
             meta, head = self._store_input(record, stream)
-            judged = judge_input(self.store, record, head, meta)
+            judged = judge_input(self.store, record, self.transitions.params_of(record), head, meta)
             known = self.transitions.recall(record.task_id)
             return self.transitions.queue(record, None if known is None else known[1], meta, judged)
         except Exception:  # a refusal, the store failing, or a bug: no task is left half-made either way

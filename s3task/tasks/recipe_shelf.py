@@ -35,7 +35,8 @@ class RecipeShelf:
             raise InvalidInput(f"task {task_id} is made from other tasks' results, not a file: it makes no recipe")
         if record.input_etag is None:
             raise InvalidInput(f"task {task_id} was never submitted, so its file's format is not known yet")
-        recipe = recipes.from_task(record, name, header_of(self._store, record), shared=shared)
+        params = self._transitions.params_of(record)
+        recipe = recipes.from_task(record, params, name, header_of(self._store, record), shared=shared)
         return self._kept.save(actor, recipe, replace=replace)
 
     def get(self, actor: Actor, name: str) -> Recipe:

@@ -214,14 +214,16 @@ class Recipes:
         return candidates[0] if candidates else None
 
 
-def from_task(record: TaskRecord, name: str, header: Sequence[str], *, shared: bool = False) -> Recipe:
-    """A recipe that makes tasks like ``record``: its type, parameters and input format as settled (its
-    name as given: :meth:`Recipes.save` checks it)."""
+def from_task(
+    record: TaskRecord, params: Mapping[str, Any], name: str, header: Sequence[str], *, shared: bool = False
+) -> Recipe:
+    """A recipe that makes tasks like ``record``: its type, parameters (``params``: all of them, its step list
+    included) and input format as settled (its name as given: :meth:`Recipes.save` checks it)."""
     return Recipe(
         name=name,
         owner=record.created_by,
         task_type=record.task_type,
-        params=dict(record.payload or {}),
+        params=dict(params),
         input_format=record.input_format.to_dict(),
         header=list(header),
         shared=shared,

@@ -202,7 +202,7 @@ class Resumable:
         record, etag = self._sent(actor, record, stream, file)
         try:
             # One request, as a submit's: the stored file's start (judged) with its size and ETag.
-            meta, judged = check_input(self.store, record, file.size)
+            meta, judged = check_input(self.store, record, self.transitions.params_of(record), file.size)
             self.transitions.recall(record.task_id)
             return self.transitions.queue(record, etag, meta, judged)
         except InvalidTransition:

@@ -15,6 +15,7 @@ from .references import check_reference
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..record import TaskRecord
     from ..steps import StepList
     from ..steps.preview import Preview
     from .transitions import Transitions
@@ -25,6 +26,11 @@ class StepLists:
 
     def __init__(self, transitions: Transitions) -> None:
         self._transitions = transitions
+
+    def parameters(self, record: TaskRecord) -> dict[str, Any]:
+        """Every parameter of a task the caller holds (got through ``service.get`` or ``list``), its step list
+        read from beside its record (s3task.task_steps); InvalidInput if that list is gone or changed."""
+        return self._transitions.params_of(record)
 
     def read(self, raw: Any, *, values: bool = True) -> StepList:
         """A step list from JSON (text or parsed): StepError if it is not one. ``values``: each step's own

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext
+from .. import csvio, handlers, lifecycle, live, markers, metrics, safetext, task_steps
 from ..errors import InvalidInput, InvalidTransition, S3TaskError
 from ..ids import new_task_id, validate_task_id
 from ..progress import counts_from
@@ -110,8 +110,9 @@ class Transitions:
         check_references(actor, task_type, params, lambda task_id: self.get(actor, task_id))
         read_as = csvio.FormatRequest.parse(input_format)
         # The parameters live in status.json, which is refused on read past MAX_RECORD_BYTES:
-        # a record written bigger could never be read (or listed, or cancelled) again.
-        size = len(json.dumps(params, ensure_ascii=False).encode())
+        # a record written bigger could never be read (or listed, or cancelled) again. A step list is kept
+        # beside it (task_steps), within its own cap (s3task.steps.spec.MAX_LIST_BYTES), checked as it was read.
+        size = len(json.dumps(task_steps.split(params)[0], ensure_ascii=False).encode())
         allowed = min(MAX_PAYLOAD_BYTES, self.limits.params_bytes)
         if size > allowed:
             raise InvalidInput(
@@ -127,7 +128,12 @@ class Transitions:
         return record
 
     def store_new(self, actor: Actor, record: TaskRecord) -> TaskRecord:
-        """Write a record :meth:`prepare` made: its "my tasks" marker, then the record (create-only)."""
+        """Write a record :meth:`prepare` made: its step list beside it (if it has one), its "my tasks"
+        marker, then the record (create-only)."""
+        kept, steps = task_steps.split(record.payload)
+        if steps is not None:  # first: a record names only a list that is there
+            pinned = task_steps.keep(self.store, self.layout, record.task_id, steps)
+            record = record.replace(payload=kept, steps_etag=pinned)
         # The "my tasks" marker goes first: a marker without a record is skipped
         # by listings, a record without its marker would be missing from them.
         self.store.put(self.layout.user_key(actor.name, record.task_id), b"", PutMode.OVERWRITE)
@@ -179,7 +185,7 @@ class Transitions:
         if record.status != Status.CREATED:
             raise InvalidTransition(f"cannot submit {lifecycle.describe(record)}")
         try:
-            meta, judged = check_input(self.store, record, size)
+            meta, judged = check_input(self.store, record, self.params_of(record), size)
         except S3TaskError:
             # A record remembered here may be stale: cancelled meanwhile, its input went with it. Say so.
             fresh = self.records.read(task_id)[0] if known is not None else record
@@ -187,6 +193,10 @@ class Transitions:
                 raise InvalidTransition(f"cannot submit {lifecycle.describe(fresh)}") from None
             raise
         return self.queue(record, etag, meta, judged)
+
+    def params_of(self, record: TaskRecord) -> dict[str, Any]:
+        """Every parameter of ``record``'s task, its step list read from beside the record (task_steps)."""
+        return task_steps.params_of(self.store, self.layout, record)
 
     def _remember(self, record: TaskRecord, etag: str) -> None:
         """Keep a record this service created, and its ETag, for the submit (the newest 500, 4 MB at most)."""

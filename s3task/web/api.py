@@ -49,6 +49,7 @@ from .models import (
     Task,
     TaskPage,
     TaskQuery,
+    TaskSteps,
     TaskTypeInfo,
     TaskTypes,
     Upload,
@@ -187,6 +188,16 @@ class Api:
         # Fresh: a completed task kept by this process may have had a correction listed on it since.
         got = await run_in_threadpool(lambda: self.service.get(actor, request.path_params["task_id"], fresh=True))
         return self._one(actor, got)
+
+    async def task_steps(self, request: Request) -> Response:
+        actor = self.actor(request)
+        record = await run_in_threadpool(self.service.get, actor, request.path_params["task_id"])
+        if record.task_type != "steps":
+            raise InvalidInput(
+                f"task {record.task_id} is a {handlers.title_of(record.task_type)!r} task: it has no list of steps"
+            )
+        params = await run_in_threadpool(self.service.steps.parameters, record)
+        return reply(TaskSteps(steps=params.get("steps") or []))
 
     async def submit_task(self, request: Request) -> Response:
         actor = self.actor(request)

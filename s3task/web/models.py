@@ -306,6 +306,12 @@ class TaskPage(_Response):
     problems: list[str] = Field(description="Tasks whose record could not be read, with the reason.")
 
 
+class TaskSteps(_Response):
+    """A "steps" task's list, kept beside its record (pinned there by `steps_etag`), as it runs."""
+
+    steps: list[dict[str, Any]] = Field(description="The steps, as #/components/schemas/StepList describes them.")
+
+
 class OutputLink(_Response):
     url: str = Field(description="GET this for the output file.")
     expires_in: int = Field(description="Seconds the URL works for.")

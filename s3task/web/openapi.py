@@ -33,6 +33,7 @@ from .models import (
     TaskId,
     TaskPage,
     TaskQuery,
+    TaskSteps,
     TaskTypes,
 )
 
@@ -85,6 +86,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "POST", "/tasks/{task_id}/cancel", "cancel_task", "Cancel a task that has not finished", OneTask,
         errors=_ON_A_TASK,
+    ),
+    Operation(
+        "GET", "/tasks/{task_id}/steps", "task_steps", "A \"steps\" task's list of steps (kept beside its record)",
+        TaskSteps, errors=(400, 401, 404, 409, 500, 503),
     ),
     Operation(
         "GET", "/tasks/{task_id}/output", "task_output", "A short-lived download URL for a completed task's output",

@@ -166,6 +166,7 @@ class Attempt:
             input_format=self.record.input_format,
             input_size=self.record.input_size_bytes or 0,
             memory_mb=self.settings.max_child_memory_mb or 0,
+            steps_etag=self.record.steps_etag,
         )
         self._proc = TaskProcess(job)
         return self._proc

@@ -9,6 +9,7 @@ parent is the one writer of ``status.json``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import select
 import shutil
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import task_steps
 from ..errors import InvalidInput, PreconditionFailed, S3TaskError
 from ..input_format import FormatRequest, InputFormat, UnreadableFormat
 from ..layout import CSV_TYPE, Layout
@@ -48,6 +50,8 @@ class Job:
     input_size: int = 0
     #: The attempt's memory cap in MB (0: none): a step list's whole-file steps stay well within it.
     memory_mb: int = 0
+    #: The record's ``steps_etag``: the step list is read from beside the record at this ETag (s3task.task_steps)
+    steps_etag: str | None = None
 
 
 def main(job: Job, conn: Any) -> None:
@@ -102,6 +106,8 @@ def _run(job: Job, conn: Any, latest: list[Progress]) -> Progress:
     for module in job.handler_modules:
         handlers.load_module(module)
     store, layout = open_store(job.store_url)
+    # The list the task was made with, or none: one gone or changed since fails the task for good, in words.
+    job = dataclasses.replace(job, params=task_steps.with_steps(store, layout, job.task_id, job.params, job.steps_etag))
     last = 0.0
 
     def on_progress(counts: Progress) -> None:

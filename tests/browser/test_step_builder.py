@@ -1,7 +1,7 @@
 """The step builder of "Prepare the table" in Chromium, as staff use it: an Excel export with a title row
 over its header; six steps built from the menu (remove a column, keep the North rows, trim, change the
 date format, remove duplicates by a key, a required check), the preview changing with each; Submit; the
-app's own worker runs the task, and the stored payload is the list built and the output the rows the
+app's own worker runs the task, and the stored list is the one built and the output the rows the
 preview showed. The task's settings are kept as a recipe, and next month's export is offered it: one click
 fills the builder again, and the task made from it has the same list. In a phone-sized window on the way:
 nothing wider than the screen, and a step turned off and on with the keyboard alone.
@@ -83,6 +83,11 @@ class App:
 
     def record(self, task_id: str) -> dict:
         (path,) = self.root.glob(f"**/{task_id}/status.json")
+        return json.loads(path.read_text())
+
+    def steps(self, task_id: str) -> dict:
+        """The task's step list, kept beside its record (steps.json), as the record pins it."""
+        (path,) = self.root.glob(f"**/{task_id}/steps.json")
         return json.loads(path.read_text())
 
     def output_rows(self, task_id: str) -> list[list[str]]:
@@ -255,7 +260,8 @@ def test_six_steps_built_run_on_the_worker_and_come_back_as_a_recipe(browser, ap
         task_id = submitted(page)
         record = app.completed(task_id)
         assert record["task_type"] == "steps"
-        assert record["payload"] == {"steps": [
+        assert record["payload"] == {} and record["steps_etag"]  # the list is kept beside the record
+        assert app.steps(task_id) == {"steps": [
             {"step": "drop_columns", "columns": ["Notes"]},
             {"step": "keep_rows", "conditions": [{"column": "Region", "is": "equals", "value": "North",
                                                   "ignore_case": False}]},
@@ -285,7 +291,9 @@ def test_six_steps_built_run_on_the_worker_and_come_back_as_a_recipe(browser, ap
         wait_for(lambda: grid_cells(page) == flat(APRIL_OUT[1:]), 20, what="April's preview after the recipe's steps")
         shot(page, "step-builder-2-recipe")
         again = submitted(page)
-        assert app.completed(again)["payload"] == record["payload"]
+        made = app.completed(again)
+        assert made["recipe_id"].endswith("/orders-monthly") and made["recipe_version"] == 1  # names its recipe
+        assert app.steps(again) == app.steps(task_id)
         assert app.output_rows(again) == APRIL_OUT
     finally:
         page.close()

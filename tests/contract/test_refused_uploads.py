@@ -145,9 +145,11 @@ def test_a_refusal_leaves_a_task_queued_meanwhile_and_its_file(
     service.upload_input(ADA, task_id, BIG)
     real_check, queued = transitions.check_input, []
 
-    def check_then_the_other_window(store: ObjectStore, record: object, size: int | None = None) -> object:
+    def check_then_the_other_window(
+        store: ObjectStore, record: object, params: object, size: int | None = None
+    ) -> object:
         try:
-            return real_check(store, record, size)  # type: ignore[arg-type]
+            return real_check(store, record, params, size)  # type: ignore[arg-type]
         finally:
             if not queued:  # once: the other window's own finish goes through the real check
                 queued.append(True)

@@ -31,7 +31,7 @@ def ran(tasks: TaskService, task_id: str) -> None:
     record = tasks.get(ANN, task_id)
     lease = lifecycle.Lease(record.attempt_id, record.lease_token or "", "w1")
     sink = io.BytesIO()
-    done: Progress = processing.run("steps", record.payload, io.BytesIO(ORDERS), sink, lambda p: None)
+    done: Progress = processing.run("steps", tasks.steps.parameters(record), io.BytesIO(ORDERS), sink, lambda p: None)
     key = layout.output_key(task_id, record.attempt_id)
     store.put(key, sink.getvalue(), PutMode.CREATE)
     rows = done.row_count

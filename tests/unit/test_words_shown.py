@@ -266,7 +266,7 @@ def failed(tasks: TaskService, task_id: str, memory: bool = False) -> None:
         with tasks.store.open_read(record.input_object_path) as raw:
             source = io.BytesIO(raw.read())
         with pytest.raises(errors.InvalidInput) as refused:
-            processing.run(record.task_type, dict(record.payload), source, io.BytesIO(), lambda _p: None,
+            processing.run(record.task_type, tasks.steps.parameters(record), source, io.BytesIO(), lambda _p: None,
                            input_format=record.read_as)  # fmt: skip
         error, permanent = str(refused.value), True
     update_record(tasks.store, tasks.layout, task_id,
