@@ -125,13 +125,33 @@ elif __name__ != "__mp_main__":
         "ui.profile_view", "ui.step_counts", "ui.recipe_save", "ui.notify", "s3task.query", "s3task.exports.source",
     )  # fmt: skip
 
-    def _import_pages() -> None:
+    def _ready_for_the_first_page() -> None:
+        """What a fresh process's first page would otherwise do before it draws (issue 36 item 17): import the
+        pages' modules; route as every later page does; make Streamlit's one-time check of how it was started."""
         for name in PAGE_MODULES:
             importlib.import_module(name)
+        # Until some session has called st.navigation, Streamlit routes the old (v1) way because pages/ exists:
+        # a first request for a page URL (a shared /task?id=… link) runs that page file without app.py, which
+        # then starts over through app.py (ui/context.py) — two runs of the script. app.py always navigates
+        # (st.navigation, which sets this flag to False for the process on its first call): set it now, so the
+        # first page goes through app.py once, as every later one does. Both this and the check below are
+        # Streamlit's internals (1.67): a Streamlit without them starts as before, only slower.
+        with contextlib.suppress(ImportError, AttributeError):
+            from streamlit.runtime.pages_manager import PagesManager
+
+            if hasattr(PagesManager, "uses_pages_directory"):
+                PagesManager.uses_pages_directory = False
+        # On the first element any page draws, Streamlit checks once whether it runs in a REPL by walking the
+        # stack with inspect, which maps every loaded module to its file (pandas and pyarrow: thousands):
+        # 0.1-0.3 s of the first page on a loaded machine. Made here, on this short stack, instead.
+        with contextlib.suppress(ImportError, AttributeError):
+            from streamlit import env_util
+
+            env_util.is_repl()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: object) -> AsyncIterator[None]:
-        await run_in_threadpool(_import_pages)
+        await run_in_threadpool(_ready_for_the_first_page)
         async with server.lifespan(app):
             yield
 

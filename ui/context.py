@@ -57,7 +57,9 @@ def _start_over_through_app() -> NoReturn:
     page file without app.py, so there is no user and no store. Calling
     ``st.navigation`` with the app's pages switches the process to app-defined
     navigation and resolves the requested URL to one of them; switching to it
-    then runs app.py and that page, with the same query.
+    then runs app.py and that page, with the same query. The server built by ``streamlit run app.py`` switches
+    the process to app-defined navigation before it answers (app.py's lifespan), so this is the way back for
+    whatever runs a page without that: a Streamlit that routes otherwise, a server started some other way.
     """
     requested = st.navigation(nav.pages(), position="hidden")
     st.switch_page(requested, query_params=st.query_params.to_dict())

@@ -189,12 +189,18 @@ def offer(ctx: Context, record: TaskRecord) -> None:
         return  # no errors workbook (its rows are not the input's one for one): nothing to correct from
     if record.error_count <= EDITABLE_ROWS:
         fix_here(ctx, record)
-    with st.expander(UPLOAD_LABEL, icon=":material/upload_file:"):
+    upload = st.expander(UPLOAD_LABEL, icon=":material/upload_file:", key=upload_key(record.task_id), on_change="rerun")
+    with upload:
         st.caption(
             "Download “Rows with errors (.xlsx, to correct)”, fix the rows in Excel (keep the “row in file” "
             "column as it is; the error column may stay or go) and upload it here, as .xlsx or .csv. A new "
             f"task with this task's type and settings runs only those rows, {_linked(record)}."
         )
+        # The file picker only once opened (Streamlit draws a closed section's body too): on every first open of
+        # a result with errors, the browser fetched and drew one before the result's rows showed (issue 36
+        # item 17, BENCHMARKS.md).
+        if not upload.open:
+            return
         uploaded = st.file_uploader("Corrected rows", type=["xlsx", "csv"], key=f"corrected_{record.task_id}")
         if st.button("Run the corrected rows", icon=":material/play_arrow:", disabled=uploaded is None):
             assert uploaded is not None
@@ -244,6 +250,11 @@ def fix_here(ctx: Context, record: TaskRecord) -> None:
                 st.error("The rows were not run: " + fmt.plain(e), icon=":material/error:")
                 return
             st.switch_page(TASK, query_params={"id": made.task_id})
+
+
+def upload_key(task_id: str) -> str:
+    """The session key of the task's "Upload the corrected rows" expander: True while it is open."""
+    return f"upload_open_{task_id}"
 
 
 def fix_key(task_id: str) -> str:

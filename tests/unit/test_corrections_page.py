@@ -127,6 +127,24 @@ def test_the_task_list_shows_a_correction_right_under_its_original(app, service:
     assert made.corrects == original
 
 
+def test_the_upload_draws_its_file_picker_only_once_opened(app, service: TaskService) -> None:  # noqa: F811
+    """Closed, "Upload the corrected rows" says what to do but draws no file picker (the browser fetched and drew
+    one on every first open of a result with errors, before its rows showed: issue 36 item 17); opened, it does."""
+    from ui.corrections import UPLOAD_LABEL, upload_key
+
+    original = finished(service, ROWS)
+    at = task_page(app, original)
+    (closed,) = [e for e in at.expander if e.label == UPLOAD_LABEL]
+    assert any("runs only those rows" in c.value for c in closed.caption)
+    assert not at.get("file_uploader") and "Run the corrected rows" not in [b.label for b in at.button]
+    at.session_state[upload_key(original)] = True  # opened
+    at.run()
+    assert not at.exception, at.exception
+    assert len(at.get("file_uploader")) == 1
+    (run,) = [b for b in at.button if b.label == "Run the corrected rows"]
+    assert run.disabled  # nothing uploaded yet
+
+
 def test_a_few_rows_fixed_in_the_grid_run_again_as_the_same_linked_task(app, service: TaskService) -> None:  # noqa: F811
     import pandas as pd
 
