@@ -20,7 +20,7 @@ the service's charts part (``s3task.tasks.charts.Charts``) as the page asks:
 A cold chart of a result nobody opened as Parquet is ``copy`` + ``count``; the goal is a 1 GB result's chart
 of one column ready in under 10 s. Prints a Markdown table, keeps the figures per size in ``bench/charts.json``
 and writes the section "Charts" of ``BENCHMARKS.md`` from them (``bench/kept.py``); ``--report`` only rewrites
-that section. Run by hand, never in CI.
+that section (a size's ``note`` in the JSON, if any, is printed under its table). Run by hand, never in CI.
 """
 
 from __future__ import annotations
@@ -284,6 +284,7 @@ def section(out: dict[str, Any]) -> str:
             *table(result),
             "",
             verdict(result),
+            *([f"- {result['note']}"] if result.get("note") else []),
             "",
         ]
     lines += [

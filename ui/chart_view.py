@@ -110,14 +110,35 @@ def _summary(summary: core.ColumnSummary) -> None:
                 st.caption(fmt.plain(core.bars_in_words(summary)))
         if summary.approximate:
             st.caption(
-                f"More than {core.EXACT_VALUES:,} different values: their number is an estimate, and the "
-                "counts of the most common ones are at least the counts shown."
+                f"More than {core.EXACT_VALUES:,} different values: their number is an estimate (about ±2%); "
+                "each count shown is exact, counted again over every row."
+            )
+        if summary.unseen_at_most:
+            st.caption(
+                f"These are the most common values found, not surely the most common: a value not shown may "
+                f"have up to {summary.unseen_at_most:,} rows, more than the last one shown."
+            )
+        cut = [bar for bar in summary.bars if len(bar.label) == core.SHOW_CHARS and bar.label.endswith("…")]
+        if cut and summary.kind == "text":
+            st.caption(
+                f"Values longer than {core.SHOW_CHARS} characters are shown cut (…), and counted by the whole "
+                "value: two that begin alike are two bars."
             )
     with drawn:
         if summary.filled:
             st.altair_chart(altair_chart(summary), width="stretch", key=f"chart_{core.digest(summary.column)}")
         else:
             st.info("Every cell of this column is empty: there is nothing to draw.", icon=":material/block:")
+
+
+def _apart(rows: list[dict[str, Any]]) -> None:
+    """Labels made different where two bars' are the same (long values cut alike), so each keeps its own bar:
+    the second "abc…" becomes "abc… (2)"."""
+    seen: dict[str, int] = {}
+    for row in rows:
+        seen[row["label"]] = seen.get(row["label"], 0) + 1
+        if seen[row["label"]] > 1:
+            row["label"] = f"{row['label']} ({seen[row['label']]})"
 
 
 def altair_chart(summary: core.ColumnSummary) -> Any:
@@ -127,6 +148,7 @@ def altair_chart(summary: core.ColumnSummary) -> Any:
     words = core.describe(summary)
     rows = [{"label": b.label, "count": b.count, "start": b.start, "end": b.end} for b in summary.bars]
     if summary.kind == "text":
+        _apart(rows)
         if summary.others:
             rows.append({"label": "(all other values)", "count": summary.others, "start": None, "end": None})
         frame = pd.DataFrame(rows)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 #: Changes when the summary's content or shape does, so an older summary in the store is never read as a newer.
-VERSION = 1
+VERSION = 2
 Kind = Literal["number", "date", "text"]
 
 
@@ -33,7 +33,9 @@ class ColumnSummary:
     (numbers, or ISO text for dates). ``unit`` is a histogram's bar width in words (``day``, ``month``,
     ``5 years``, ``0.5``). A text summary's ``bars`` are its most common values, most common first; ``others``
     counts the filled cells with any other value, and ``distinct`` the different values (``approximate``:
-    beyond what is counted exactly, an estimate, and the top counts are lower bounds).
+    beyond what is counted exactly, an estimate). A text bar's count is always exact; ``unseen_at_most``, when
+    not 0, is the most rows a value without a bar may have, more than the last bar's: the bars are then the most
+    common values found, not surely the most common (:mod:`.count`).
     """
 
     column: str
@@ -48,6 +50,7 @@ class ColumnSummary:
     others: int = 0
     distinct: int | None = None
     approximate: bool = False
+    unseen_at_most: int = 0
 
     @property
     def filled(self) -> int:
@@ -101,7 +104,9 @@ def bars_in_words(summary: ColumnSummary) -> str:
         parts = [f"“{bar.label}” {bar.count:,}" for bar in summary.bars]
         if summary.others:
             parts.append(f"all other values {summary.others:,}")
-        lead = "Most common values (counts at least)" if summary.approximate else "Most common values"
+        lead = "Most common values"
+        if summary.unseen_at_most:
+            lead = f"Most common values found (a value not shown may have up to {_rows(summary.unseen_at_most)})"
         return f"{lead}: " + "; ".join(parts) + "."
     if summary.kind == "date":
         parts = [f"{bar.label}: {bar.count:,}" for bar in summary.bars if bar.count]

@@ -89,3 +89,23 @@ def test_someone_who_may_not_see_the_result_gets_no_chart(service: TaskService, 
     assert not at.exception, at.exception
     assert "Chart a column" not in texts(at)
     assert not [b for b in at.selectbox if b.key == f"chart_column_{task_id}"]
+
+
+def test_long_values_alike_to_their_cut_keep_their_own_bars_and_the_page_says_why(
+    service: TaskService, app: Callable[..., AppTest]
+) -> None:
+    head = "Ünïcode " + "x" * 92  # long values alike for their first 100 characters
+    notes = [head + "first"] * 3 + [head + "second"] * 2 + ["short"] + [""]
+    output = ("note,n\n" + "".join(f"{note},{i}\n" for i, note in enumerate(notes))).encode()
+    task_id = submitted(service, "ann", "Notes")
+    run_as_worker(service, task_id, output=output)
+    at = until_drawn(picker(task_page(app("ann"), task_id), task_id).select("note").run())
+    said, cut = texts(at), head[:79] + "…"
+    assert "note: 7 rows, 1 empty, 3 different values" in said
+    assert f"Most common values: “{cut}” 3; “{cut}” 2; “short” 1." in said
+    assert "Values longer than 80 characters are shown cut (…), and counted by the whole value" in said
+    assert "not surely the most common" not in said and "is an estimate" not in said  # counted exactly
+    import pyarrow as pa
+
+    drawn = pa.ipc.open_stream(vega_charts(at.main)[0].proto.datasets[0].data.data).read_all()
+    assert drawn.column("label").to_pylist() == [cut, cut + " (2)", "short"]  # two bands, not one stacked bar

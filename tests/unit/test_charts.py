@@ -7,6 +7,12 @@ local store, and asked through the service's charts part as the page asks it.
 from __future__ import annotations
 
 import io
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +157,118 @@ def test_many_different_values_are_held_in_bounded_memory_and_estimated(service,
     assert found.bars[0] == charts.Bar("C000001", 51)
     assert found.others == 20_050 - sum(b.count for b in found.bars)
     assert charts.describe(found).startswith("id: 20,050 rows, 0 empty, about ")
+
+
+def test_long_values_are_counted_whole_and_shown_cut(service) -> None:
+    head = "Ω" + "x" * 99  # 100 characters that every long value begins with
+    values = [head + "A" * 8_000] * 4 + [head + "B" * 8_000] * 3 + [head + "A" * 7_999 + "Z"] * 2 + ["short"] * 5
+    found = summary_of(service, column("note", [*values, ""]), "note")
+    cut = head[:79] + "…"
+    assert [(bar.label, bar.count) for bar in found.bars] == [("short", 5), (cut, 4), (cut, 3), (cut, 2)]
+    assert (found.rows, found.empty, found.distinct, found.others, found.approximate) == (15, 1, 4, 0, False)
+    assert charts.bars_in_words(found) == f"Most common values: “short” 5; “{cut}” 4; “{cut}” 3; “{cut}” 2."
+
+
+def test_a_key_is_bounded_whatever_the_value_and_never_a_shorter_values() -> None:
+    import pyarrow as pa
+
+    values = ["", "a" * 80, "🙂" * 80, "a" * 81, "🙂" * 10_000, "🙂" * 9_999 + "x", "短" * 81]
+    made = count.keys(pa.array(values, pa.large_string())).to_pylist()
+    assert made[:3] == values[:3]  # up to 80 characters, the value itself
+    for key, value in zip(made[3:], values[3:], strict=True):  # longer: 79 characters, "…" and 16 hex digits
+        assert (len(key), key[79], key[:79]) == (96, "…", value[:79])
+    assert len(set(made)) == len(values)  # values that differ after their first 79 characters keep apart
+    assert max(len(key.encode()) for key in made) <= 4 * charts.SHOW_CHARS + 19
+    again = count.keys(pa.array(values, pa.large_string())).to_pylist()
+    assert made == again  # the same in every run (a stable hash), so counts from two passes meet
+
+
+def true_top(values: list[str], n: int = 10) -> list[tuple[str, int]]:
+    counts = Counter(v for v in values if v)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def test_the_true_top_ten_is_found_with_exact_counts_among_many_different_values(service, monkeypatch) -> None:
+    monkeypatch.setattr(count, "EXACT_VALUES", 1_000)  # the counter goes past exact early, and often
+    monkeypatch.setattr(count, "BATCH_BYTES", 16 << 10)  # many small batches: the counts merge across them
+    heavy = {f"top {i} 東京": 300 - 10 * i for i in range(7)}
+    long_a, long_b = "L" * 500 + "a", "L" * 500 + "b"  # long, alike for 500 characters: counted apart
+    heavy |= {long_a: 235, long_b: 225, "Zoë 🙂": 215}
+    rows = [v for v, n in heavy.items() for _ in range(n)] + [f"one {i:05d}" for i in range(20_000)] + [""] * 77
+    random.Random(34).shuffle(rows)
+    found = summary_of(service, column("v", rows), "v")
+    cut = "L" * 79 + "…"
+    want = [(v if len(v) <= 80 else cut, n) for v, n in true_top(rows)]
+    assert [(bar.label, bar.count) for bar in found.bars] == want
+    assert (found.rows, found.empty, found.approximate, found.unseen_at_most) == (len(rows), 77, True, 0)
+    assert found.others == len(rows) - 77 - sum(heavy.values())
+    assert abs((found.distinct or 0) - 20_010) < 20_010 * 0.03
+    assert charts.describe(found).startswith(f"v: {len(rows):,} rows, 77 empty, about ")
+    assert charts.bars_in_words(found).startswith("Most common values: “top 0 東京” 300; “top 1 東京” 290;")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_values_too_even_to_rank_in_bounded_memory_are_said_to_be_only_found(service, monkeypatch, seed) -> None:
+    monkeypatch.setattr(count, "EXACT_VALUES", 200)
+    monkeypatch.setattr(count, "BATCH_BYTES", 4 << 10)
+    rnd = random.Random(seed)
+    rows = [f"v{rnd.randrange(3_000)}" for _ in range(12_000)] + ["spread"] * 9  # no value far above the rest
+    rnd.shuffle(rows)
+    truth = Counter(rows)
+    found = summary_of(service, column("v", rows), "v")
+    assert [truth[bar.label] for bar in found.bars] == [bar.count for bar in found.bars]  # counts shown are exact
+    assert found.others == len(rows) - sum(bar.count for bar in found.bars)
+    shown = {bar.label for bar in found.bars}
+    missed = [n for v, n in truth.items() if v not in shown]
+    assert max(missed) > found.bars[-1].count  # here a value without a bar is more common than the last bar…
+    assert max(missed) <= found.unseen_at_most  # …and the words say how common it may be
+    said = f"Most common values found (a value not shown may have up to {found.unseen_at_most:,} rows): "
+    assert charts.bars_in_words(found).startswith(said)
+
+
+MEASURE = """
+import json, sys
+import numpy, pandas, pyarrow.compute, pyarrow.parquet  # the imports are the baseline, not the counting
+import s3task.handlers.profile
+from s3task import charts
+
+def hwm_kb():
+    with open("/proc/self/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("VmHWM:")))
+
+base = hwm_kb()
+with open(sys.argv[1], "rb") as f:
+    found = charts.summarise(f, "text")
+peak = hwm_kb()  # not ru_maxrss: Linux keeps in it the peak of the image before exec, here the pytest worker's
+said = {"summary": charts.describe(found), "top": found.bars[0].count, "base_mb": base / 1024, "peak_mb": peak / 1024}
+print(json.dumps({"growth_mb": (peak - base) / 1024, **said}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_summarising_long_different_values_stays_in_bounded_memory(tmp_path) -> None:
+    """20,000 different values of 8 KB (160 MB of text, as the Parquet copy writes it: zstd, a row group per 4 MB
+    of output) summarised in a child process, whose peak RSS (``VmHWM``) above its peak after the imports is
+    measured. Counting the values themselves took about 900 MB here, the bounded keys about 85 MB; the bound
+    leaves room for a busy machine's allocator."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "long.parquet"
+    schema = pa.schema([("text", pa.string()), ("row", pa.int64())])
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        for start in range(0, 20_000, 500):
+            texts = [f"{i:05d}" + os.urandom(4_094).hex() for i in range(start, start + 500)]
+            writer.write_table(pa.table([texts, list(range(start, start + 500))], schema=schema))
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, env=env, cwd=root, check=True
+    )
+    measured = json.loads(done.stdout)
+    assert measured["summary"] == "text: 20,000 rows, 0 empty, 20,000 different values"
+    assert measured["top"] == 1
+    assert measured["growth_mb"] < 200, measured
 
 
 def test_the_summary_is_made_once_and_kept_beside_the_result(service) -> None:
