@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -150,14 +151,27 @@ def _run(args: argparse.Namespace, settings: Settings, notifier: notify.Notifier
 
 
 def _install_signals(worker: Worker) -> None:
+    """SIGTERM or SIGINT: release the tasks in hand and stop; a second one: leave at once.
+
+    The handler runs in the main thread between two of its bytecodes, wherever it is, and may take no lock:
+    one the main thread holds at that moment (inside ``Event.wait`` or ``clear``, a logging call) would never
+    be released, and the worker would hang on its own stop (a clean-clone CI run saw a worker ignore SIGTERM
+    so). It only marks and writes a byte to a pipe; a thread of its own reads it and does the stopping."""
+    read_end, write_end = os.pipe()
+    stopping: list[int] = []
+
     def handle(signum: int, _frame: Any) -> None:
-        if worker.stop_event.is_set():
+        if stopping:
             os._exit(128 + signum)  # second signal: leave at once
-        # Mark first, log after: a second signal can run this handler again in the
-        # middle of the first (during the logging call), and must see the mark.
+        stopping.append(signum)  # mark first: a second signal can arrive during the write below
+        os.write(write_end, bytes([signum]))
+
+    def stop_on_signal() -> None:
+        signum = os.read(read_end, 1)[0]
         worker.stop_event.set()
         worker._wake.set()
         log.info("signal %d: releasing tasks and stopping (again to exit at once)", signum, extra={"event": "stopping"})
 
+    threading.Thread(target=stop_on_signal, name="s3task-signals", daemon=True).start()
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
