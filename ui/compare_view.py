@@ -19,8 +19,11 @@ TASK = "pages/task.py"
 PREVIEW_ROWS = 50
 
 
-def _label(record: TaskRecord) -> str:
-    return f"{record.task_name} · {record.task_id[-6:]} · {record.created_at[:16].replace('T', ' ')}"
+def _label(record: TaskRecord, page: TaskRecord) -> str:
+    """The other result in the box: its name, id's end and time; "the same recipe" for an earlier run of the
+    recipe ``page``'s task was made from."""
+    same = " · the same recipe" if page.recipe_id is not None and record.recipe_id == page.recipe_id else ""
+    return f"{record.task_name} · {record.task_id[-6:]} · {record.created_at[:16].replace('T', ' ')}{same}"
 
 
 def _kept(key: str, make: Any) -> Any:
@@ -55,7 +58,7 @@ def offer(ctx: Context, record: TaskRecord) -> None:
         if not found:
             st.info("You have no other completed task whose result shares a column with this one.")
             return
-        labels = {r.task_id: _label(r) for r in found}
+        labels = {r.task_id: _label(r, record) for r in found}
         other = st.selectbox(
             "The other result (the older one)", list(labels), format_func=labels.__getitem__, key=f"cmp_other_{task_id}"
         )

@@ -115,8 +115,9 @@ class Comparisons:
 
     def candidates(self, actor: Actor, task_id: str) -> builtins.list[TaskRecord]:
         """The tasks worth comparing ``task_id``'s result with, the likeliest first: the task it corrects (or
-        its corrections), then this user's recent completed tasks with the same columns, then those sharing
-        one; never a comparison, never itself."""
+        its corrections), then the earlier runs of the recipe it was made from (last month's file; newest
+        first), then this user's recent completed tasks with the same columns, then those sharing one; never a
+        comparison, never itself."""
         record = self._transitions.get(actor, task_id)
         mine = self._outputs.output_columns(actor, task_id)
         linked = [t for t in [record.corrects, *record.corrections] if t]
@@ -129,15 +130,18 @@ class Comparisons:
             if other.task_id in linked:
                 ranked.append((0, n, other))
                 continue
+            if record.recipe_id and other.recipe_id == record.recipe_id and other.created_at < record.created_at:
+                ranked.append((1, n, other))  # its columns are the recipe's: not read
+                continue
             if looked >= LOOKED_AT or not access.may_act(actor, other):
                 continue
             looked += 1
             with contextlib.suppress(S3TaskError):
                 names = self._outputs.output_columns(actor, other.task_id)
                 if set(names) == set(mine):
-                    ranked.append((1, n, other))
-                elif set(names) & set(mine):
                     ranked.append((2, n, other))
+                elif set(names) & set(mine):
+                    ranked.append((3, n, other))
         return [r for _rank, _n, r in sorted(ranked, key=lambda x: (x[0], x[1]))]
 
     def suggest_keys(self, actor: Actor, old_task: str, new_task: str) -> builtins.list[str]:

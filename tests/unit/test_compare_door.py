@@ -253,6 +253,28 @@ def test_the_task_page_offers_a_comparison_and_shows_its_answer(app, two) -> Non
     assert "Compare with another result" not in [e.label for e in page.expander]  # not offered on a comparison
 
 
+def test_the_earlier_run_of_the_same_recipe_is_offered_first(app, service: TaskService) -> None:  # noqa: F811
+    """Last month's file of a recipe comes before a more recent result that merely has the same columns."""
+    march = finished(service, OLD, "March")
+    recipe = service.recipes.save(ANN, "Prices monthly", march)
+    made = service.create(ANN, "April", "copy", None, recipe=recipe).record.task_id
+    service.upload_input(ANN, made, csv_bytes(NEW))
+    service.submit(ANN, made)
+    april = work(service, made).task_id
+    again = service.create(ANN, "May", "copy", None, recipe=recipe).record.task_id
+    service.upload_input(ANN, again, csv_bytes(NEW))
+    service.submit(ANN, again)
+    may = work(service, again).task_id
+    lookalike = finished(service, NEW, "Same columns, no recipe")  # the newest, its columns the same
+    assert [r.task_id for r in service.compares.candidates(ANN, may)] == [april, lookalike, march]
+    # march was made before the recipe existed: it is matched by its columns, after the recipe's runs.
+    at = task_page(app, may, offer_open=True)
+    other = at.selectbox(key=f"cmp_other_{may}")
+    assert other.value == april
+    assert other.format_func(april).endswith(" · the same recipe")
+    assert not other.format_func(lookalike).endswith(" · the same recipe")
+
+
 def test_a_refusal_on_the_page_is_said_and_makes_nothing(app, two) -> None:  # noqa: F811
     tasks, a, b = two
     at = task_page(app, b, offer_open=True)
