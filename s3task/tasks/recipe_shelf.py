@@ -12,6 +12,10 @@ from .. import handlers
 from ..errors import InvalidInput, NotFound
 from . import access, recipes
 from .input_check import header_of
+from .looking import MAX_LIST
+
+#: Tasks looked at, newest first, for a recipe's latest result.
+LATEST_LOOKED_AT = 2_000
 
 if TYPE_CHECKING:
     from ..record import TaskRecord
@@ -58,6 +62,25 @@ class RecipeShelf:
             return self._kept.by_id(record.recipe_id)
         except (NotFound, InvalidInput):  # removed, or the key holds something that is not a recipe
             return None
+
+    def latest(self, actor: Actor, name: str) -> TaskRecord:
+        """The newest completed task made from the recipe ``name`` (this user's, else the shared one) whose
+        result ``actor`` may download: what a link to "the latest result of recipe X" gives. Looks at the
+        newest :data:`LATEST_LOOKED_AT` tasks; InvalidInput when none of them is such a task."""
+        recipe = self._kept.get(actor, name)
+        recipe_id, cursor, looked = self._kept.id_of(recipe), None, 0
+        while looked < LATEST_LOOKED_AT:
+            page = self._transitions.list(actor, limit=MAX_LIST, cursor=cursor)
+            for record in page.tasks:
+                if record.recipe_id == recipe_id and record.status == "completed" and access.may_act(actor, record):
+                    return record
+            looked += len(page.tasks)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        raise InvalidInput(
+            f"no completed task of recipe {recipe.name!r} among the newest {looked:,} tasks that is yours to download"
+        )
 
     def matching(self, actor: Actor, header: Sequence[str]) -> Recipe | None:
         """The recipe this user may use whose columns are the file's ``header``, if any."""

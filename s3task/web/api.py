@@ -37,12 +37,11 @@ from ..tasks import MAX_LIST, Actor, CreateLimits, TaskService, recipes
 from ..tasks.recipes import Recipe
 from .copywait import CopyWaiters
 from .errors import HttpError, json_mount, route_error, s3task_error
+from .inbox_models import InboxChange, InboxList, OneInbox, inbox_of
+from .lasting import LastingLinks
 from .models import (
     Created,
-    InboxChange,
-    InboxList,
     NewTask,
-    OneInbox,
     OneTask,
     OutputLink,
     OutputQuery,
@@ -53,7 +52,6 @@ from .models import (
     TaskTypeInfo,
     TaskTypes,
     Upload,
-    inbox_of,
     task_of,
 )
 from .openapi import OPERATIONS, openapi_document
@@ -86,7 +84,7 @@ OUTPUT_MESSAGES = {
 INBOX_MESSAGES = {"recipe": 'name the "recipe" (its name, or its inbox\'s id as GET /api/inboxes gives it)'}
 
 
-class Api:
+class Api(LastingLinks):
     def __init__(self, service: TaskService, tokens: TokenTable) -> None:
         self.service = service
         self.copy_waiters = CopyWaiters()

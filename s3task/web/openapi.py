@@ -20,16 +20,15 @@ from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 
 from .errors import codes_for
+from .inbox_models import InboxChange, InboxList, OneInbox
 from .models import (
     Created,
     ErrorBody,
-    InboxChange,
-    InboxList,
     NewTask,
-    OneInbox,
     OneTask,
     OutputLink,
     OutputQuery,
+    RecipeName,
     TaskId,
     TaskPage,
     TaskQuery,
@@ -60,6 +59,7 @@ class Operation:
     public: bool = False  # no token needed
     headers: Mapping[str, str] = field(default_factory=dict)  # success headers: name -> meaning
     links: bool = False  # its answer names a task the operations on one task can take
+    csv: bool = False  # its answer is a CSV file (ok None), not JSON
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -95,6 +95,16 @@ OPERATIONS: tuple[Operation, ...] = (
         "GET", "/tasks/{task_id}/output", "task_output", "A short-lived download URL for a completed task's output",
         OutputLink, errors=_ON_A_TASK, headers={"Cache-Control": "no-store: the URL is fresh each time"},
         query=OutputQuery,
+    ),
+    Operation(
+        "GET", "/tasks/{task_id}/result.csv", "result_csv", "A completed task's result as CSV, streamed on the token "
+        "(a link that lasts: Power Query, notebooks)", None, errors=_ON_A_TASK, csv=True,
+        headers={"X-S3task-Task": "The task whose result this is"},
+    ),
+    Operation(
+        "GET", "/recipes/{recipe}/latest.csv", "latest_csv", "The newest completed result of a recipe as CSV, "
+        "streamed on the token (this month's file, by a link that stays the same)", None, errors=_ON_A_TASK,
+        csv=True, headers={"X-S3task-Task": "The task whose result this is"},
     ),
     Operation(
         "GET", "/inboxes", "list_inboxes", "Your recipes' inboxes (then the shared ones): where to drop files, the "
@@ -182,6 +192,8 @@ def _operation(op: Operation) -> dict[str, Any]:
     ok = (
         _json(_ref(op.ok.__name__), HTTPStatus(op.status).phrase) if op.ok else _json({"type": "object"}, "OpenAPI 3.1")
     )
+    if op.csv:
+        ok = {"description": "The result, as CSV (UTF-8)", "content": {"text/csv": {"schema": {"type": "string"}}}}
     if op.headers:
         ok["headers"] = {name: _header(text) for name, text in op.headers.items()}
     responses: dict[str, Any] = {str(op.status): ok}
@@ -219,7 +231,7 @@ def _path_names(path: str) -> list[str]:
     return [part[1:-1] for part in path.split("/") if part.startswith("{") and part.endswith("}")]
 
 
-_PATH_PARAMETERS: dict[str, Any] = {"task_id": TaskId}
+_PATH_PARAMETERS: dict[str, Any] = {"task_id": TaskId, "recipe": RecipeName}
 
 
 def _path_parameter(name: str) -> dict[str, Any]:
