@@ -11,6 +11,7 @@ import streamlit as st
 from s3task.errors import S3TaskError
 from s3task.record import TaskRecord
 
+from . import explore_view
 from . import format as fmt
 from .context import Context
 
@@ -123,6 +124,13 @@ def answer(ctx: Context, record: TaskRecord) -> None:
             st.dataframe(table, hide_index=True, key=f"cmp_columns_{record.task_id}")
     shown = [r for r in rows if r and r[0] not in ("!", "@@")]
     st.subheader("The changes")
+    # Search, filter and sort over every row of the table, paged, as on any result (ui/explore_view.py).
+    try:
+        names = service.output_columns(actor, record.task_id)
+    except S3TaskError:
+        names = []
+    if names and explore_view.explore(ctx, record, names):
+        return  # its answer over every row is shown instead of the first rows
     st.caption(
         "daff's highlighter table: `+++` a row added, `---` a row removed, `->` a row changed (a changed cell reads "
         f"`old->new`). The first {fmt.counted(len(shown), 'row')} here; the download has every one."

@@ -275,6 +275,23 @@ def test_the_earlier_run_of_the_same_recipe_is_offered_first(app, service: TaskS
     assert not other.format_func(lookalike).endswith(" · the same recipe")
 
 
+def test_the_comparisons_table_is_searched_and_sorted_over_every_row_as_a_result_is(app, two) -> None:  # noqa: F811
+    tasks, a, b = two
+    made = tasks.compares.create(ANN, a, b, "id")
+    run_comparison(tasks, made.task_id)
+    page = task_page(app, made.task_id)
+    page.text_input(key=f"explore_search_{made.task_id}").input("Benjamin").run()
+    assert not page.exception, page.exception
+    said = texts(page)
+    assert "1 matching row of" in said
+    found = next(d.value for d in page.dataframe if "price" in d.value.columns)  # the search's answer
+    assert found.values.tolist() == [["->", "2", "Ben->Benjamin", "20->25"]]
+    page.text_input(key=f"explore_search_{made.task_id}").input("").run()
+    page.selectbox(key=f"explore_sort_{made.task_id}").set_value("name").run()
+    ordered = next(d.value for d in page.dataframe if "price" in d.value.columns)
+    assert ordered["name"].tolist() == sorted(ordered["name"].tolist()) and len(ordered) == 4  # every row, sorted
+
+
 def test_a_refusal_on_the_page_is_said_and_makes_nothing(app, two) -> None:  # noqa: F811
     tasks, a, b = two
     at = task_page(app, b, offer_open=True)
