@@ -54,6 +54,11 @@ def make(
                     store, record, stream, sink, legacy=legacy, error_column=error_column, write_sheet=write_sheet,
                     created=when, rows_key=rows_key,
                 )  # fmt: skip
+            elif variant == "xlsx" and record.task_type == "compare":  # the changes coloured, as daff does
+                from .highlighted import write_highlighted
+
+                opened = lambda: store.open_read(source, if_match=meta.etag)  # noqa: E731
+                write_highlighted(opened, sink, created=parse_iso(record.finished_at))
             elif variant == "xlsx":  # two passes too: which columns are numbers and dates, then the rows
                 write_xlsx(
                     lambda: store.open_read(source, if_match=meta.etag), sink, created=parse_iso(record.finished_at)

@@ -292,6 +292,48 @@ def test_the_comparisons_table_is_searched_and_sorted_over_every_row_as_a_result
     assert ordered["name"].tolist() == sorted(ordered["name"].tolist()) and len(ordered) == 4  # every row, sorted
 
 
+def fills(book_bytes: bytes) -> list[list[tuple[str, str]]]:
+    """Each cell of the workbook's sheet: (its text, its fill colour, "" for none)."""
+    import openpyxl
+
+    sheet = openpyxl.load_workbook(io.BytesIO(book_bytes)).active
+    cells = []
+    for row in sheet.iter_rows():
+        colour = [(c.fill.fgColor.rgb or "") if c.fill and c.fill.fill_type == "solid" else "" for c in row]
+        cells.append([(str(c.value or ""), col[-6:] if col else "") for c, col in zip(row, colour, strict=True)])
+    return cells
+
+
+def test_a_comparisons_excel_copy_colours_the_changes_as_daff_does(two) -> None:
+    tasks, a, b = two
+    made = tasks.compares.create(ANN, a, b, "id")
+    run_comparison(tasks, made.task_id)
+    tasks.ensure_output(ANN, made.task_id, "xlsx")
+    with tasks.open_output(ANN, made.task_id, "xlsx") as f:
+        cells = fills(f.read())
+    blue_grey, green, red, blue = "AAAAFF", "7FFF7F", "FF7F7F", "7F7FFF"
+    assert cells[0] == [("@@", blue_grey), ("id", blue_grey), ("name", blue_grey), ("price", blue_grey)]
+    by_mark = {row[0][0]: row for row in cells[1:] if row[0][0] != "->"}
+    changed = [row for row in cells[1:] if row[0][0] == "->"]
+    assert by_mark["+++"] == [("+++", green), ("4", green), ("Zoë", green), ("=1+1", green)]  # as text, not run
+    assert by_mark["---"] == [("---", red), ("3", red), ("Cy", red), ("30", red)]
+    assert [("->", blue), ("2", ""), ("Ben->Benjamin", blue), ("20->25", blue)] in changed
+
+
+def test_an_added_column_is_coloured_under_its_mark(service: TaskService) -> None:  # noqa: F811
+    a = finished(service, [["id", "name"], ["1", "Ann"], ["2", "Ben"]], "Before")
+    b = finished(service, [["id", "name", "city"], ["1", "Ann", "Oslo"], ["2", "Bo", "Rome"]], "After")
+    made = service.compares.create(ANN, a, b, "id")
+    run_comparison(service, made.task_id)
+    service.ensure_output(ANN, made.task_id, "xlsx")
+    with service.open_output(ANN, made.task_id, "xlsx") as f:
+        cells = fills(f.read())
+    assert cells[0][0] == ("!", "AAAAAA") and cells[0][3] == ("+++", "AAAAAA")  # the columns' marks
+    assert [text for text, _fill in cells[1]] == ["@@", "id", "name", "city"]
+    bo = next(row for row in cells[2:] if row[1][0] == "2")
+    assert bo[2] == ("Ben->Bo", "7F7FFF") and bo[3][1] == "7FFF7F"  # a changed cell; the added column's
+
+
 def test_a_refusal_on_the_page_is_said_and_makes_nothing(app, two) -> None:  # noqa: F811
     tasks, a, b = two
     at = task_page(app, b, offer_open=True)
