@@ -19,14 +19,12 @@ ADDED, REMOVED, CHANGED, SPEC, HEADER = "#7FFF7F", "#FF7F7F", "#7F7FFF", "#AAAAA
 
 
 def write_highlighted(open_source: Any, sink: Any, *, created: datetime | None = None) -> int:
-    """The highlighter ``open_source()`` opens, as a coloured worksheet into ``sink``; returns the rows
-    written under the header."""
+    """The highlighter ``open_source()`` opens, as a coloured worksheet into ``sink`` (a file object that is
+    only written); returns the rows written under the header."""
     import xlsxwriter  # type: ignore[import-untyped]
 
-    from .writers import _WriteOnly
-
     book = xlsxwriter.Workbook(
-        _WriteOnly(sink),
+        sink,
         {"constant_memory": True, "strings_to_numbers": False, "strings_to_formulas": False, "strings_to_urls": False},
     )
     book.set_properties({"created": created or datetime(2000, 1, 1, tzinfo=UTC)})  # the same bytes each time

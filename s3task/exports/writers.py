@@ -58,7 +58,7 @@ def make(
                 from .highlighted import write_highlighted
 
                 opened = lambda: store.open_read(source, if_match=meta.etag)  # noqa: E731
-                write_highlighted(opened, sink, created=parse_iso(record.finished_at))
+                write_highlighted(opened, _WriteOnly(sink), created=parse_iso(record.finished_at))
             elif variant == "xlsx":  # two passes too: which columns are numbers and dates, then the rows
                 write_xlsx(
                     lambda: store.open_read(source, if_match=meta.etag), sink, created=parse_iso(record.finished_at)
