@@ -1,9 +1,11 @@
-"""``s3task inbox list|pause|resume``: the recipes' inboxes (s3task.tasks.inboxes, docs/INBOXES.md).
+"""``s3task inbox list|pause|resume|policy``: the recipes' inboxes (s3task.tasks.inboxes, docs/INBOXES.md).
 
 ``inbox list`` shows each recipe's inbox (yours, then the shared ones): where to drop a file, the command
 that drops one, whether it is paused, the files waiting in it and the last files taken with their tasks;
 for an operator, also the files under ``inbox/`` that no recipe takes. ``inbox pause|resume RECIPE``
 (its name, or its inbox's id such as ``own/ann/crm-weekly``) stops and restarts the taking of files.
+``inbox policy RECIPE`` prints, for the store in use, the policy that lets one principal drop files into that
+inbox and nowhere else (s3task.tasks.inbox_policy; docs/STORES.md, "Who may drop files into an inbox").
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import asdict
 
 from .safetext import visible
 from .tasks import Actor, TaskService
+from .tasks.inbox_policy import DropPolicy
 from .tasks.inboxes import Inbox
 
 
@@ -25,9 +28,16 @@ def add_inbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     for name, help_ in (("pause", "stop taking files from a recipe's inbox"), ("resume", "take them again")):
         p = which.add_parser(name, help=help_)
         p.add_argument("recipe", help="the recipe's name, or its inbox's id (own/<user>/<name>, shared/<name>)")
+    policy = which.add_parser("policy", help="the policy that lets one system drop files into a recipe's inbox only")
+    policy.add_argument("recipe", help="the recipe's name, or its inbox's id (own/<user>/<name>, shared/<name>)")
+    policy.add_argument("--json", action="store_true", help="the policy and its words as one JSON object")
 
 
 def cmd_inbox(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
+    if args.inbox_command == "policy":
+        found = service.inboxes.policy(actor, args.recipe)
+        print(json.dumps(found.as_dict(), indent=1, ensure_ascii=False) if args.json else policy_text(found))
+        return 0
     if args.inbox_command in ("pause", "resume"):
         act = service.inboxes.pause if args.inbox_command == "pause" else service.inboxes.resume
         inbox = act(actor, args.recipe)
@@ -69,3 +79,12 @@ def _as_json(inbox: Inbox) -> dict[str, object]:
         "waiting": inbox.waiting,
         "taken": [{k: v for k, v in asdict(c).items() if k not in ("token", "history")} for c in inbox.taken],
     }
+
+
+def policy_text(policy: DropPolicy) -> str:
+    """The policy as the terminal shows it: its words, then each document as it is pasted (JSON as JSON)."""
+    lines = [f"# who may drop files into the inbox {policy.recipe_id} ({policy.prefix}): {policy.store}"]
+    lines += [f"# {words}" for words in policy.words]
+    for part in policy.parts:
+        lines += ["", f"# {part.caption}:", part.text]
+    return "\n".join(lines)

@@ -1,6 +1,7 @@
 """The Inboxes page's parts: each of a person's recipes' inboxes (theirs, then the shared ones), the
 command that drops a file there for the store in use, the files waiting, the last files taken with
-their tasks, and pause / resume (s3task.tasks.inboxes; docs/INBOXES.md)."""
+their tasks, pause / resume, and (for the recipe's owner and operators) who may drop files there: the policy for the
+store in use (s3task.tasks.inbox_policy; docs/STORES.md, "Who may drop files into an inbox")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import streamlit as st
 from s3task import handlers
 from s3task.errors import S3TaskError
 from s3task.safetext import visible
-from s3task.tasks.inboxes import Inbox
+from s3task.tasks.inboxes import Inbox, manages
 
 from . import format as fmt
 from .context import Context
@@ -44,6 +45,7 @@ def show(ctx: Context, inbox: Inbox) -> None:
         st.subheader(fmt.plain(heading(inbox, ctx.actor.name)))
         st.caption("Drop a file into this recipe's inbox with:")
         st.code(inbox.command, language="bash")
+        _who_may_drop(ctx, inbox)
         if inbox.paused:
             st.warning("Paused: files dropped here wait until the inbox is resumed.", icon=":material/pause:")
         if inbox.waiting:
@@ -60,8 +62,25 @@ def show(ctx: Context, inbox: Inbox) -> None:
         _pause_button(ctx, inbox)
 
 
+def _who_may_drop(ctx: Context, inbox: Inbox) -> None:
+    """Folded: the policy that lets one system drop files here and nowhere else (its owner and operators)."""
+    if not manages(ctx.actor, inbox.recipe):
+        return
+    policy = ctx.service.inboxes.drop_policy(inbox.recipe_id)
+    with st.expander("Who may drop files here", icon=":material/key:"):
+        st.caption(
+            "A file dropped here becomes a task made as the recipe's owner: give write access here to the system "
+            "that drops the files, and to nothing else."
+        )
+        for words in policy.words:
+            st.caption(fmt.plain(words))
+        for part in policy.parts:
+            st.caption(fmt.plain(part.caption))
+            st.code(part.text, language=part.language if part.language != "text" else None)
+
+
 def _pause_button(ctx: Context, inbox: Inbox) -> None:
-    if not (ctx.actor.operator or (inbox.recipe.owner == ctx.actor.name and not inbox.recipe.shared)):
+    if not manages(ctx.actor, inbox.recipe):
         return
     label = "Resume" if inbox.paused else "Pause"
     if st.button(label, key=f"inbox_{inbox.recipe_id}", icon=":material/play_arrow:" if inbox.paused else None):

@@ -4,7 +4,8 @@ A public part of the door (``service.inboxes``): what a person sees of inboxes a
 (list, pause, resume, the command that drops a file), and the sweeper a worker runs
 (:meth:`Inboxes.sweeper`, s3task.tasks.inbox_sweep; each file taken once: s3task.tasks.inbox_take).
 A file in ``inbox/<recipe id>/`` acts as the recipe's owner: whoever may write there may make tasks
-as them (docs/INBOXES.md gives, per store, the policy that limits who may).
+as them: :meth:`Inboxes.policy` gives, for the store in use, the policy that limits who may
+(s3task.tasks.inbox_policy; docs/STORES.md, "Who may drop files into an inbox").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..safetext import check_name
 from ..store.base import PutMode
 from .access import Actor
 from .inbox_files import Claim
+from .inbox_policy import DropPolicy, drop_policy
 from .inbox_sweep import InboxSweeper, is_tombstone
 from .inbox_take import CLAIM_SECONDS
 from .recipes import NAME_CHARS as RECIPE_NAME_CHARS
@@ -115,6 +117,17 @@ class Inboxes:
         folder = shlex.quote(f"{root}/{prefix}")  # a store's path with a space still pastes as one word
         return f"mkdir -p {folder} && cp FILE {folder}"  # the folder goes when a sweep empties it
 
+    def drop_policy(self, recipe_id: str) -> DropPolicy:
+        """The policy that lets one principal drop files into the inbox ``recipe_id`` only, on the store in use."""
+        return drop_policy(self._store.description, self._layout, recipe_id)
+
+    def policy(self, actor: Actor, which: str) -> DropPolicy:
+        """:meth:`drop_policy` of a recipe's inbox (its name or id), for its owner or an operator."""
+        recipe = self._find(actor, which)
+        if not manages(actor, recipe):
+            raise AccessDenied(f"only an operator or its owner can see who may drop files into {recipe.describe()}")
+        return self.drop_policy(self.id_of(recipe))
+
     # --- what the listing reads ------------------------------------------------------------------
 
     def _inbox(self, recipe: Recipe) -> Inbox:
@@ -158,6 +171,12 @@ class Inboxes:
 
     def _mine(self, actor: Actor, which: str) -> Recipe:
         recipe = self._find(actor, which)
-        if not (actor.operator or (recipe.owner == actor.name and not recipe.shared)):
+        if not manages(actor, recipe):
             raise AccessDenied(f"only an operator or its owner can pause or resume the inbox of {recipe.describe()}")
         return recipe
+
+
+def manages(actor: Actor, recipe: Recipe) -> bool:
+    """Whether ``actor`` may pause a recipe's inbox and see who may drop files there: its owner (a person's
+    own recipe) or an operator."""
+    return actor.operator or (recipe.owner == actor.name and not recipe.shared)

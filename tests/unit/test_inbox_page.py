@@ -4,6 +4,7 @@ command that drops a file there, the files waiting and taken with their tasks, a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import app_pages
@@ -49,3 +50,38 @@ def test_a_recipes_inbox_with_its_command_its_waiting_and_taken_files(
     assert not service.inboxes.get(ann, rid).paused
     other = goto(app("bob"), "pages/inboxes.py")
     assert "No recipes yet" in texts(other), "another person's recipe is not theirs to see here"
+
+
+def test_who_may_drop_files_here_is_folded_under_the_command_for_the_owner_and_operators(
+    app, service: TaskService, store_dir: Path
+) -> None:
+    ann = Actor("ann")
+    mine = service.inboxes.id_of(service.recipes.save(ann, "CRM weekly", submitted(service, "ann", "march")))
+    boss = Actor("boss", operator=True)
+    shared = service.recipes.save(boss, "Suppliers", submitted(service, "boss", "prices"), shared=True)
+    at = goto(app("ann"), "pages/inboxes.py")
+    [section] = at.expander  # ann's own recipe only: the shared one's is for operators
+    assert section.label == "Who may drop files here"
+    said = texts(section)
+    assert "becomes a task made as the recipe's owner" in said
+    assert f"{store_dir.resolve()}/batch-tasks/inbox/own/ann/crm-weekly/" in said, "the local store's words"
+    assert not section.code, "on the local store there is no document to paste"
+    assert [e.label for e in goto(app("boss"), "pages/inboxes.py").expander] == ["Who may drop files here"]
+    assert not goto(app("bob"), "pages/inboxes.py").expander, "bob owns no recipe here and is no operator"
+    assert service.inboxes.id_of(shared) == "shared/suppliers" and mine == "own/ann/crm-weekly"
+
+
+def test_on_s3_the_section_shows_the_iam_policy_to_paste(app, service: TaskService, monkeypatch) -> None:
+    from s3task.tasks import inbox_policy, inboxes
+
+    # The page's store is a local directory; the policy is made as for an S3 store, so the page shows its document.
+    def s3(_description, layout, rid):
+        return inbox_policy.drop_policy("s3://drops (https://s3.amazonaws.com)", layout, rid)
+
+    monkeypatch.setattr(inboxes, "drop_policy", s3)
+    service.recipes.save(Actor("ann"), "CRM weekly", submitted(service, "ann", "march"))
+    [section] = goto(app("ann"), "pages/inboxes.py").expander
+    [policy] = section.code
+    assert policy.language == "json"
+    statement = json.loads(policy.value)["Statement"][0]
+    assert statement["Resource"] == "arn:aws:s3:::drops/batch-tasks/inbox/own/ann/crm-weekly/*"
