@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import fingerprint, handlers
+from .cli_reference import add_reference_flags, with_references
 from .csvio import XLSX, detect_kind
 from .errors import InvalidInput
 from .record import TaskRecord
@@ -66,6 +67,7 @@ def add_submit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         "--type, same file); with none waiting, start a new one",
     )
     _add_workbook_flags(s)
+    add_reference_flags(s)
     s.add_argument("--as", dest="sub_user", help=argparse.SUPPRESS)
 
 
@@ -119,6 +121,8 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
             args.task_type = args.task_type or "copy"
             read_as = {"delimiter": "detect", "encoding": "detect", **given}
         params.update(_columns(args.column, args.task_type))
+        if args.reference:  # each file a task of its own, copied by a worker, before the list is sent
+            params["steps"] = with_references(args, service, actor, params.get("steps"))
         # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
         record = _send(args, service, actor, f, params, read_as, recipe)
     print(f"submitted {args.name!r}: {handlers.title_of(args.task_type)}", file=sys.stderr)

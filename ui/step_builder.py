@@ -11,7 +11,8 @@ After every change the list is read and previewed through the door (``service.st
 first rows: the table as the task will write it, each step's effect in words, and each step's problem
 in its own box. A step that cannot be read is set aside (off, in the preview) so the others still run
 and every problem shows at once. What the list still needs goes into the form's "To submit, add …".
-Fields shown as text ("old = new" lines and the like) are ``ui/step_text.py``.
+Fields shown as text ("old = new" lines and the like) are ``ui/step_text.py``; a lookup's reference (a task's
+id, or a file uploaded in the step to become one) is ``ui/step_reference.py``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from . import format as fmt
 from . import step_text as words
 from . import task_form as tf
 from .step_fields import column_box, conditions, field_widget
+from .step_reference import reference_field
 
 if TYPE_CHECKING:
     from s3task.steps.preview import Preview
@@ -82,7 +84,7 @@ def builder(ctx: Context, key: str, start: Any, inspection: Inspection | None, f
     slots, unfilled = {}, {}
     for n, item in enumerate(state["items"], 1):
         kind = kinds[item["json"]["step"]]
-        slots[n], unfilled[n] = _step_box(key, state, item, n, kind, names)
+        slots[n], unfilled[n] = _step_box(ctx, key, state, item, n, kind, names)
         after = _after(ctx, item["json"], names)
         if names is not None and after is not None:
             flow[n] = (names, after)
@@ -163,7 +165,7 @@ def _remove(state: dict[str, Any], uid: int) -> None:
 
 
 def _step_box(
-    key: str, state: dict[str, Any], item: dict[str, Any], n: int, kind: Kind, names: list[str] | None
+    ctx: Context, key: str, state: dict[str, Any], item: dict[str, Any], n: int, kind: Kind, names: list[str] | None
 ) -> tuple[Any, list[str]]:
     """Step ``n``'s box: its fields (their values kept into ``item``), a place for its effect, its buttons.
     Returns that place and what the step still needs filled in."""
@@ -175,11 +177,11 @@ def _step_box(
         problems: list[str] = []
         main, more = _split_fields(kind)
         for f in main:
-            problems += _field(state, item, kind, f, box, names)
+            problems += _field(ctx, state, item, kind, f, box, names)
         if more:
             with st.expander("More settings", expanded=any(step.get(f.name, f.empty) != f.empty for f in more)):
                 for f in more:
-                    problems += _field(state, item, kind, f, box, names)
+                    problems += _field(ctx, state, item, kind, f, box, names)
         slot = st.container()
         _buttons(state, item, n, box, off)
     return slot, problems + words.unfilled(kind, step)
@@ -192,7 +194,7 @@ def _split_fields(kind: Kind) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
     return kind.fields[:5], kind.fields[5:]
 
 
-def _field(state: dict[str, Any], item: dict[str, Any], kind: Kind, f: Field, box: str,
+def _field(ctx: Context, state: dict[str, Any], item: dict[str, Any], kind: Kind, f: Field, box: str,
            names: list[str] | None) -> list[str]:  # fmt: skip
     """One field's widget; its value is kept into the step. Returns what is wrong with what was typed."""
     step, wkey = item["json"], f"{box}-{f.name}"
@@ -201,6 +203,9 @@ def _field(state: dict[str, Any], item: dict[str, Any], kind: Kind, f: Field, bo
         return []
     if f.kind == "column" and (kind.name, f.name) not in words.TYPED_COLUMNS:
         step[f.name] = column_box(f, step.get(f.name) or "", wkey, names)
+        return []
+    if (kind.name, f.name) == ("lookup", "reference"):  # a task's id, or a file uploaded to become one
+        step[f.name] = reference_field(ctx, item, f, wkey)
         return []
     value, bad = field_widget(kind, f, step.get(f.name), wkey, names)
     step[f.name] = value

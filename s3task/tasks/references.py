@@ -50,3 +50,8 @@ def check_reference(
             f"{who}: task {task_id}'s result has {record.row_count:,} rows; a lookup takes at most "
             f"{MAX_REFERENCE_ROWS:,}"
         )
+
+
+def check_lookup(actor: Actor, who: str, task_id: str, read: Callable[[str], TaskRecord]) -> None:
+    """:func:`check_reference` for a lookup: its cap read when asked (as :func:`check_references` reads it)."""
+    check_reference(actor, who, task_id, read, max_rows=MAX_REFERENCE_ROWS)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .access import Actor
-from .references import check_reference
+from .references import check_lookup, check_reference
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,6 +49,11 @@ class StepLists:
         from ..steps.wholefile import Context
 
         return preview(steps, table, Context(memory_mb=128, open_reference=lambda t: self._reference(actor, t)))
+
+    def check_reference(self, actor: Actor, task_id: str, who: str = "The lookup") -> None:
+        """InvalidInput (AccessDenied: someone else's) in words, unless ``actor`` may look up from task
+        ``task_id``: it exists, it is theirs (or they operate), it completed, its result is not too long."""
+        check_lookup(actor, who, task_id, lambda t: self._transitions.get(actor, t, fresh=True))
 
     def _reference(self, actor: Actor, task_id: str) -> Iterator[pa.Table]:
         from ..steps.references import reference_rows

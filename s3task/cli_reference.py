@@ -1,0 +1,103 @@
+"""``s3task submit FILE --steps STEPS.json --reference NAME=PATH``: a lookup's reference table made from a file.
+
+Each PATH is submitted first as a task of its own (type ``copy``, named "Reference: managers.csv"), so it is
+read (encodings, delimiters, a workbook's first sheet), stored and access-checked as every result is; the
+command waits until a worker has copied it (at most ``--reference-wait`` seconds), then every lookup in the
+list whose ``reference`` is NAME gets that task's id, and the list is submitted as ever. Without a worker
+running nothing completes: at the deadline the command stops, naming the reference task, which a worker will
+still copy (its id can then be used as the reference, without uploading the file again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInput
+from .record import TaskRecord
+from .safetext import visible
+from .states import State
+from .tasks import Actor, TaskService
+
+#: How long the command waits for each reference task by default, and how often it looks.
+WAIT_SECONDS = 600.0
+LOOK_SECONDS = 0.5
+_WAITING = (State.CREATED, State.QUEUED, State.RUNNING, State.FAILED)  # a failed attempt is retried by itself
+
+
+def add_reference_flags(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help='with --steps: the file PATH becomes a task of its own ("Reference: FILE", copied by a worker) '
+        "and each lookup whose reference is NAME reads its result",
+    )
+    s.add_argument(
+        "--reference-wait",
+        type=float,
+        default=WAIT_SECONDS,
+        metavar="SECONDS",
+        help=f"how long to wait for a worker to copy each --reference file (default {WAIT_SECONDS:.0f})",
+    )
+
+
+def with_references(args: argparse.Namespace, service: TaskService, actor: Actor, steps: Any) -> Any:
+    """``steps`` (the list's JSON) with each ``--reference`` NAME replaced by the id of the task made of its file."""
+    if not args.reference:
+        return steps
+    if not args.steps:
+        raise InvalidInput("--reference names a lookup's reference table in a --steps list; give --steps too")
+    lookups = [s for s in _listed(steps) if isinstance(s, dict) and s.get("step") == "lookup"]
+    wanted: dict[str, Path] = {}
+    for item in args.reference:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path:
+            raise InvalidInput(f"--reference {item!r} should look like NAME=PATH")
+        if not any(s.get("reference") == name.strip() for s in lookups):
+            raise InvalidInput(f"--reference {name.strip()!r}: no lookup in {args.steps} has that reference")
+        if not Path(path).is_file():
+            raise InvalidInput(f"--reference {name.strip()!r}: {path} is not a file")
+        wanted[name.strip()] = Path(path)
+    made = {name: _reference(service, actor, path, args.reference_wait) for name, path in wanted.items()}
+    for s in lookups:
+        if s.get("reference") in made:
+            s["reference"] = made[s["reference"]]
+    return steps
+
+
+def _listed(steps: Any) -> list[Any]:
+    if isinstance(steps, dict):
+        steps = steps.get("steps")
+    return steps if isinstance(steps, list) else []
+
+
+def _reference(service: TaskService, actor: Actor, path: Path, wait: float) -> str:
+    """The id of a completed task copied from ``path``, once a worker has made it (InvalidInput if it fails or
+    the wait runs out, naming the task)."""
+    with path.open("rb") as f:
+        record = service.submit_file(actor, f"Reference: {path.name}", "copy", None, f)
+    shown = visible(path.name)
+    print(f"reference {shown}: task {record.task_id}, waiting for a worker to copy it", file=sys.stderr)
+    deadline = time.monotonic() + wait
+    while record.state in _WAITING:
+        if time.monotonic() > deadline:
+            raise InvalidInput(
+                f"task {record.task_id} (Reference: {shown}) was not copied within {wait:g} s: is a worker "
+                "running? It stays queued; once it has completed, use its id as the lookup's reference"
+            )
+        time.sleep(LOOK_SECONDS)
+        record = service.get(actor, record.task_id, fresh=True)
+    return _completed(record, shown)
+
+
+def _completed(record: TaskRecord, shown: str) -> str:
+    if record.state != State.COMPLETED:
+        why = record.last_error or f"it is {record.state.value}"
+        raise InvalidInput(f"the reference file {shown} was not copied (task {record.task_id}): {why}")
+    print(f"reference {shown}: task {record.task_id}, {record.row_count or 0:,} rows", file=sys.stderr)
+    return record.task_id

@@ -1,0 +1,100 @@
+"""A lookup's reference file uploaded in the step builder, in Chromium, in a phone-sized window and with the
+keyboard: the step's "Upload" button reached with Tab and pressed with Enter, the file chosen; the app's own
+worker copies it as the task "Reference: managers.csv" while the step says it is preparing (its refresh looks
+again); then the step uses it, the preview looks up from it, nothing is wider than the screen, and the task
+submitted stores the reference task's id and is run by the worker with the managers added."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browsers import app_on, base_env, choose, grid_cells, settle
+from conftest import CHROMIUM, free_port, wait_for
+from support import csv_bytes
+from test_step_builder import PHONE, STEP_BOX, App, add, pick, says, submitted
+
+from s3task.config import Settings
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found; install Debian's Chromium"),
+]
+ORDERS = [["Order", "Account"], ["1", "A1"], ["2", "B2"], ["3", "Z9"]]
+MANAGERS = [["Account", "Manager"], ["A1", "Mo"], ["B2", "Jo"], ["C3", "Li"]]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    tmp = tmp_path_factory.mktemp("step-reference")
+    env = base_env(S3TASK_STORE=str(tmp / "store"))
+    with app_on(free_port(), env, tmp / "streamlit-reference.log") as (url, _pid):
+        yield App(url, tmp / "store", Settings.load(environ=env))
+
+
+def reference_task(root: Path) -> dict | None:
+    """The record of the task the reference file became, once there is one (there is never more)."""
+    found = [json.loads(p.read_text()) for p in root.glob("**/status.json")]
+    made = [r for r in found if r["task_name"] == "Reference: managers.csv"]
+    assert len(made) <= 1, made
+    return made[0] if made else None
+
+
+def test_a_reference_file_chosen_with_the_keyboard_on_a_phone_is_copied_and_looked_up(
+    browser, app: App, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    (tmp_path / "orders.csv").write_bytes(csv_bytes(ORDERS))
+    (tmp_path / "managers.csv").write_bytes(csv_bytes(MANAGERS))
+    page = browser.new_page(viewport=PHONE)
+    try:
+        page.goto(app.url + "/new_task")
+        settle(page)
+        page.locator("input[type='file']").first.set_input_files(str(tmp_path / "orders.csv"))
+        expect(page.get_by_text("2 columns: Order, Account", exact=False)).to_be_visible(timeout=20_000)
+        choose(page, "What should happen to the rows?", "Prepare the table")
+        settle(page)
+        box = add(page, "Look up columns from a reference table")
+        pick(box, "Key columns in this table", "Account")
+        take = box.get_by_role("textbox", name="Columns to add", exact=True)
+        take.fill("Manager")
+        take.press("Tab")  # a text area keeps what was typed when it is left
+        settle(page)
+
+        browse = box.get_by_role("button", name="Upload", exact=True)
+        browse.focus()  # where Tab lands after the reference box (the keyboard reaches it)
+        expect(browse).to_be_focused()
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")  # a button's key (Streamlit's Upload button does nothing on Enter)
+        chooser.value.set_files(str(tmp_path / "managers.csv"))
+        # The worker's pickup (woken by the submit, else within a poll), a copy of three rows within its lease,
+        # and the step's next look (every refresh): the deadline of the words that say it is used.
+        within = 2 * app.settings.poll_interval + app.settings.lease_seconds + 1
+        made = wait_for(lambda: reference_task(app.root), 20, 0.2, "the reference file's task")
+        record = app.completed(made["task_id"])
+        assert (record["task_type"], record["row_count"]) == ("copy", 3)
+        says(page.locator(STEP_BOX).first, f"Uses managers.csv (3 rows), kept as the task “Reference: managers.csv”: "
+             f"{record['task_id']}.")  # fmt: skip
+        expect(page.get_by_text("Preparing the reference table…")).to_have_count(0, timeout=within * 1000)
+        wait_for(
+            lambda: grid_cells(page) == ["1", "A1", "Mo", "", "2", "B2", "Jo", "", "3", "Z9", "",
+                                         "no match for Account in the reference table"],
+            20,
+            what="the preview looked up from the reference",
+        )  # fmt: skip
+        wide = page.evaluate("document.scrollingElement.scrollWidth")
+        assert wide <= PHONE["width"], f"the page is {wide} px wide in a {PHONE['width']} px window"
+
+        name = page.get_by_role("textbox", name="Task name")
+        name.fill("orders")
+        name.press("Enter")
+        settle(page)
+        task_id = submitted(page)
+        assert app.steps(task_id)["steps"][0]["reference"] == record["task_id"]
+        app.completed(task_id)
+        assert [row[2] for row in app.output_rows(task_id)] == ["Manager", "Mo", "Jo", ""]
+    finally:
+        page.close()

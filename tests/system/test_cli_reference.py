@@ -1,0 +1,97 @@
+"""``s3task submit FILE --steps STEPS.json --reference NAME=PATH`` (s3task/cli_reference.py) with a real
+``worker.py`` on a local store: the reference file becomes a copy task of its own ("Reference: managers.csv"),
+the command waits for the worker to copy it, puts its id in the lookup and submits the list, which the worker
+runs with the lookup reading that result. Without a worker the wait ends at its deadline in one line naming the
+reference task (left queued for a worker), and no steps task is made; a NAME no lookup has is refused before
+anything is sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+from procs import ROOT, child_env, cli
+from support import csv_bytes
+from test_steps_doors import MANAGERS, ORDERS, lookup_list, rows_of
+
+from s3task.layout import Layout
+from s3task.states import Status
+from s3task.store.local import LocalStore
+from s3task.tasks import Actor, TaskService
+
+ANN = Actor("ann")
+POLL = 0.2  # the worker's poll interval here (--poll-interval)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, TaskService]:
+    (tmp_path / "orders.csv").write_bytes(ORDERS)
+    (tmp_path / "managers.csv").write_bytes(MANAGERS)
+    (tmp_path / "steps.json").write_text(json.dumps({"steps": lookup_list("managers")}))
+    return tmp_path, TaskService(LocalStore(tmp_path / "store"), Layout())
+
+
+def submit(tmp_path: Path, *more: str, timeout: float = 60):
+    args = ["--store", str(tmp_path / "store"), "submit", "orders.csv", "--name", "orders", "--steps", "steps.json"]
+    env = child_env(path=(ROOT,), S3TASK_USER="ann")
+    return cli(*args, *more, cwd=tmp_path, env=env, timeout=timeout)
+
+
+def test_a_reference_file_becomes_a_task_the_worker_copies_and_the_lookup_reads(
+    files: tuple[Path, TaskService], procs, startup: float
+) -> None:
+    tmp_path, service = files
+    procs.worker(str(tmp_path / "store"), "--poll-interval", str(POLL), worker_id="w1")
+    # The worker's start (measured), its poll, and a copy of three rows: what the command may wait.
+    wait = 30 + startup + 2 * POLL
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", str(wait), timeout=wait + 30)
+    assert done.returncode == 0, done.stderr
+    task_id = done.stdout.strip()
+    (reference,) = [t for t in service.list(ANN).tasks if t.task_name == "Reference: managers.csv"]
+    assert (reference.task_type, reference.status, reference.row_count) == ("copy", Status.COMPLETED, 3)
+    assert f"reference managers.csv: task {reference.task_id}, waiting for a worker to copy it" in done.stderr
+    lookup = service.steps.parameters(service.get(ANN, task_id))["steps"][3]
+    assert lookup["reference"] == reference.task_id
+    record = wait_for(
+        lambda: (r := service.get(ANN, task_id, fresh=True)).status == Status.COMPLETED and r,
+        timeout=wait,
+        what="the steps task completed",
+    )
+    assert [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)] == [
+        ("Ada", "Mo"),
+        ("Cy", "Li"),
+        ("Dee", ""),
+    ]
+
+
+def test_without_a_worker_the_wait_ends_at_its_deadline_naming_the_reference_task(
+    files: tuple[Path, TaskService],
+) -> None:
+    tmp_path, service = files
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", "0")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (reference,) = service.list(ANN).tasks
+    assert (reference.task_name, reference.status) == ("Reference: managers.csv", Status.QUEUED)
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"task {reference.task_id} (Reference: managers.csv) was not copied within 0 s: is a worker running? "
+            "It stays queued; once it has completed, use its id as the lookup's reference"
+        )
+    )
+
+
+def test_a_reference_name_no_lookup_has_is_refused_before_anything_is_sent(files: tuple[Path, TaskService]) -> None:
+    tmp_path, service = files
+    (tmp_path / "other.csv").write_bytes(csv_bytes([["Account", "Region"], ["A1", "North"]]))
+    done = submit(tmp_path, "--reference", "regions=other.csv")
+    assert done.returncode != 0
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("--reference 'regions': no lookup in steps.json has that reference")
+    )
+    assert service.list(ANN).tasks == []
