@@ -104,8 +104,19 @@ def test_second_signal_exits_at_once(s3: S3Workers) -> None:
 
 
 def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: S3Workers) -> None:
-    task_id = s3.submit("hangs", csv_rows(3), "test_hang")
+    # Small tasks first, until one completes: the fork server has loaded before the hung one is claimed (one
+    # still loading after the 2 s fails an attempt as "not ready" instead, on a busy machine).
+    warm = [s3.submit("warm-up", csv_rows(2))]
     w = s3.worker("--stall-timeout", "2", "--max-attempts", "2", name="stall")
+
+    def warmed() -> bool:
+        record = s3.record(warm[-1])
+        if record.final:  # both its attempts met a fork server still loading: another
+            warm.append(s3.submit("warm-up", csv_rows(2)))
+        return record.status == "completed"
+
+    wait_for(warmed, timeout=60 + s3.start, what="a warm-up task completed")
+    task_id = s3.submit("hangs", csv_rows(3), "test_hang")
     record = wait_for(lambda: s3.done(task_id, "failed") if s3.record(task_id).final else None, timeout=60 + s3.start)
     assert record.failed_attempts == 2 and record.attempt_id == 2
     assert "stalled" in record.last_error
