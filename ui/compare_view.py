@@ -21,10 +21,12 @@ PREVIEW_ROWS = 50
 
 
 def _label(record: TaskRecord, page: TaskRecord) -> str:
-    """The other result in the box: its name, id's end and time; "the same recipe" for an earlier run of the
-    recipe ``page``'s task was made from."""
-    same = " · the same recipe" if page.recipe_id is not None and record.recipe_id == page.recipe_id else ""
-    return f"{record.task_name} · {record.task_id[-6:]} · {record.created_at[:16].replace('T', ' ')}{same}"
+    """The other result in the box: its name, id's end and time; first, for a run of the recipe ``page``'s
+    task was made from, whether it is an earlier or a later one (said first: a phone cuts the end off)."""
+    same = page.recipe_id is not None and record.recipe_id == page.recipe_id
+    earlier = record.created_at < page.created_at
+    run = ("an earlier run of its recipe · " if earlier else "a later run of its recipe · ") if same else ""
+    return f"{run}{record.task_name} · {record.task_id[-6:]} · {record.created_at[:16].replace('T', ' ')}"
 
 
 def _kept(key: str, make: Any) -> Any:

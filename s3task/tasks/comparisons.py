@@ -116,8 +116,9 @@ class Comparisons:
     def candidates(self, actor: Actor, task_id: str) -> builtins.list[TaskRecord]:
         """The tasks worth comparing ``task_id``'s result with, the likeliest first: the task it corrects (or
         its corrections), then the earlier runs of the recipe it was made from (last month's file; newest
-        first), then this user's recent completed tasks with the same columns, then those sharing one; never a
-        comparison, never itself."""
+        first), then this user's recent completed tasks with the same columns, then those sharing one; results
+        made after this one come after every earlier one, in the same order (the box asks for the older one).
+        Never a comparison, never itself."""
         record = self._transitions.get(actor, task_id)
         mine = self._outputs.output_columns(actor, task_id)
         linked = [t for t in [record.corrects, *record.corrections] if t]
@@ -130,8 +131,9 @@ class Comparisons:
             if other.task_id in linked:
                 ranked.append((0, n, other))
                 continue
-            if record.recipe_id and other.recipe_id == record.recipe_id and other.created_at < record.created_at:
-                ranked.append((1, n, other))  # its columns are the recipe's: not read
+            later = 10 if other.created_at > record.created_at else 0  # after every earlier one: "the older one"
+            if record.recipe_id and other.recipe_id == record.recipe_id:
+                ranked.append((1 + later, n, other))  # a run of its recipe: its columns are the recipe's, not read
                 continue
             if looked >= LOOKED_AT or not access.may_act(actor, other):
                 continue
@@ -139,9 +141,9 @@ class Comparisons:
             with contextlib.suppress(S3TaskError):
                 names = self._outputs.output_columns(actor, other.task_id)
                 if set(names) == set(mine):
-                    ranked.append((2, n, other))
+                    ranked.append((2 + later, n, other))
                 elif set(names) & set(mine):
-                    ranked.append((3, n, other))
+                    ranked.append((3 + later, n, other))
         return [r for _rank, _n, r in sorted(ranked, key=lambda x: (x[0], x[1]))]
 
     def suggest_keys(self, actor: Actor, old_task: str, new_task: str) -> builtins.list[str]:

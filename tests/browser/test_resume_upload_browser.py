@@ -309,7 +309,11 @@ def refused_then_waits(page, url: str, task_id: str, other: Path) -> None:
     settle(page)
     # The task page's picker can take a busy machine's half minute to come: wait for it, then choose the file.
     picker = page.locator("input[type='file']")
-    picker.wait_for(state="attached", timeout=90_000)
+    try:
+        picker.wait_for(state="attached", timeout=90_000)
+    except Exception as e:  # what the page shows instead: the words say which branch of the page ran
+        shot(page, "continue-upload-no-picker")
+        raise AssertionError(f"no file picker on the task's page; it says:\n{page.inner_text('body')[:3000]}") from e
     picker.set_input_files(str(other))
     expect(page.get_by_text(f"This is not the file task {task_id} was made for")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("nothing was sent, and the task still waits for 'customers.csv'")).to_be_visible()

@@ -107,3 +107,18 @@ def test_a_recipe_with_no_completed_run_says_so(api) -> None:
     answer = get(base, "/api/recipes/weekly/latest.csv")
     assert answer.status_code == 400
     assert "no completed task of recipe 'Weekly' among the newest 3 tasks" in answer.json()["message"]
+
+
+def test_a_correction_of_the_latest_run_is_not_the_recipes_latest_result(api) -> None:
+    """A correction keeps its original's recipe but holds only the rows sent back (found by the outside
+    review: a Power Query refresh after a correction shrank to those rows)."""
+    base, service, ids = api
+    april = service.get(ANN, ids["april"])
+    made = service._transitions.create(
+        ANN, "April (correction 1)", "copy", None, corrects=april.task_id, recipe=april.recipe
+    )
+    service.upload_input(ANN, made.task_id, csv_bytes(APRIL[:2]))
+    service.submit(ANN, made.task_id)
+    assert work(service, made.task_id).status == "completed"
+    latest = get(base, "/api/recipes/sales-monthly/latest.csv")
+    assert latest.headers["x-s3task-task"] == ids["april"] and read_as_power_query_does(latest) == APRIL
