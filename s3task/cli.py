@@ -24,7 +24,7 @@ from .cli_submit import add_submit_parser, cmd_submit
 from .cli_url import add_url_parser, cmd_url
 from .config import Settings
 from .counts import LABELS, counts_of
-from .errors import S3TaskError, SettingsError, UnknownTaskType
+from .errors import InvalidInput, S3TaskError, SettingsError, UnknownTaskType
 from .safetext import visible
 from .store import open_store
 
@@ -200,7 +200,11 @@ def cmd_list(args: argparse.Namespace, service: TaskService, actor: Actor) -> in
 
 def cmd_show(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     record = service.get(actor, args.task_id)
-    shown = {**record.to_dict(), "payload": service.steps.parameters(record)}  # its step list too (task_steps)
+    shown = record.to_dict()
+    try:
+        shown["payload"] = service.steps.parameters(record)  # its step list too (task_steps)
+    except InvalidInput as e:  # its list gone or changed: the record is still shown, and why the list is not
+        print(f"warning: {visible(e.message)}", file=sys.stderr)
     if args.json:
         text = json.dumps({**shown, **counts_of(record).as_dict()}, indent=1, ensure_ascii=False)
         # JSON leaves C1 controls and bidirectional overrides raw; visible()'s \u escapes parse back the same.

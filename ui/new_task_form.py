@@ -4,6 +4,7 @@ next form starts empty, and the task's page opens). The form's pure logic is ``u
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,9 +100,11 @@ def _prefill(ctx: Context, keys: tf.FormKeys, source_id: str) -> tf.Prefill:
     params = None
     try:
         source = ctx.service.get(ctx.actor, source_id)  # the service's rules for who may see a task
-        params = ctx.service.steps.parameters(source)  # its step list too
     except S3TaskError:
         source = None
+    if source is not None:
+        with contextlib.suppress(S3TaskError):  # its step list gone or changed: the form starts with none
+            params = ctx.service.steps.parameters(source)  # its step list too
     filled = tf.prefill(keys, source_id, source, handlers.all_types(), params)
     for key in (keys.name, keys.type, *filled.params):  # this task's values, not an earlier form's
         state.pop(key, None)

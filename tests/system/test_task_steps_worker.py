@@ -49,6 +49,10 @@ def test_a_list_changed_after_the_task_was_made_fails_it_for_good_and_an_intact_
     assert "was changed after the task was made; make the task again" in (refused.last_error or "")
     assert refused.output_object_path is None
 
+    # The refused task is still shown, with why its list is not (found by the outside review: show exited 1).
+    still = cli("--store", str(root), "--as", "ann", "show", changed, "--json")
+    assert still.returncode == 0 and json.loads(still.stdout)["status"] == "failed"
+    assert "was changed after the task was made" in still.stderr
     shown = json.loads(cli("--store", str(root), "--as", "ann", "show", intact, "--json", check=True).stdout)
     assert shown["payload"] == {"steps": TRIM} and shown["steps_etag"] == done.steps_etag
 
