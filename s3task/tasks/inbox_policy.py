@@ -134,7 +134,7 @@ def _s3(bucket: str, endpoint: str, recipe_id: str, prefix: str) -> DropPolicy:
     on_aws = endpoint in ("", "None") or (urlsplit(endpoint).hostname or "").endswith(".amazonaws.com")
     words = [
         f"Attach this policy to the user or role that drops the files: it may create objects under "
-        f"s3://{bucket}/{prefix} (in one PUT or in parts, as `aws s3 cp` sends a large file) and nothing else — "
+        f"s3://{bucket}/{prefix} (in one PUT or in parts, as “aws s3 cp” sends a large file) and nothing else — "
         "no other inbox, no task's files, no reading, listing or deleting.",
         "It must be the only policy giving that principal write access to the bucket; nobody else should be able "
         "to write under inbox/ at all, since a file there becomes a task made as the recipe's owner.",
@@ -200,14 +200,14 @@ def _azure(container: str, account_url: str, recipe_id: str, prefix: str) -> Dro
         f"--scope {shlex.quote(scope)} --condition-version 2.0 --condition {shlex.quote(one_line)}"
     )
     words = [
-        f"Create the role once (`az role definition create --role-definition @inbox-dropper.json`), then assign "
+        f"Create the role once (“az role definition create --role-definition @inbox-dropper.json”), then assign "
         f"it to the identity that drops the files, on the container {container}, with the condition: it may upload "
         f"blobs whose names start with {prefix} and nothing else — no other inbox, no task's files, no reading, "
         "listing or deleting. Replace SUBSCRIPTION_ID, RESOURCE_GROUP and PRINCIPAL_ID.",
         "Not Storage Blob Data Contributor: the condition limits writes, and that role also reads, deletes and "
         "moves blobs and may delete the container. A SAS or stored access policy cannot be limited to a prefix "
         "of blob names on an account without a hierarchical namespace. The dropping command then signs in "
-        "(`az storage blob upload --auth-mode login --account-name " + account + " …`).",
+        "(“az storage blob upload --auth-mode login --account-name " + account + " …”).",
     ]
     return DropPolicy(
         "azure",
@@ -257,8 +257,8 @@ def _gcs(bucket: str, recipe_id: str, prefix: str) -> DropPolicy:
         f"under gs://{bucket}/{prefix} and nothing else — no other inbox, no task's files, no reading, listing or "
         "deleting. IAM conditions need uniform bucket-level access on the bucket.",
         "The role cannot delete, so it cannot replace a file of the same name still waiting in the inbox, and "
-        "`gcloud storage cp` must not use parallel composite uploads (they delete their temporary parts: "
-        "`gcloud config set storage/parallel_composite_upload_enabled False`).",
+        "“gcloud storage cp” must not use parallel composite uploads (they delete their temporary parts: "
+        "“gcloud config set storage/parallel_composite_upload_enabled False”).",
     ]
     return DropPolicy(
         "gcs",
@@ -277,13 +277,13 @@ def _local(root: str, recipe_id: str, prefix: str) -> DropPolicy:
     words = [
         "On a local directory there is no policy to attach: the folders' permissions decide, and they cannot "
         f"limit an account to this inbox as the clouds' policies do. The drop command writes into {folder}, "
-        "making it first (`mkdir -p`) when it is missing.",
+        "making it first (“mkdir -p”) when it is missing.",
         "A sweep removes an inbox's folder once it is empty, and every folder above it left empty, up to the "
         "store's directory. Making them again needs write permission on the nearest folder still there — at "
         "worst the store's directory itself — and an account that may write in a folder may make any inbox "
         "(or anything else) in it. So on the local store, treat an account that may drop files here as one that "
         "may make tasks as the recipe's owner, and possibly as anyone.",
-        "A set-up s3task has not tested: an administrator makes the folder, writable by the dropping account and "
+        "Not tested here: a set-up where an administrator makes the folder, writable by the dropping account and "
         "the workers' account, inside a folder neither may write. The sweep then cannot remove it (it leaves a "
         "folder it cannot remove) and the dropping account cannot make another.",
     ]
