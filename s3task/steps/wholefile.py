@@ -1,10 +1,13 @@
 """The steps that need the whole file — remove duplicates, a unique check, a lookup — in DuckDB.
 
 The rows arrive as Arrow blocks from the project's own reader (so dialects, encodings and workbooks stay
-the project's); DuckDB never reads the file itself. The rows are loaded once; each step is a view over the
-one before (what it finds out, a list of row numbers or keys, is a table of its own), and one query gives
-the rows back in the file's order (by the row number that rides with every row). DuckDB is told the
-memory it may use and a scratch folder, so it writes to disk rather than grow past the attempt's cap.
+the project's); DuckDB never reads the file itself. These steps never change a cell the file had, so
+DuckDB gets only the columns they read, with each row's number (:class:`_Keys`: a Parquet file in the
+attempt's scratch folder), while the rows wait in a spool on disk (:mod:`s3task.steps.spool`). Each step is
+a view over the one before (what it finds out, a list of row numbers or keys, is a table of its own); one
+query gives back, in the file's order, each kept row's number with its new errors and the columns the
+lookups added, which are merged with the spooled rows block by block. DuckDB is told the memory it may
+use and a scratch folder, so it writes to disk rather than grow past the attempt's cap.
 
 Pinned meanings: remove duplicates keeps the first (or last) row of each key and the kept rows stay in
 the file's order; a unique check marks every row whose value an earlier row already had; a lookup never
@@ -14,6 +17,10 @@ to use the first or last, and a reference over :data:`MAX_REFERENCE_ROWS` rows i
 
 from __future__ import annotations
 
+import itertools
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .block import ERRORS, JOIN, ROW, Block
 from .checks import unique_words
 from .spec import StepError
+from .spool import Spool, merge
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,19 +41,32 @@ MAX_REFERENCE_ROWS = 2_000_000
 BATCH_ROWS = 16_384
 #: The rows of the tables one chain of views may join (see :meth:`FileSteps._over`).
 JOIN_ROWS = 1_000_000
+#: The compression of the Parquet file of the columns the steps read (:class:`_Keys`).
+KEYS_COMPRESSION = "snappy"
 #: DuckDB's memory, in MB, for an attempt without a cap, and at most for any (see :func:`memory_for`).
 MEMORY_MB = 128
+#: The most of it the whole-file steps give DuckDB (see :func:`steps_memory`).
+STEPS_MEMORY_MB = 96
 
 
 def memory_for(cap_mb: int) -> int:
     """The memory DuckDB may use in an attempt capped at ``cap_mb`` MB (0: no cap): a sixteenth of the cap,
     at least 64 MB and at most :data:`MEMORY_MB`. Beyond it DuckDB spills to the attempt's scratch folder.
-
-    DuckDB's own resident memory runs about 1.5 times its limit (what it allocates outside the limit's
-    accounting and its allocator's cache), and the rest of the attempt (Python, pandas, Arrow and DuckDB
-    loaded, the reader's and the writer's blocks) about 250 MB: at 128 MB a 1 GB file's six-step list peaks
-    near 400 MB. More memory buys little speed: the rows are read from the scratch folder once or twice."""
+    A comparison takes all of it; the whole-file steps at most :data:`STEPS_MEMORY_MB` (:func:`steps_memory`)."""
     return min(max(cap_mb // 16, 64), MEMORY_MB) if cap_mb else MEMORY_MB
+
+
+def steps_memory(memory_mb: int) -> int:
+    """What the whole-file steps give DuckDB of the ``memory_mb`` an attempt allows it: at most
+    :data:`STEPS_MEMORY_MB`, and at least DuckDB's floor here, 64 MB.
+
+    DuckDB's own resident memory runs up to 1.6 times its limit once a large file fills it (what it
+    allocates outside the limit's accounting), and the rest of the attempt (Python, pandas, Arrow and
+    DuckDB loaded, the reader's, the spool's and the writer's blocks) about 220 MB: at 128 MB a 5 GB file's
+    six-step list peaked at 414 MB (1 GB: 382), at 96 MB at 380-387 MB. Less is not safe: at 64 MB that
+    file's dedupe (28 million keys) ran out of memory. More buys little speed: the steps hold only the columns
+    they read (:class:`_Keys`) and sort only row numbers."""
+    return max(64, min(memory_mb, STEPS_MEMORY_MB))
 
 
 @dataclass
@@ -86,44 +107,81 @@ class FileSteps:
     def run(self, blocks: Iterator[Block]) -> Iterator[Block]:
         import duckdb
 
-        config: dict[str, Any] = {"memory_limit": f"{max(64, self.context.memory_mb)}MB", **SETTINGS}
-        if self.context.scratch:
-            config["temp_directory"] = self.context.scratch
+        config: dict[str, Any] = {"memory_limit": f"{steps_memory(self.context.memory_mb)}MB", **SETTINGS}
+        # A folder of this run's own: the next run of whole-file steps (after a row-by-row step) loads while
+        # this one still gives its rows back.
+        folder = tempfile.mkdtemp(prefix="run-", dir=self.context.scratch) if self.context.scratch else None
+        if folder:
+            config["temp_directory"] = folder
         con = duckdb.connect(":memory:", config=config)
+        spool = Spool(folder)
         try:
-            names = self._load(con, blocks)
-            if names is None:  # no blocks at all (not even a header's empty one): nothing to give back
+            loaded = self._load(con, blocks, spool, folder)
+            if loaded is None:  # no blocks at all (not even a header's empty one): nothing to give back
                 return
-            _distinct(self.steps[0], names, "the table")
-            current, rows = "t", self._count(con, "t")
+            every, held = loaded
+            current, rows, names = "t0", self._count(con, "t"), held
             for step in self.steps:
-                current, rows = self._step(con, step, current, names, rows)
+                current, rows = self._step(con, step, current, names, rows, every)
                 names = self._names_of(con, current)
-            result = con.sql(f"SELECT * FROM {current} ORDER BY {q(ROW)}").to_arrow_reader(BATCH_ROWS)
-            import pyarrow as pa
-
+                every = every + [n for n in names if n not in every]
+            added = [n for n in names if n not in held]  # the columns the lookups added
+            wanted = ", ".join(q(n) for n in [ROW, ERRORS, *added])
+            answers = con.sql(f"SELECT {wanted} FROM {current} ORDER BY {q(ROW)}").to_arrow_reader(BATCH_ROWS)
             none = True
-            for batch in result:
+            for block in merge(spool.blocks(), answers, added):
                 none = False
-                yield Block.split(pa.Table.from_batches([batch]))
+                yield block
             if none:  # no rows (a header-only file, every row removed): the columns still go on
-                yield Block.split(result.schema.empty_table())
+                yield self._empty(spool, answers.schema, added)
         finally:
+            spool.close()
             con.close()
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
 
-    def _load(self, con: Any, blocks: Iterator[Block]) -> list[str] | None:
+    def _load(
+        self, con: Any, blocks: Iterator[Block], spool: Spool, folder: str | None
+    ) -> tuple[list[str], list[str]] | None:
+        """Every block into the spool, and the columns the steps read (with each row's number) into DuckDB's
+        table ``t``; ``t0`` is its view with an empty ``errors`` (the rows' own errors wait in the spool).
+        The table's columns, and those of them DuckDB holds; None without a block."""
         first = next(blocks, None)
         if first is None:
             return None
-        table = first.combined()
-        con.register("incoming", table)
-        con.execute("CREATE TABLE t AS SELECT * FROM incoming")
-        con.unregister("incoming")
-        for block in blocks:
-            con.register("incoming", block.combined())
-            con.execute("INSERT INTO t SELECT * FROM incoming")
-            con.unregister("incoming")
-        return first.names
+        names = first.names
+        _distinct(self.steps[0], names, "the table")
+        held = self._read(names)
+        with _Keys(con, folder) as keys:
+            for block in itertools.chain([first], blocks):
+                spool.add(block)
+                keys.add(block.table.select(held).append_column(ROW, block.row))
+        con.execute(f"CREATE VIEW t0 AS SELECT *, CAST('' AS VARCHAR) AS {q(ERRORS)} FROM t")
+        return names, held
+
+    def _read(self, names: list[str]) -> list[str]:
+        """The columns of ``names`` the steps read: the keys of a dedupe (every column for a whole row's), a
+        unique check's column, a lookup's keys (a column a lookup adds is made in DuckDB)."""
+        read: set[str] = set()
+        for step in self.steps:
+            if step.kind.name == "remove_duplicates":
+                if not step["columns"]:
+                    return list(names)
+                read.update(step["columns"])
+            elif step.kind.name == "check":
+                read.add(step["column"])
+            else:  # lookup
+                read.update(step["on"])
+        return [n for n in names if n in read]
+
+    @staticmethod
+    def _empty(spool: Spool, answers: pa.Schema, added: list[str]) -> Block:
+        import pyarrow as pa
+
+        own = [f for f in spool.schema or [] if f.name not in (ROW, ERRORS)]
+        fields = [*own, *(pa.field(n, pa.large_string()) for n in added)]
+        table = pa.schema(fields).empty_table()
+        return Block(table, pa.array([], pa.int64()), pa.array([], pa.large_string()))
 
     @staticmethod
     def _names_of(con: Any, table: str) -> list[str]:
@@ -135,14 +193,17 @@ class FileSteps:
     def _count(self, con: Any, table: str) -> int:
         return int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
 
-    def _step(self, con: Any, step: Step, current: str, names: list[str], rows_in: int) -> tuple[str, int]:
+    def _step(
+        self, con: Any, step: Step, current: str, names: list[str], rows_in: int, every: list[str]
+    ) -> tuple[str, int]:
         """The view of the rows after ``step`` (over ``current``, the view before it) and its row count.
 
         A step's own result is a view, not a copy: only what it found out is a table (the row numbers a
         dedupe keeps, the first row of each value, the reference's keys), so the rows themselves are read
-        once more, by the query that gives them back, and each step reads only the columns it needs."""
+        once more, by the query that gives them back, and each step reads only the columns it needs.
+        ``names``: the columns in DuckDB (those the steps read, those added); ``every``: all the table's."""
         out = f"s{step.number}"
-        if not names:
+        if not every:
             raise step.fail("the table has no columns left (the steps above removed them all)")
         rows_out, changed = rows_in, 0
         if step.kind.name == "remove_duplicates":
@@ -161,6 +222,7 @@ class FileSteps:
                 f"ON {cell} = f.k"
             )
         else:  # lookup
+            _distinct(step, every + list(step["take"]), "the table with the columns it adds")
             changed = self._lookup(con, step, current, out, names)
         self.counts[step.number] = (rows_in, rows_out, changed)
         return out, rows_out
@@ -179,8 +241,8 @@ class FileSteps:
 
     def _dedupe(self, con: Any, step: Step, current: str, out: str, names: list[str], rows_in: int) -> int:
         """Remove duplicates as a view that names the rows it leaves out, or those it keeps when they are fewer:
-        the query that gives the rows back then joins its whole rows against the smaller list (against the
-        larger one DuckDB spilled every column of every row to disk, at 1 GB a six-fold slower query)."""
+        the query that gives the rows back then joins against the smaller list (a join's list is held while
+        the rows stream through it)."""
         keys = ", ".join(q(n) for n in (step["columns"] or names))
         pick = "min" if step["keep"] == "first" else "max"
         con.execute(f"CREATE TABLE {out}_kept AS SELECT {pick}({q(ROW)}) AS r FROM {current} GROUP BY {keys}")
@@ -199,7 +261,6 @@ class FileSteps:
         return kept
 
     def _lookup(self, con: Any, step: Step, current: str, out: str, names: list[str]) -> int:
-        _distinct(step, names + list(step["take"]), "the table with the columns it adds")
         ref = self._reference(con, step)
         on, ref_on = list(step["on"]), list(step["reference_on"] or step["on"])
         fold = step["match"] != "exactly"
@@ -269,6 +330,39 @@ class FileSteps:
         if not made:
             raise StepError(f"{step.label}: the reference table is empty")
         return name
+
+
+class _Keys:
+    """DuckDB's table ``t`` of the columns the steps read: a Parquet file in the scratch folder, which DuckDB
+    reads from disk each time a step or the last query needs it (so that holding it takes none of DuckDB's
+    memory, and loading it none at all); without a scratch folder (a preview), a table in DuckDB's memory."""
+
+    def __init__(self, con: Any, scratch: str | None) -> None:
+        self.con, self.path = con, os.path.join(scratch, "keys.parquet") if scratch else None
+        self.writer: Any = None
+        self.made = False
+
+    def __enter__(self) -> _Keys:
+        return self
+
+    def add(self, table: pa.Table) -> None:
+        if self.path is None:
+            self.con.register("incoming", table)
+            self.con.execute(f"{'INSERT INTO t' if self.made else 'CREATE TABLE t AS'} SELECT * FROM incoming")
+            self.con.unregister("incoming")
+        else:
+            if self.writer is None:
+                import pyarrow.parquet as pq
+
+                self.writer = pq.ParquetWriter(self.path, table.schema, compression=KEYS_COMPRESSION)
+            self.writer.write_table(table)
+        self.made = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            if exc[0] is None:
+                self.con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({_lit(self.path or '')})")
 
 
 #: Spaces in DuckDB's regular expressions (RE2's \s is ASCII only; \p{Z} adds no-break and thin spaces).

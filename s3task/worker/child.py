@@ -160,11 +160,10 @@ def _process(job: Job, source: Any, sink: Any, on_progress: Any, where: tuple[An
 
 @contextlib.contextmanager
 def _steps_context(job: Job, store: Any, layout: Any) -> Iterator[Any]:
-    """What a step list's whole-file steps need: a scratch folder (gone afterwards); memory for DuckDB, a
-    sixteenth of the attempt's cap, at least 64 and at most 128 MB (:func:`s3task.steps.wholefile.memory_for`:
-    the rest is the reader's, the writer's, Arrow's and Python's with both libraries loaded, about 250 MB, and
-    DuckDB's own beyond its limit's accounting; DuckDB spills to the scratch folder beyond its share); and
-    the reference tables."""
+    """What a step list's whole-file steps need: a scratch folder (gone afterwards), where the rows wait and
+    DuckDB reads the key columns and spills beyond its share; the memory the attempt allows DuckDB
+    (:func:`s3task.steps.wholefile.memory_for`, of which the steps take at most what
+    :func:`~s3task.steps.wholefile.steps_memory` says); and the reference tables."""
     from .. import handlers
     from ..handlers.steps import Steps
 

@@ -9,6 +9,7 @@ which to use, and a reference over the limit is refused. A header-only file stil
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -308,3 +309,44 @@ def test_every_row_removed_before_a_whole_file_step_still_gives_the_columns() ->
 def test_no_blocks_at_all_give_no_blocks() -> None:
     steps = parse([{"step": "remove_duplicates"}])
     assert list(Runner(steps).run(iter([]))) == []
+
+
+def test_with_a_scratch_folder_the_rows_wait_on_disk_and_come_back_the_same(tmp_path: Path) -> None:
+    """An attempt's whole-file steps hold in DuckDB only the columns they read; the rows wait on disk in the
+    attempt's scratch folder and are merged back in order. Two runs of them (a row-by-row step between), rows
+    with errors from a check before: the same output as a preview's (in memory), and nothing left behind."""
+    blocks = [
+        text_table(
+            {"Code": ["A1", "C3", " A1", "x", ""], "N": ["1", "2", "3", "4", "5"], "K": ["p", "", "q", "p", "q"]}
+        ),
+        text_table({"Code": ["C3", "b 2", "A1"], "N": ["6", "7", "8"], "K": ["q", "p", "p"]}),
+        text_table({"Code": ["D\u00a04", "x"], "N": ["9", "10"], "K": ["", "p"]}),
+    ]
+    raw = [
+        {"step": "check", "column": "K", "required": True},
+        {"step": "remove_duplicates", "columns": ["Code", "K"]},
+        {"step": "check", "column": "Code", "unique": True},
+        {**LOOKUP, "match": "ignoring case and spaces", "unmatched": "error"},
+        {"step": "trim", "columns": ["Code"]},
+        {"step": "remove_duplicates", "columns": ["City"], "keep": "last"},
+        {"step": "check", "column": "Code", "unique": True},
+    ]
+    steps = parse(raw)
+
+    def rows(scratch: str | None) -> list[dict[str, Any]]:
+        context = Context(scratch=scratch, open_reference=lambda _task: CITIES)
+        out = list(Runner(steps, context).run(iter(blocks), numbered=True))
+        return pa.concat_tables(out).to_pylist()
+
+    on_disk = rows(str(tmp_path))
+    assert on_disk == rows(None)
+    repeated, unmatched = "Code: repeats an earlier row's value", "no match for Code in the reference table"
+    assert [(r["N"], r["Code"], r["City"], r["error"]) for r in on_disk] == [
+        ("3", "A1", "Zürich", repeated),
+        ("5", "", "", unmatched),
+        ("6", "C3", "Paris 🗼", repeated),
+        ("7", "b 2", "東京", ""),
+        ("9", "D\u00a04", "Köln", "K: is required"),
+    ]
+    assert [r["__s3task_row"] for r in on_disk] == [2, 4, 5, 6, 8]  # the input rows, for the errors workbook
+    assert list(tmp_path.iterdir()) == []
