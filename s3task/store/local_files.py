@@ -152,8 +152,10 @@ class StagedFile:
 
     def seal(self, content_type: str | None, metadata: dict[str, str] | None) -> None:
         self.etag = self._etag()
-        attrs = {"etag": self.etag, "metadata": dict(metadata or {}), "content_type": content_type}
         self._file.flush()
+        st = os.fstat(self._file.fileno())  # its size and time as sealed: a file changed in place since shows
+        attrs = {"etag": self.etag, "metadata": dict(metadata or {}), "content_type": content_type,
+                 "size": st.st_size, "mtime_ns": st.st_mtime_ns}  # fmt: skip
         setxattr = xattr_function("setxattr")
         if setxattr is not None:
             with contextlib.suppress(OSError):  # a filesystem without xattrs: the ETag is recomputed on read

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 from support import csv_bytes
 
 from s3task import task_steps
@@ -90,3 +91,25 @@ def test_other_task_types_keep_every_parameter_in_the_record(service: TaskServic
     assert (record.payload, record.steps_etag) == ({"email_column": "Name"}, None)
     assert service.steps.parameters(record) == {"email_column": "Name"}
     assert not service.store.list_keys(service.layout.steps_key(made.task_id))
+
+
+def test_on_the_local_store_a_list_written_into_in_place_is_a_changed_list(service: TaskService) -> None:
+    """An editor or a shell's ``>`` writes into the same file (its inode): the local store keeps the ETag on the
+    inode, so it also keeps the size and time it sealed, and a file changed since is its bytes' ETag now
+    (found by the outside review: the worker ran such an edited list)."""
+    made = service.submit_file(ANN, "Trim", "steps", {"steps": [{"step": "trim"}]}, ROWS)
+    path = service.store.root / service.layout.steps_key(made.task_id)
+    before = path.stat()
+    probe = path.parent / "probe"
+
+    def clock_moved_on() -> bool:  # a filesystem's clock ticks coarsely: an edit is a tick after the write
+        probe.write_bytes(b"x")
+        return probe.stat().st_mtime_ns > before.st_mtime_ns
+
+    wait_for(clock_moved_on, timeout=5, what="the file clock to move on")
+    probe.unlink()
+    with path.open("r+b") as f:  # the same inode, the same length, other bytes
+        f.write(json.dumps({"steps": [{"step": "upper"}]}).encode()[: before.st_size].ljust(before.st_size, b" "))
+    assert path.stat().st_ino == before.st_ino
+    with pytest.raises(InvalidInput, match=r"was changed after the task was made"):
+        service.steps.parameters(made)
