@@ -54,6 +54,9 @@ def test_a_recipe_kept_from_march_fills_in_april(browser, tmp_path: Path, viewpo
             settle(page)
             page.get_by_text("Keep these settings as a recipe").click()
             name = page.get_by_role("textbox", name="Recipe name")
+            # The opened section's form can take a busy machine more than Playwright's 30 s (a run beside two
+            # CPU hogs timed out here): wait for it as long as the other slow steps of the browser tests.
+            name.wait_for(state="visible", timeout=90_000)
             name.fill("CRM monthly")
             name.press("Enter")  # a form's text box submits it, as a person expects
             expect(page.get_by_text("Saved the recipe “CRM monthly”.")).to_be_visible(timeout=20_000)
