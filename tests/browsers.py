@@ -98,6 +98,31 @@ def choose(page, box_name: str, option: str, timeout: float = 60.0) -> None:
                 raise AssertionError(f"the option {option!r} of {box_name!r} never came to be clicked") from None
 
 
+def choose_file_with_keys(page, button, path: Path, key: str = "Space", timeout: float = 60.0) -> None:
+    """Focus ``button`` (an uploader's "Upload"), press ``key`` and pick ``path`` in the chooser that opens.
+
+    A rerun of the page that lands after the focus (a text box just left, a refresh) draws the button
+    again and the key reaches nothing; a person then presses it again, and so does this, until the
+    chooser opens (within ``timeout`` seconds in all).
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    deadline = time.monotonic() + timeout
+    while True:
+        settle(page)
+        button.focus()
+        expect(button).to_be_focused()
+        try:
+            with page.expect_file_chooser(timeout=5_000) as chooser:
+                page.keyboard.press(key)
+            chooser.value.set_files(str(path))
+            return
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"pressing {key} on the focused button never opened a file chooser") from None
+
+
 @contextmanager
 def moto_without_global_cors() -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 answering CORS from each bucket's own rules (which can expose ETag, as

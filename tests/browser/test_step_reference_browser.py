@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browsers import app_on, base_env, choose, grid_cells, settle
+from browsers import app_on, base_env, choose, choose_file_with_keys, grid_cells, settle
 from conftest import CHROMIUM, free_port, wait_for
 from support import csv_bytes
 from test_step_builder import PHONE, STEP_BOX, App, add, pick, says, submitted
@@ -65,11 +65,9 @@ def test_a_reference_file_chosen_with_the_keyboard_on_a_phone_is_copied_and_look
         settle(page)
 
         browse = box.get_by_role("button", name="Upload", exact=True)
-        browse.focus()  # where Tab lands after the reference box (the keyboard reaches it)
-        expect(browse).to_be_focused()
-        with page.expect_file_chooser() as chooser:
-            page.keyboard.press("Space")  # a button's key (Streamlit's Upload button does nothing on Enter)
-        chooser.value.set_files(str(tmp_path / "managers.csv"))
+        # Focused where Tab lands after the reference box (the keyboard reaches it), then Space: a button's
+        # key (Streamlit's Upload button does nothing on Enter).
+        choose_file_with_keys(page, browse, tmp_path / "managers.csv")
         # The worker's pickup (woken by the submit, else within a poll), a copy of three rows within its lease,
         # and the step's next look (every refresh): the deadline of the words that say it is used.
         within = 2 * app.settings.poll_interval + app.settings.lease_seconds + 1
