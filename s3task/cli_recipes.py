@@ -34,9 +34,10 @@ def add_recipe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def described(recipe: Recipe) -> str:
-    """ "“CRM monthly” (ann's: Check and enrich email addresses)": the recipe's name, whose, and its type's title."""
+    """ "“CRM monthly” version 2 (ann's: Check and enrich email addresses)": the recipe's name, its version
+    (the one a task made from it names), whose, and its type's title."""
     whose = "shared" if recipe.shared else f"{recipe.owner}'s"
-    return f"“{recipe.name}” ({whose}: {handlers.title_of(recipe.task_type)})"
+    return f"“{recipe.name}” version {recipe.version} ({whose}: {handlers.title_of(recipe.task_type)})"
 
 
 def cmd_recipe(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:

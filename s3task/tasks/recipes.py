@@ -8,7 +8,9 @@ One small JSON object per recipe in the store, next to the tasks, no database::
 
 Every write is conditional: a new recipe is created only if its key is free (``PutMode.CREATE``),
 a replaced or removed one only if it is still the version read (its ETag), so two people saving
-the same name at once never silently overwrite each other: the second is told. A recipe keeps the
+the same name at once never silently overwrite each other: the second is told. A removed recipe
+leaves a marker in its place that keeps its last version (:data:`REMOVED`), so a recipe saved
+again under that name goes on from it and never reuses a version a task already names. A recipe keeps the
 header of the file it was made from, so an upload whose header is the same (:func:`same_header`:
 the same column names, in any order, case and punctuation ignored) is offered it.
 """
@@ -37,6 +39,24 @@ NAME_CHARS = 80
 #: The longest key name a recipe's name may make (s3task.layout.Layout.recipe_key).
 KEY_CHARS = 240
 JSON_TYPE = "application/json"
+#: What a removed recipe leaves at its key: the version it had reached (no recipe: reads say "not found").
+REMOVED = "removed"
+
+
+def removed_marker(version: int) -> bytes:
+    return json.dumps({"schema": SCHEMA, REMOVED: True, "version": version}).encode()
+
+
+def removed_version(body: bytes) -> int | None:
+    """The version a removed recipe had reached, if ``body`` is the marker it left; None otherwise."""
+    if not body.startswith(b"{") or b'"removed"' not in body[:64]:
+        return None
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        return None
+    version = raw.get("version") if isinstance(raw, dict) and raw.get(REMOVED) is True else None
+    return version if isinstance(version, int) and not isinstance(version, bool) and version >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -111,7 +131,7 @@ class Recipes:
 
     def _read(self, key: str) -> tuple[Recipe, str]:
         got = get_start(self.store, key, MAX_RECORD_BYTES + 1)  # never more than a recipe can be, in memory
-        if not got.body:  # a delete half done on a store without conditional deletes (s3task.store.s3)
+        if not got.body or removed_version(got.body) is not None:  # removed (or a delete half done)
             raise NotFound(key)
         if got.meta.size > MAX_RECORD_BYTES:
             raise InvalidInput(f"{key} is larger than a recipe can be")
@@ -155,21 +175,24 @@ class Recipes:
             self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
         except AlreadyExists:
             got = self.store.get(key)
-            if got.body:
+            before = removed_version(got.body) if got.body else 0
+            if before is None:
                 raise InvalidInput(
                     f"there is already a recipe named {name!r}; replace it or choose another name"
                 ) from None
+            saved = dataclasses.replace(saved, version=before + 1)  # on from a removed one's last version
             self.store.put(key, saved.to_json(), PutMode.update(got.meta.etag), content_type=JSON_TYPE)
         except PreconditionFailed as e:
             raise InvalidInput(f"recipe {name!r} was changed by someone else just now; try again") from e
         return saved
 
     def _before(self, key: str) -> tuple[int, str]:
-        """The stored recipe's version and ETag (a tombstone's too, version 0: it is replaced like a recipe;
-        so is a stored object that is not a recipe, which the save repairs)."""
+        """The stored recipe's version and ETag (a removed one's last version; a tombstone's too, version 0:
+        it is replaced like a recipe; so is a stored object that is not a recipe, which the save repairs)."""
         got = self.store.get(key)
         try:
-            return (Recipe.from_json(got.body).version if got.body else 0), got.meta.etag
+            gone = removed_version(got.body) if got.body else 0
+            return (Recipe.from_json(got.body).version if gone is None else gone), got.meta.etag
         except InvalidInput:
             return 0, got.meta.etag
 
@@ -194,13 +217,14 @@ class Recipes:
         return found
 
     def remove(self, actor: Actor, name: str, *, shared: bool = False) -> None:
-        """Remove a recipe: one's own, or (operators) a shared one; only the version read is removed."""
+        """Remove a recipe: one's own, or (operators) a shared one; only the version read is removed. Its
+        place keeps the version it reached (:func:`removed_marker`), for a recipe saved again under its name."""
         if shared and not actor.operator:
             raise AccessDenied("only an operator can remove a shared recipe")
         key = self._key(None if shared else actor.name, name)
         try:
-            _recipe, etag = self._read(key)
-            self.store.delete(key, if_match=etag)
+            recipe, etag = self._read(key)
+            self.store.put(key, removed_marker(recipe.version), PutMode.update(etag), content_type=JSON_TYPE)
         except NotFound as e:
             raise InvalidInput(f"there is no recipe named {name!r} to remove") from e
         except PreconditionFailed as e:

@@ -38,9 +38,10 @@ def test_a_recipe_saved_from_march_makes_april_the_same_way(tmp_path: Path) -> N
     assert march.returncode == 0, march.stderr
     saved = s3task(store, "recipe", "save", "CRM monthly", "--from", march.stdout.strip())
     assert saved.returncode == 0, saved.stderr
-    assert "saved recipe “CRM monthly” (ann's: Check and enrich email addresses), read as:" in saved.stdout
+    assert "saved recipe “CRM monthly” version 1 (ann's: Check and enrich email addresses), read as:" in saved.stdout
     listed = s3task(store, "recipe", "list")
     assert "columns: Kunde, Mail, Betrag" in listed.stdout and "semicolon" in listed.stdout.lower()
+    assert listed.stdout.startswith("“CRM monthly” version 1 (ann's: Check and enrich email addresses) · ")
     assert json.loads(s3task(store, "recipe", "list", "--json").stdout)[0]["params"] == {"email_column": "Mail"}
     april = s3task(store, "submit", str(write(tmp_path / "april.csv", APRIL)), "--name", "April",
                    "--recipe", "crm monthly")  # fmt: skip

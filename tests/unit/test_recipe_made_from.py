@@ -14,7 +14,7 @@ import pytest
 from support import csv_bytes
 from worked import work
 
-from s3task.errors import CorruptRecord
+from s3task.errors import CorruptRecord, InvalidInput
 from s3task.layout import Layout
 from s3task.record import SCHEMA_VERSION, RecipeRef, record_from_json
 from s3task.records import read_record
@@ -45,7 +45,15 @@ def test_a_recipe_starts_at_version_1_and_each_replace_adds_one(service: TaskSer
     assert service._recipes.save(ANN, MONTHLY, replace=True).version == 3
     assert service.recipes.get(ANN, "crm monthly").version == 3  # as stored
     service.recipes.remove(ANN, "CRM monthly")
-    assert service._recipes.save(ANN, MONTHLY).version == 1  # a new recipe of the old name starts again
+    assert service.recipes.list(ANN) == []
+    with pytest.raises(InvalidInput, match="there is no recipe named 'crm monthly'"):
+        service.recipes.get(ANN, "crm monthly")
+    # Saved again under that name, it goes on from the version it had reached: a task made from version 3
+    # before never meets another version 3.
+    assert service._recipes.save(ANN, MONTHLY).version == 4
+    assert service.recipes.get(ANN, "CRM monthly").version == 4
+    service.recipes.remove(ANN, "CRM monthly")
+    assert service._recipes.save(ANN, MONTHLY, replace=True).version == 5  # a replace over it too
     # A version a user cannot mean is no recipe (the stored object is refused, as other wrong fields are).
     with pytest.raises(Exception, match="its version is not a number from 1"):
         Recipe.from_json(json.dumps({"name": "x", "version": 0}).encode())
