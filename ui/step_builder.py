@@ -91,12 +91,13 @@ def builder(ctx: Context, key: str, start: Any, inspection: Inspection | None, f
         names = after
     _menu(key, state, kinds)
     steps = [words.payload(kinds[item["json"]["step"]], item["json"]) for item in state["items"]]
-    set_aside = {n for n, missing in unfilled.items() if missing}
+    waiting = {n for n, item in enumerate(state["items"], 1) if item.get("ref_pending")}  # its reference comes
+    set_aside = {n for n, missing in unfilled.items() if missing} | waiting
     checked = _checked(ctx, key, steps, set_aside, inspection, file_key)
     _say(state, kinds, slots, unfilled, checked, flow)
     if state["items"]:
         _preview(checked, inspection)
-    return Built(steps, _wanting(state, kinds, unfilled, checked))
+    return Built(steps, _wanting(state, kinds, unfilled, checked, waiting))
 
 
 # --- the list in the session -----------------------------------------------------------------------------
@@ -184,7 +185,9 @@ def _step_box(
                     problems += _field(ctx, state, item, kind, f, box, names)
         slot = st.container()
         _buttons(state, item, n, box, off)
-    return slot, problems + words.unfilled(kind, step)
+    # A reference file being prepared is what the step waits for: its box says so, not "Fill in".
+    waiting = ("reference",) if item.get("ref_pending") else ()
+    return slot, problems + words.unfilled(kind, step, waiting=waiting)
 
 
 def _split_fields(kind: Kind) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
@@ -365,7 +368,7 @@ def _preview(checked: _Checked, inspection: Inspection | None) -> None:
 
 
 def _wanting(state: dict[str, Any], kinds: dict[str, Kind], unfilled: dict[int, list[str]],
-             checked: _Checked) -> list[str]:  # fmt: skip
+             checked: _Checked, waiting: set[int]) -> list[str]:  # fmt: skip
     """What the list needs before Submit, as words after "To submit, add"."""
     if not state["items"]:
         return ["at least one step"]
@@ -373,6 +376,7 @@ def _wanting(state: dict[str, Any], kinds: dict[str, Kind], unfilled: dict[int, 
     if 0 in checked.problems:
         out.append("a file the steps can run on")
     broken = [n for n in range(1, len(state["items"]) + 1) if unfilled[n] or n in checked.problems]
+    out += [f"step {n}'s reference table (being prepared)" for n in sorted(waiting) if n not in broken]
     for n in broken[:NAMED_FIXES]:
         out.append(f"a fix for step {n} ({kinds[state['items'][n - 1]['json']['step']].title})")
     if len(broken) > NAMED_FIXES:  # the boxes say each one; the line stays a line

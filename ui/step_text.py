@@ -115,10 +115,11 @@ def payload(kind: Kind, step: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def unfilled(kind: Kind, step: Mapping[str, Any]) -> list[str]:
-    """What a step still needs filled in before it can run, in words (empty: nothing)."""
+def unfilled(kind: Kind, step: Mapping[str, Any], waiting: Sequence[str] = ()) -> list[str]:
+    """What a step still needs filled in before it can run, in words (empty: nothing); the fields named in
+    ``waiting`` are being filled in by the app (a reference file being prepared) and are not asked for."""
     out = [f"Fill in “{f.title}”." for f in kind.fields if f.required and f.kind != "conditions" and
-           is_empty(step.get(f.name))]  # fmt: skip
+           f.name not in waiting and is_empty(step.get(f.name))]  # fmt: skip
     for f in kind.fields:
         if f.kind == "conditions":
             conditions = step.get(f.name) or []

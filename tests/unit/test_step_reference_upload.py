@@ -60,8 +60,11 @@ def test_a_reference_file_uploaded_becomes_a_task_the_preview_and_the_stored_ste
     (made,) = references(service)
     assert (made.task_name, made.task_type, made.status) == ("Reference: managers.csv", "copy", Status.QUEUED)
     assert step_reference.PREPARING in texts(steps(at)[0])
-    assert reference_box(at).value == ""  # the step waits for it; Submit too
+    assert "Fill in “Reference table”." not in texts(steps(at)[0])  # it is being filled in: not asked for
+    assert reference_box(at).value == ""  # the step waits for it; Submit too, saying why
     assert button(at, "Submit").disabled
+    assert "To submit, add step 1's reference table (being prepared)." in texts(at)
+    assert "is required" not in texts(at) and "cannot run" not in texts(at)  # nothing else asked of it meanwhile
 
     run_as_worker(service, made.task_id, MANAGERS)  # the worker's copy of the file
     at.run()  # what the step's refresh does once the task has ended
