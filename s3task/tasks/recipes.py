@@ -175,12 +175,12 @@ class Recipes:
             self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
         except AlreadyExists:
             got = self.store.get(key)
-            before = removed_version(got.body) if got.body else 0
-            if before is None:
+            gone = removed_version(got.body) if got.body else 0
+            if gone is None:
                 raise InvalidInput(
                     f"there is already a recipe named {name!r}; replace it or choose another name"
                 ) from None
-            saved = dataclasses.replace(saved, version=before + 1)  # on from a removed one's last version
+            saved = dataclasses.replace(saved, version=gone + 1)  # on from a removed one's last version
             self.store.put(key, saved.to_json(), PutMode.update(got.meta.etag), content_type=JSON_TYPE)
         except PreconditionFailed as e:
             raise InvalidInput(f"recipe {name!r} was changed by someone else just now; try again") from e
