@@ -287,7 +287,12 @@ def make_view(store: ObjectStore, record: TaskRecord, question: Query, suffix: s
             store.open_write(target, PutMode.CREATE, content_type=content_type) as sink,
         ):
             columns, tables = view_tables(raw, question)
-            if suffix == "xlsx":
+            if suffix == "xlsx" and record.task_type == "compare":  # coloured as the whole comparison's copy
+                from .exports.highlighted import highlighted_sheet
+
+                highlighted_sheet(columns, (t.select(columns) for t in tables), sink,
+                                  created=parse_iso(record.finished_at))  # fmt: skip
+            elif suffix == "xlsx":
                 write_sheet(columns, tables, sink, created=parse_iso(record.finished_at))
             else:
                 writer = CsvWriter(sink, error_column=None, protect=True)

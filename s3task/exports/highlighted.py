@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import CannotExport
 from . import variants
 from .source import exact_tables, peek_bom
+from .writers import WriteOnly
 
 SHEET_NAME = "Changes"
 #: daff's colours (coopy/DiffRender.hx, sampleCss): add, remove, modify, spec, header.
@@ -19,12 +20,21 @@ ADDED, REMOVED, CHANGED, SPEC, HEADER = "#7FFF7F", "#FF7F7F", "#7F7FFF", "#AAAAA
 
 
 def write_highlighted(open_source: Any, sink: Any, *, created: datetime | None = None) -> int:
-    """The highlighter ``open_source()`` opens, as a coloured worksheet into ``sink`` (a file object that is
-    only written); returns the rows written under the header."""
+    """The highlighter ``open_source()`` opens, as a coloured worksheet into ``sink`` (the store's writer);
+    returns the rows written under the header."""
+    with open_source() as raw:
+        legacy, stream = peek_bom(raw)
+        first, tables = exact_tables(stream, legacy)
+        return highlighted_sheet(first, tables, sink, created=created)
+
+
+def highlighted_sheet(first: list[str], tables: Any, sink: Any, *, created: datetime | None = None) -> int:
+    """Rows of a highlighter (Arrow tables of text under its first row ``first``: all of it, or a view's
+    rows), as the coloured worksheet into ``sink``; returns the rows written under the first."""
     import xlsxwriter  # type: ignore[import-untyped]
 
     book = xlsxwriter.Workbook(
-        sink,
+        WriteOnly(sink),
         {"constant_memory": True, "strings_to_numbers": False, "strings_to_formulas": False, "strings_to_urls": False},
     )
     book.set_properties({"created": created or datetime(2000, 1, 1, tzinfo=UTC)})  # the same bytes each time
@@ -34,20 +44,17 @@ def write_highlighted(open_source: Any, sink: Any, *, created: datetime | None =
         for name, colour in (("add", ADDED), ("remove", REMOVED), ("modify", CHANGED), ("spec", SPEC),
                              ("header", HEADER))
     }  # fmt: skip
-    with open_source() as raw:
-        legacy, stream = peek_bom(raw)
-        first, tables = exact_tables(stream, legacy)
-        if len(first) > variants.EXCEL_MAX_COLUMNS:
-            raise CannotExport(variants.too_many_columns(len(first)))
-        columns = first if first and first[0] == "!" else [""] * len(first)  # "+++"/"---" over a column
-        row = 0
-        _write(sheet, row, first, [fill["spec" if first[:1] == ["!"] else "header"]] * len(first))
-        for table in tables:
-            if row + table.num_rows + 1 > variants.EXCEL_MAX_ROWS:
-                raise CannotExport(variants.too_many_rows(row + table.num_rows))
-            for values in zip(*(c.to_pylist() for c in table.columns), strict=True):
-                row += 1
-                _write(sheet, row, list(values), _formats(list(values), columns, fill))
+    if len(first) > variants.EXCEL_MAX_COLUMNS:
+        raise CannotExport(variants.too_many_columns(len(first)))
+    columns = first if first and first[0] == "!" else [""] * len(first)  # "+++"/"---" over a column
+    row = 0
+    _write(sheet, row, first, [fill["spec" if first[:1] == ["!"] else "header"]] * len(first))
+    for table in tables:
+        if row + table.num_rows + 1 > variants.EXCEL_MAX_ROWS:
+            raise CannotExport(variants.too_many_rows(row + table.num_rows))
+        for values in zip(*(c.to_pylist() for c in table.columns), strict=True):
+            row += 1
+            _write(sheet, row, list(values), _formats(list(values), columns, fill))
     sheet.freeze_panes(2 if columns[:1] == ["!"] else 1, 0)  # the header (and the columns' marks) stay in view
     book.close()
     return row

@@ -44,7 +44,7 @@ def make(
         ):
             legacy, stream = peek_bom(raw)
             if variant == "parquet":  # two passes over the output (its types, then its rows), each a read of its own
-                write_parquet(lambda: store.open_read(source, if_match=meta.etag), _WriteOnly(sink))
+                write_parquet(lambda: store.open_read(source, if_match=meta.etag), WriteOnly(sink))
             elif variant == "errors-xlsx":
                 from .errorbook import write_error_book
 
@@ -58,7 +58,7 @@ def make(
                 from .highlighted import write_highlighted
 
                 opened = lambda: store.open_read(source, if_match=meta.etag)  # noqa: E731
-                write_highlighted(opened, _WriteOnly(sink), created=parse_iso(record.finished_at))
+                write_highlighted(opened, sink, created=parse_iso(record.finished_at))
             elif variant == "xlsx":  # two passes too: which columns are numbers and dates, then the rows
                 write_xlsx(
                     lambda: store.open_read(source, if_match=meta.etag), sink, created=parse_iso(record.finished_at)
@@ -120,7 +120,7 @@ def write_sheet(
     if len(names) > variants.EXCEL_MAX_COLUMNS:
         raise CannotExport(variants.too_many_columns(len(names)))
     book = xlsxwriter.Workbook(
-        _WriteOnly(sink),
+        WriteOnly(sink),
         {
             "constant_memory": True,
             "strings_to_numbers": False,
@@ -172,7 +172,7 @@ def _write_row(writes: list[Any], row: int, values: Any) -> None:
             raise CannotExport(variants.too_long(row, str(value)))
 
 
-class _WriteOnly:
+class WriteOnly:
     """A store writer as the file object zipfile and Arrow expect (they only write; zipfile counts the
     bytes). Closing it leaves the store's writer open: whoever opened that one closes (commits) it."""
 

@@ -347,3 +347,24 @@ def test_a_comparison_failed_for_its_keys_says_so_and_offers_no_file_to_correct(
     assert "Keep these settings as a recipe" not in [e.label for e in page.expander]
     with pytest.raises(InvalidInput, match="makes no recipe"):
         tasks.recipes.save(ANN, "monthly", made.task_id)
+
+
+def test_a_filtered_views_excel_copy_is_coloured_as_the_whole_comparisons(two) -> None:
+    # Found by the outside review: "download this view" of a comparison gave a plain workbook.
+    from conftest import wait_for
+
+    from s3task import query
+
+    tasks, a, b = two
+    made = tasks.compares.create(ANN, a, b, "id")
+    record = run_comparison(tasks, made.task_id)
+    question = query.Query(search="Ben")  # only the changed row of Ben (and the header row it matches)
+    tasks.prepare_view(ANN, record.task_id, question, "xlsx")
+    state = wait_for(lambda: (s := tasks.view_state(ANN, record.task_id, question, "xlsx")).kind != "preparing" and s,
+                     what="the view's workbook")  # fmt: skip
+    assert state.kind == "ready", state.message
+    key = tasks.layout.view_key(record.task_id, record.attempt_id, query.digest(question), "xlsx")
+    with tasks.store.open_read(key) as f:
+        cells = fills(f.read())
+    assert cells[0] == [("@@", "AAAAFF"), ("id", "AAAAFF"), ("name", "AAAAFF"), ("price", "AAAAFF")]
+    assert cells[1:] == [[("->", "7F7FFF"), ("2", ""), ("Ben->Benjamin", "7F7FFF"), ("20->25", "7F7FFF")]]
