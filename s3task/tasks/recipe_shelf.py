@@ -65,16 +65,17 @@ class RecipeShelf:
 
     def latest(self, actor: Actor, name: str) -> TaskRecord:
         """The newest completed task made from the recipe ``name`` (this user's, else the shared one; never a
-        correction, which holds only the rows sent back) whose result ``actor`` may download: what a link to
-        "the latest result of recipe X" gives. Looks at the newest :data:`LATEST_LOOKED_AT` tasks; InvalidInput
-        when none of them is such a task."""
+        correction, which holds only the rows sent back), or the task it was saved from (its first run), whose
+        result ``actor`` may download: what a link to "the latest result of recipe X" gives. Looks at the
+        newest :data:`LATEST_LOOKED_AT` tasks; InvalidInput when none of them is such a task."""
         recipe = self._kept.get(actor, name)
         recipe_id, cursor, looked = self._kept.id_of(recipe), None, 0
         while looked < LATEST_LOOKED_AT:
             page = self._transitions.list(actor, limit=MAX_LIST, cursor=cursor)
             for record in page.tasks:
                 # A correction keeps its original's recipe but holds only the rows sent back: not a month's result.
-                run = record.recipe_id == recipe_id and record.corrects is None
+                ran = record.recipe_id == recipe_id or (recipe.from_task and record.task_id == recipe.from_task)
+                run = ran and record.corrects is None
                 if run and record.status == "completed" and access.may_act(actor, record):
                     return record
             looked += len(page.tasks)

@@ -75,6 +75,8 @@ class Recipe:
     saved_at: str = ""
     #: 1 when first saved, one more each time it is replaced: a task names the version it was made from
     version: int = 1
+    #: The task it was saved from (its settings are that task's): its first run, though it names no recipe.
+    from_task: str = ""
 
     def to_json(self) -> bytes:
         return json.dumps({"schema": SCHEMA, **asdict(self)}, ensure_ascii=False, indent=1).encode()
@@ -87,7 +89,7 @@ class Recipe:
         except ValueError as e:
             raise InvalidInput("not a recipe (not JSON)") from e
         kinds = {"name": str, "owner": str, "task_type": str, "params": dict, "input_format": dict,
-                 "header": list, "shared": bool, "saved_at": str, "version": int}  # fmt: skip
+                 "header": list, "shared": bool, "saved_at": str, "version": int, "from_task": str}  # fmt: skip
         if not isinstance(raw, dict) or any(k in raw and not isinstance(raw[k], t) for k, t in kinds.items()):
             raise InvalidInput("not a recipe (its fields are not a recipe's)")
         if not all(isinstance(h, str) for h in raw.get("header", [])):
@@ -251,6 +253,7 @@ def from_task(
         input_format=record.input_format.to_dict(),
         header=list(header),
         shared=shared,
+        from_task=record.task_id,
     )
 
 

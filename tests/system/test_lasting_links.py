@@ -68,7 +68,7 @@ def read_as_power_query_does(response: requests.Response) -> list[list[str]]:
 def test_a_recipes_latest_result_follows_the_recipe_to_its_newest_completed_run(api) -> None:
     base, _service, ids = api
     latest = get(base, "/api/recipes/sales-monthly/latest.csv")
-    assert latest.headers["x-s3task-task"] == ids["april"]  # May is queued; March was made before the recipe
+    assert latest.headers["x-s3task-task"] == ids["april"]  # May is queued; March, its first run, is older
     assert read_as_power_query_does(latest) == APRIL  # the values as written: no ' before "@home"
     assert "no-store" in latest.headers["cache-control"]
     by_name = get(base, "/api/recipes/Sales%20monthly/latest.csv")
@@ -101,9 +101,17 @@ def test_what_may_not_be_read_is_refused_in_words(api, path: str, who: str | Non
     assert words in answer.json()["message"]
 
 
+def test_the_task_a_recipe_was_saved_from_is_its_first_run(api) -> None:
+    # Found by the outside review: a recipe saved from March and not run since had "no completed task".
+    base, service, ids = api
+    service.recipes.save(ANN, "Weekly", ids["march"])  # saved, never run from: March is its one run
+    latest = get(base, "/api/recipes/weekly/latest.csv")
+    assert latest.headers["x-s3task-task"] == ids["march"] and read_as_power_query_does(latest) == MARCH
+
+
 def test_a_recipe_with_no_completed_run_says_so(api) -> None:
     base, service, ids = api
-    service.recipes.save(ANN, "Weekly", ids["march"])  # saved, never run from
+    service.recipes.save(ANN, "Weekly", ids["may"])  # saved from a task still queued, never run from
     answer = get(base, "/api/recipes/weekly/latest.csv")
     assert answer.status_code == 400
     assert "no completed task of recipe 'Weekly' among the newest 3 tasks" in answer.json()["message"]
