@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import CannotExport
 from . import variants
 from .source import exact_tables, peek_bom
-from .writers import WriteOnly
+from .write_only import WriteOnly
 
 SHEET_NAME = "Changes"
 #: daff's colours (coopy/DiffRender.hx, sampleCss): add, remove, modify, spec, header.

@@ -12,6 +12,7 @@ from . import variants
 from .parquet import write_parquet
 from .source import exact_tables, peek_bom
 from .variants import CONTENT_TYPES, DERIVED, Variant, check_possible, source_key
+from .write_only import WriteOnly
 
 SHEET_NAME = "Result"
 #: Rows turned into Python strings at a time for the workbook (a block holds tens of thousands).
@@ -170,23 +171,3 @@ def _write_row(writes: list[Any], row: int, values: Any) -> None:
             raise CannotExport(variants.too_long(row, value))
         if writes[col](row, col, value) != 0:  # xlsxwriter cuts what it finds too long and says so (-2)
             raise CannotExport(variants.too_long(row, str(value)))
-
-
-class WriteOnly:
-    """A store writer as the file object zipfile and Arrow expect (they only write; zipfile counts the
-    bytes). Closing it leaves the store's writer open: whoever opened that one closes (commits) it."""
-
-    closed = False
-
-    def __init__(self, sink: Any) -> None:
-        self._sink = sink
-
-    def close(self) -> None:
-        pass
-
-    def write(self, data: bytes) -> int:
-        self._sink.write(data)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
