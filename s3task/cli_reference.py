@@ -6,6 +6,11 @@ command waits until a worker has copied it (at most ``--reference-wait`` seconds
 list whose ``reference`` is NAME gets that task's id, and the list is submitted as ever. Without a worker
 running nothing completes: at the deadline the command stops, naming the reference task, which a worker will
 still copy (its id can then be used as the reference, without uploading the file again).
+
+Before any reference task is made, the list's own values (a pattern, a date format) are checked and the file's
+first rows read, so a list or a file that cannot be used makes nothing. Once the references are copied, the
+list runs over those first rows as ``steps check`` does, lookups reading the copies, so what only the
+reference shows (a key it repeats, a column it lacks) is said before the file is sent, not by the worker.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cli_steps import first_rows
 from .errors import InvalidInput
 from .record import TaskRecord
 from .safetext import visible
@@ -63,10 +69,23 @@ def with_references(args: argparse.Namespace, service: TaskService, actor: Actor
         if not Path(path).is_file():
             raise InvalidInput(f"--reference {name.strip()!r}: {path} is not a file")
         wanted[name.strip()] = Path(path)
+    service.steps.read(steps)  # the list's own values: refused before any reference task is made
+    try:
+        first = first_rows(args)  # and the file's first rows: one that cannot be read makes nothing
+    except InvalidInput as e:
+        raise InvalidInput(f"{visible(args.path)}: {e.message}") from e
     made = {name: _reference(service, actor, path, args.reference_wait) for name, path in wanted.items()}
     for s in lookups:
         if s.get("reference") in made:
             s["reference"] = made[s["reference"]]
+    seen = service.steps.preview(actor, service.steps.read(steps), first)
+    if seen.problems:
+        kept = ", ".join(f"{name}={task_id}" for name, task_id in made.items())
+        raise InvalidInput(
+            f"the steps cannot run on {visible(args.path)}'s first rows: "
+            + "; ".join(seen.problems[n] for n in sorted(seen.problems))
+            + f". Nothing was submitted; the reference tasks are kept ({kept}): give their ids as the references"
+        )
     return steps
 
 

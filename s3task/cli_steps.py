@@ -70,7 +70,7 @@ def _check(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     if not args.path:
         print(f"The list reads: {shown} step{'s' if shown != 1 else ''}; give the file to check its columns too.")
         return 0
-    table = _first_rows(args)
+    table = first_rows(args)
     seen = service.steps.preview(actor, steps, table)
     for step in steps.steps:
         problem = seen.problems.get(step.number)
@@ -100,7 +100,7 @@ def _effect(count: Any, whole: bool, rows: int) -> str:
     return ", ".join(parts) + (f" (in these {rows:,} rows; the task counts the whole file)" if whole else "")
 
 
-def _first_rows(args: argparse.Namespace) -> pa.Table:
+def first_rows(args: argparse.Namespace) -> pa.Table:
     """The file's first rows, read as the worker reads it (a CSV's dialect detected unless given)."""
     path = Path(args.path)
     if not path.is_file():

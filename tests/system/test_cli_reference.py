@@ -95,3 +95,47 @@ def test_a_reference_name_no_lookup_has_is_refused_before_anything_is_sent(files
         .endswith("--reference 'regions': no lookup in steps.json has that reference")
     )
     assert service.list(ANN).tasks == []
+
+
+def test_keys_the_reference_repeats_are_said_before_the_file_is_sent(
+    files: tuple[Path, TaskService], procs, startup: float
+) -> None:
+    # Found by the outside review: the worker was the first to see a reference's repeated keys.
+    tmp_path, service = files
+    (tmp_path / "managers.csv").write_bytes(csv_bytes([["Account", "Manager"], ["A1", "Mo"], ["a 1", "Al"]]))
+    procs.worker(str(tmp_path / "store"), "--poll-interval", str(POLL), worker_id="w1")
+    wait = 30 + startup + 2 * POLL
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", str(wait), timeout=wait + 30)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (reference,) = service.list(ANN).tasks  # the reference's copy only: no steps task
+    assert (reference.task_name, reference.status) == ("Reference: managers.csv", Status.COMPLETED)
+    said = done.stderr.strip().splitlines()[-1]
+    assert "the steps cannot run on orders.csv's first rows: Step 4 (Look up columns from a reference table): " in said
+    assert "keys repeat in the reference table" in said
+    assert said.endswith(f"the reference tasks are kept (managers={reference.task_id}): give their ids as the "
+                         "references")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("orders", "steps", "words"),
+    [
+        (b"", None, "orders.csv: the file is empty"),
+        (
+            None,
+            {"step": "format_dates", "columns": ["Ordered"], "from": "nonsense"},
+            "Step 6 (Change date format): Written as now: 'nonsense' is not a date format",
+        ),
+    ],
+)
+def test_a_file_or_a_list_that_cannot_be_used_makes_no_reference_task(
+    files: tuple[Path, TaskService], orders: bytes | None, steps: dict | None, words: str
+) -> None:
+    tmp_path, service = files
+    if orders is not None:
+        (tmp_path / "orders.csv").write_bytes(orders)
+    if steps is not None:
+        (tmp_path / "steps.json").write_text(json.dumps({"steps": [*lookup_list("managers"), steps]}))
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", "0")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert words in done.stderr.strip().splitlines()[-1]
+    assert service.list(ANN).tasks == []
