@@ -11,11 +11,14 @@ step in words, and the step keeps the reference it had.
 
 What is kept, in the step's item of the builder's list (``ui/step_builder.py``): ``ref_pending`` (the copy
 task's id and the file's name while it runs), ``ref_said`` (what the step says after it: a refusal, or which
-file it uses), ``ref_made`` (bumped when a reference is set, so the box shows it afresh).
+file it uses), ``ref_made`` (bumped when a reference is set, so the box shows it afresh). The session keeps
+which task each file became (by its name and its bytes' SHA-256), so the same file chosen again, in this step
+or another, is the same task, not a copy more, unless that task was cancelled or failed.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -38,6 +41,8 @@ ONE_SHEET = (
     "A reference workbook is read from the sheet it opens on in Excel: open it on the table's sheet and save "
     "it, or save that sheet as a CSV file."
 )
+#: The session's record of the tasks reference files became: {(file name, SHA-256 of its bytes): task id}.
+_FILES = "step_reference_files"
 #: The copy task's states while a worker may still complete it (a failed attempt is retried by itself).
 _WAITING = (State.CREATED, State.QUEUED, State.RUNNING, State.FAILED)
 
@@ -92,13 +97,21 @@ def _problem(ctx: Context, item: dict[str, Any], reference: str) -> str | None:
 
 
 def _uploaded(ctx: Context, item: dict[str, Any], widget: str) -> None:
-    """The file just chosen becomes a copy task (the app's worker is woken by the submit); refused: said."""
+    """The file just chosen becomes a copy task (the app's worker is woken by the submit), or the task it
+    already became in this session; refused: said."""
     uploaded = st.session_state.get(widget)
     if uploaded is None:
         return
     item.pop("ref_said", None)
+    data = uploaded.getvalue()
+    known: dict[tuple[str, str], str] = st.session_state.setdefault(_FILES, {})
+    same = (uploaded.name, hashlib.sha256(data).hexdigest())
+    if (task_id := known.get(same)) is not None and _reusable(ctx, task_id):
+        item["ref_pending"] = (task_id, uploaded.name)  # settled at the next look, as a new one is
+        item["ref_made"] = item.get("ref_made", 0) + 1
+        return
     try:
-        made = ctx.service.submit_file(ctx.actor, task_name(uploaded.name), "copy", None, uploaded.getvalue())
+        made = ctx.service.submit_file(ctx.actor, task_name(uploaded.name), "copy", None, data)
     except S3TaskError as e:  # nothing is left behind (the service saw to it); the step stays as it was
         said = f"{uploaded.name} cannot be the reference table: {_sentence(e)}"
         if uploaded.name.lower().endswith(WORKBOOK_EXTENSIONS):
@@ -106,7 +119,17 @@ def _uploaded(ctx: Context, item: dict[str, Any], widget: str) -> None:
         item["ref_said"] = ("refused", said, _reference(item))
     else:
         item["ref_pending"] = (made.task_id, uploaded.name)
+        known[same] = made.task_id
     item["ref_made"] = item.get("ref_made", 0) + 1  # a fresh picker next time, without this file
+
+
+def _reusable(ctx: Context, task_id: str) -> bool:
+    """Whether the task a file became earlier still stands for it: being copied, or copied."""
+    try:
+        record = ctx.service.get(ctx.actor, task_id, fresh=True)
+    except S3TaskError:
+        return False
+    return record.state in (State.CREATED, State.QUEUED, State.RUNNING, State.COMPLETED)
 
 
 def _still_preparing(ctx: Context, item: dict[str, Any]) -> bool:

@@ -143,3 +143,36 @@ def test_someone_elses_uploaded_reference_is_refused(app, page, service: TaskSer
     assert refused[1:] in texts(ben)  # and over the preview, which read it as ben
     assert button(ben, "Submit").disabled
     assert service.list(BEN, mine=True).tasks == []
+
+
+def test_the_same_file_chosen_again_is_the_same_task_not_a_copy_more(page, service: TaskService) -> None:
+    # Found by the outside review: each time the file was chosen, one more "Reference: managers.csv" task.
+    at, _ = lookup_step(page)
+    at = upload(at, "managers.csv", MANAGERS)
+    (made,) = references(service)
+    run_as_worker(service, made.task_id, MANAGERS)
+    at.run()
+    assert reference_box(at).value == made.task_id
+    at = add(at, LOOKUP)  # a second lookup, from the same file
+    box = steps(at)[1]
+    labelled(box.file_uploader, step_reference.UPLOAD_LABEL).set_value(("managers.csv", MANAGERS, "text/csv")).run()
+    assert [t.task_id for t in references(service)] == [made.task_id]
+    assert labelled(steps(at)[1].text_input, "Reference table").value == made.task_id
+    assert f"Uses managers.csv (3 rows), kept as the task “Reference: managers.csv”: {made.task_id}." in texts(
+        steps(at)[1]
+    )
+    # Other bytes under the same name are another file: a task of their own.
+    other = csv_bytes([["Account", "Manager"], ["A1", "Al"]])
+    second = labelled(steps(at)[1].file_uploader, step_reference.UPLOAD_LABEL)
+    second.set_value(("managers.csv", other, "text/csv")).run()
+    assert len(references(service)) == 2
+
+
+def test_a_file_whose_task_was_cancelled_becomes_a_new_task(page, service: TaskService) -> None:
+    at, _ = lookup_step(page)
+    at = upload(at, "managers.csv", MANAGERS)
+    (made,) = references(service)
+    service.cancel(ANN, made.task_id)
+    at.run()  # the step says the copy was cancelled
+    at = upload(at, "managers.csv", MANAGERS)
+    assert len(references(service)) == 2 and made.task_id in {t.task_id for t in references(service)}
