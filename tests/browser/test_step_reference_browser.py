@@ -1,5 +1,5 @@
 """A lookup's reference file uploaded in the step builder, in Chromium, in a phone-sized window and with the
-keyboard: the step's "Upload" button reached with Tab and pressed with Enter, the file chosen; the app's own
+keyboard: the step's "Upload" button reached with Tab and pressed with Space, the file chosen; the app's own
 worker copies it as the task "Reference: managers.csv" while the step says it is preparing (its refresh looks
 again); then the step uses it, the preview looks up from it, nothing is wider than the screen, and the task
 submitted stores the reference task's id and is run by the worker with the managers added."""
@@ -7,16 +7,13 @@ submitted stores the reference task's id and is run by the worker with the manag
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browsers import app_on, base_env, choose, choose_file_with_keys, grid_cells, settle
-from conftest import CHROMIUM, free_port, wait_for
+from browsers import choose, choose_file_with_keys, grid_cells, settle
+from conftest import CHROMIUM, wait_for
 from support import csv_bytes
-from test_step_builder import PHONE, STEP_BOX, App, add, pick, says, submitted
-
-from s3task.config import Settings
+from test_step_builder import PHONE, STEP_BOX, App, add, app, pick, says, submitted  # noqa: F401 (app: a fixture)
 
 pytestmark = [
     pytest.mark.browser,
@@ -24,14 +21,6 @@ pytestmark = [
 ]
 ORDERS = [["Order", "Account"], ["1", "A1"], ["2", "B2"], ["3", "Z9"]]
 MANAGERS = [["Account", "Manager"], ["A1", "Mo"], ["B2", "Jo"], ["C3", "Li"]]
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    tmp = tmp_path_factory.mktemp("step-reference")
-    env = base_env(S3TASK_STORE=str(tmp / "store"))
-    with app_on(free_port(), env, tmp / "streamlit-reference.log") as (url, _pid):
-        yield App(url, tmp / "store", Settings.load(environ=env))
 
 
 def reference_task(root: Path) -> dict | None:
@@ -43,7 +32,9 @@ def reference_task(root: Path) -> dict | None:
 
 
 def test_a_reference_file_chosen_with_the_keyboard_on_a_phone_is_copied_and_looked_up(
-    browser, app: App, tmp_path: Path
+    browser,
+    app: App,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
 ) -> None:
     from playwright.sync_api import expect
 
