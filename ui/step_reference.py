@@ -41,6 +41,16 @@ ONE_SHEET = (
     "A reference workbook is read from the sheet it opens on in Excel: open it on the table's sheet and save "
     "it, or save that sheet as a CSV file."
 )
+#: Streamlit cuts the uploader's line of file kinds at the box's edge ("CSV, TXT, TSV, XLSX, X…" on a phone):
+#: in a reference's uploader it wraps instead, so every kind accepted is shown.
+_WRAP_KINDS = """
+<style>
+[class*="-reference-file-"] [data-testid="stFileUploaderDropzoneInstructions"],
+[class*="-reference-file-"] [data-testid="stFileUploaderDropzoneInstructions"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+}
+</style>
+"""
 #: The session's record of the tasks reference files became: {(file name, SHA-256 of its bytes): task id}.
 _FILES = "step_reference_files"
 #: The copy task's states while a worker may still complete it (a failed attempt is retried by itself).
@@ -72,6 +82,7 @@ def reference_field(ctx: Context, item: dict[str, Any], f: Field, key: str) -> s
     if item.get("ref_pending"):
         _preparing(ctx, item)
     else:
+        st.html(_WRAP_KINDS)
         st.file_uploader(UPLOAD_LABEL, type=[ext.lstrip(".") for ext in EXTENSIONS],
                          max_upload_size=ctx.settings.max_upload_mb, key=f"{key}-file-{item.get('ref_made', 0)}",
                          on_change=_uploaded, args=(ctx, item, f"{key}-file-{item.get('ref_made', 0)}"),

@@ -55,6 +55,11 @@ def test_a_reference_file_chosen_with_the_keyboard_on_a_phone_is_copied_and_look
         take.press("Tab")  # a text area keeps what was typed when it is left
         settle(page)
 
+        # Every kind of file it takes is shown, wrapped, not cut at the phone's edge ("XLSX, X…").
+        kinds = box.get_by_test_id("stFileUploaderDropzoneInstructions")
+        expect(kinds).to_contain_text("CSV, TXT, TSV, XLSX, XLSM")
+        cut = kinds.evaluate("e => [e, ...e.querySelectorAll('*')].some(n => n.scrollWidth > n.clientWidth + 1)")
+        assert not cut, "the uploader's line of file kinds is cut at the box's edge"
         browse = box.get_by_role("button", name="Upload", exact=True)
         # Focused where Tab lands after the reference box (the keyboard reaches it), then Space: a button's
         # key (Streamlit's Upload button does nothing on Enter).
