@@ -197,12 +197,14 @@ def _init_azure(args: argparse.Namespace, store: AzureStore) -> int:
 
 
 def _init_gcs(args: argparse.Namespace, store: GcsStore) -> int:
-    """The bucket's CORS rule for the app's origin (the bucket itself is made in the project, outside s3task)."""
+    """The bucket's CORS rule for the app's origin, and the rule that deletes what uploads in parts left after a
+    week (the bucket itself is made in the project, outside s3task)."""
     from .store import gcs_bucket
 
     if args.retain_days is not None:
         raise InvalidInput("--retain-days sets an S3 lifecycle rule; on GCS, set the bucket's lifecycle rules")
     print(gcs_bucket.apply_cors(store, _origins(args.origin, default=DEV_ORIGINS)))
+    print(gcs_bucket.apply_parts_rule(store))
     return 0
 
 

@@ -13,12 +13,13 @@ Two small custom components (``st.components.v2``, no build step; the uploader's
   the budget :data:`WORKBOOK_BYTES` gives (an encrypted workbook or an .xls, an
   OLE2 file: its first directory sector). Python reads them as a
   :class:`~s3task.csvio.sparse.SparseFile` (``ui/workbookfile.py``). Given an upload plan (``data["upload"]``) it PUTs
-  the file itself to the URL in the plan — an S3 presigned URL, an Azure SAS URL, or the
-  app's signed ``/transfer`` route on the local store — always with ``Content-Type:
+  the file itself to the URL in the plan — an S3 presigned URL, an Azure SAS URL, a GCS V4 signed URL,
+  or the app's signed ``/transfer`` route on the local store — always with ``Content-Type:
   text/csv`` (whatever the operating system calls the file) and any other header the
-  plan names (Azure's ``x-ms-blob-type``), showing a progress bar, the speed and the
-  time left. Large files on S3 go as a presigned multipart upload, on Azure as blocks
-  (Put Block, then the app commits them): parts in parallel, each retried on its own. It also
+  plan names (Azure's ``x-ms-blob-type``, GCS's ``x-goog-if-generation-match``), showing a progress bar,
+  the speed and the time left. Large files on S3 go as a presigned multipart upload, on Azure as blocks
+  (Put Block, then the app commits them), on GCS as objects of their own (the app composes them): parts in
+  parallel, each retried on its own. It also
   reports the file's fingerprint (``edges_sha256``: the SHA-256 of its first
   and last MiB, s3task.fingerprint), recorded on the task, and the upload in
   parts is noted on the task before the first part goes, so that one that

@@ -179,7 +179,7 @@ class MultipartStore(Protocol):
     A capability, not a requirement: ``isinstance(store, MultipartStore)`` says
     whether a store has it (the local directory does not: browsers send it the
     file in one piece, through the app). Azure Blob has it too, as staged blocks
-    and a block list (:mod:`.azure_uploads`).
+    and a block list (:mod:`.azure_uploads`), and GCS, as objects joined by compose (:mod:`.gcs_parts`).
     """
 
     #: Whether completing needs each part's ETag as the store answered its PUT (S3: yes; Azure names
@@ -212,11 +212,18 @@ class MultipartStore(Protocol):
         ...
 
 
+#: The metadata a store whose joined object's ETag says nothing of its parts (GCS: a generation) sets on the
+#: object it joins from an upload in parts: the upload's id. So a caller that joined a file and stopped before
+#: queueing it knows the file is there (s3task.tasks.resumable), as S3's ETag of a joined object tells it.
+JOINED_FROM = "s3task-joined-from"
+
+
 @runtime_checkable
 class OpenUploads(Protocol):
     """A store that lists the uploads in parts still open under a prefix (S3's ListMultipartUploads), so
-    that they can be counted and bounded (s3task.tasks.open_uploads). A capability: Azure keeps no
-    uploads to list (a blob's uncommitted blocks are one list, dropped by Azure after a week)."""
+    that they can be counted and bounded (s3task.tasks.open_uploads); GCS lists its uploads' marker objects
+    (:mod:`.gcs_parts`). A capability: Azure keeps no uploads to list (a blob's uncommitted blocks are one list,
+    dropped by Azure after a week)."""
 
     def open_uploads(self, prefix: str) -> list[tuple[str, str]]:
         """Every upload still open under ``prefix``, as (key, upload id)."""

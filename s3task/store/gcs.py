@@ -20,7 +20,8 @@ a string (``"1712345678901234"``), and every condition is a generation precondit
   ``AccessDeniedByStore`` naming the permission and the IAM role that grants it
   (:mod:`.gcs_errors`); timeouts, 408/429/5xx and connection errors → ``StoreUnavailable``.
 
-Listings page through ``list_blobs`` from ``startOffset`` (inclusive: what is not after
+Large files from a browser or the CLI go in parts, each an object of its own, joined by compose
+(:mod:`.gcs_parts`). Listings page through ``list_blobs`` from ``startOffset`` (inclusive: what is not after
 ``start_after`` is dropped). Large writes are resumable uploads and reads are ranged, pinned to the
 generation they started on (:mod:`.gcs_io`). Browser URLs are V4 signed URLs (:mod:`.gcs_urls`).
 The store's clock follows the ``Date`` header of every response, as on S3.
@@ -53,6 +54,7 @@ from ..layout import DEFAULT_PREFIX, Layout
 from .base import GetResult, ObjectMeta, PutMode, check_key
 from .gcs_errors import status_of, translated
 from .gcs_io import RangeReader, ResumableWriter
+from .gcs_parts import PARTS_DIR, ComposedParts
 from .gcs_requests import (
     RECORD_RETRY,
     RECORD_TIMEOUT,
@@ -74,7 +76,7 @@ MAX_POOL_CONNECTIONS = 32
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
 
-class GcsStore(SignedUrls):
+class GcsStore(ComposedParts, SignedUrls):
     def __init__(
         self,
         bucket: str,
@@ -83,9 +85,11 @@ class GcsStore(SignedUrls):
         project: str | None = None,
         signer: Credentials | None = None,
         clock: Clock = MACHINE,
+        parts_root: str = f"{DEFAULT_PREFIX}/{PARTS_DIR}/",
     ) -> None:
         """A store on ``bucket`` with ``credentials`` (anonymous if None: an emulator); ``signer`` signs
-        URLs instead of ``credentials`` (an emulator takes no token, but a test's key signs)."""
+        URLs instead of ``credentials`` (an emulator takes no token, but a test's key signs); uploads in
+        parts keep their parts under ``parts_root`` (:mod:`.gcs_parts`)."""
         self.clock = clock
         self._server_clock = ServerClock(clock)  # from the Date header of every answer
         self._local = threading.local()  # each thread's last response (its headers: see _last)
@@ -99,6 +103,7 @@ class GcsStore(SignedUrls):
         self.bucket = self.client.bucket(bucket)
         self.bucket_name = bucket
         self.signer = signer
+        self.parts_root = parts_root
         self.endpoint = str(self.client.api_endpoint)
         self.description = f"gs://{bucket} ({self.endpoint})"
         super().__init__()
@@ -301,6 +306,7 @@ def open_gcs(bucket: str, prefix: str, clock: Clock = MACHINE) -> tuple[GcsStore
     """The store and layout of ``gs://<bucket>/<prefix>``, with Application Default Credentials (or, with
     ``STORAGE_EMULATOR_HOST`` set, anonymous ones: the module's docstring)."""
     layout = Layout(prefix.strip("/") or DEFAULT_PREFIX)
+    parts_root = f"{layout.prefix}/{PARTS_DIR}/"
     project = os.environ.get("GOOGLE_CLOUD_PROJECT")
     if os.environ.get("STORAGE_EMULATOR_HOST"):
         signer = None
@@ -308,7 +314,10 @@ def open_gcs(bucket: str, prefix: str, clock: Clock = MACHINE) -> tuple[GcsStore
             from google.oauth2 import service_account
 
             signer = service_account.Credentials.from_service_account_file(key_file)  # type: ignore[no-untyped-call]
-        return GcsStore(bucket, project=project or "s3task-emulator", signer=signer, clock=clock), layout
+        store = GcsStore(
+            bucket, project=project or "s3task-emulator", signer=signer, clock=clock, parts_root=parts_root
+        )
+        return store, layout
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
 
@@ -319,4 +328,5 @@ def open_gcs(bucket: str, prefix: str, clock: Clock = MACHINE) -> tuple[GcsStore
             "gs:// needs Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, a service account "
             f"of the workload, or `gcloud auth application-default login`): {e}"
         ) from e
-    return GcsStore(bucket, credentials=credentials, project=project or found_project, clock=clock), layout
+    project = project or found_project
+    return GcsStore(bucket, credentials=credentials, project=project, clock=clock, parts_root=parts_root), layout

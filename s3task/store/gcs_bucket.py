@@ -1,5 +1,6 @@
 """GCS set-up for browser transfers (``s3task init`` and ``doctor`` on ``gs://``): the bucket's CORS rule,
-which lets the app's origin upload and download with signed URLs.
+which lets the app's origin upload and download with signed URLs, and the lifecycle rule that deletes what
+uploads in parts left under the parts root (:mod:`.gcs_parts`) after a week.
 
 A GCS bucket's CORS configuration is a list of rules with no ids: s3task's is the one that allows exactly
 its methods and response headers. :func:`apply_cors` adds the origins asked for to that rule's (or adds the
@@ -15,6 +16,7 @@ from typing import Any
 from .bucket import CORS_MAX_AGE, CORS_METHODS, Change, cors_problems
 from .gcs import GcsStore
 from .gcs_errors import translated
+from .gcs_parts import RULE_DAYS
 from .gcs_requests import RECORD_RETRY, RECORD_TIMEOUT
 
 #: What a browser sends with an upload (the file's type, the create-only precondition the URL signs), and
@@ -72,3 +74,22 @@ def apply_cors(store: GcsStore, origins: Sequence[str]) -> Change:
             if_metageneration_match=store.bucket.metageneration, timeout=RECORD_TIMEOUT, retry=RECORD_RETRY
         )
     return Change(kind, f"CORS rule of bucket {store.bucket_name}: {', '.join(ours['origin'])}")
+
+
+def apply_parts_rule(store: GcsStore) -> Change:
+    """A lifecycle rule that deletes every object under the store's parts root :data:`RULE_DAYS` days after it
+    was written: the parts of an upload nobody continued or cancelled (a tab closed for good). The bucket's other
+    rules are kept; written on the bucket's metageneration, as :func:`apply_cors`."""
+    with translated(store.bucket_name, "bucket"):
+        store.bucket.reload(timeout=RECORD_TIMEOUT, retry=RECORD_RETRY)
+    rules = [dict(rule) for rule in store.bucket.lifecycle_rules]
+    ours = {"action": {"type": "Delete"}, "condition": {"age": RULE_DAYS, "matchesPrefix": [store.parts_root]}}
+    what = f"lifecycle rule of bucket {store.bucket_name}: delete {store.parts_root}* after {RULE_DAYS} days"
+    if ours in rules:
+        return Change("unchanged", what)
+    store.bucket.lifecycle_rules = [*rules, ours]
+    with translated(store.bucket_name, "bucket"):
+        store.bucket.patch(
+            if_metageneration_match=store.bucket.metageneration, timeout=RECORD_TIMEOUT, retry=RECORD_RETRY
+        )
+    return Change("added", what)

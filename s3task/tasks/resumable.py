@@ -1,7 +1,8 @@
 """Uploads of a file the caller holds (the CLI's ``submit``) that survive an interruption.
 
 A task made for an upload records the file's fingerprint (s3task.fingerprint) in its first write. On
-a store that takes uploads in parts (S3), a file of more than :data:`PARTS_ABOVE` goes in parts; the
+a store that takes uploads in parts (S3; Azure's blocks, GCS's objects joined by compose), a file of
+more than :data:`PARTS_ABOVE` goes in parts; the
 upload's id and part size are noted on the task (``lifecycle.note_upload``) before the first part is
 sent. If the sender stops (killed, the network gone), the task stays *created* and the store keeps
 the parts it has. :meth:`Resumable.find` finds that task again from the same file, name and type;
@@ -47,7 +48,7 @@ from ..ids import created_at
 from ..input_format import AskedFormat
 from ..record import RecipeRef, TaskRecord
 from ..states import Status
-from ..store.base import MultipartStore, Part
+from ..store.base import JOINED_FROM, MultipartStore, Part
 from . import access, changed_parts
 from .access import Actor
 from .input_check import check_input
@@ -255,7 +256,8 @@ class Resumable:
     def _joined(self, record: TaskRecord, stream: BinaryIO, file: Fingerprint) -> bool:
         """Whether the task's input is already this file, joined from the parts noted on it: its size, and
         its ETag the one S3 gives an object joined from those parts (the MD5 of the parts' MD5s, then the
-        count), worked out from the file's own bytes."""
+        count), worked out from the file's own bytes; on a store whose ETag says nothing of the parts (GCS),
+        the upload the object names as the one it was joined from (``JOINED_FROM``), the one noted."""
         noted = record.input_upload
         if not noted.get("part_size"):
             return False
@@ -265,6 +267,8 @@ class Resumable:
             return False
         if meta.size != file.size:
             return False
+        if meta.metadata.get(JOINED_FROM):
+            return meta.metadata[JOINED_FROM] == str(noted.get("upload_id"))
         part_size, digests = int(noted["part_size"]), []
         stream.seek(0)
         while chunk := stream.read(part_size):

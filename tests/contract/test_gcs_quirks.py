@@ -6,7 +6,10 @@ does (asserted, so a release that starts checking shows), what the backend does 
 - it checks no signature of a signed URL, nor the ``x-goog-if-generation-match`` header an upload URL
   signs: tests/gcs_signatures.py checks the signature as GCS would;
 - URLs signed through IAM's signBlob (credentials with no key) go through the client library's own
-  call, sent to a stand-in of IAM on 127.0.0.1 (tests/gcs_signatures.py).
+  call, sent to a stand-in of IAM on 127.0.0.1 (tests/gcs_signatures.py);
+- for uploads in parts (s3task/store/gcs_parts.py): it ignores ``ifGenerationMatch`` on a compose and keeps no
+  lifecycle rule; it serves no XML API multipart upload, and its resumable sessions commit what they hold when
+  asked how much that is, and stay open after a DELETE (why a large file goes as objects joined by compose).
 """
 
 from __future__ import annotations
@@ -66,6 +69,49 @@ def test_the_emulator_ignores_a_resumable_uploads_precondition(gcs: GcsStore, mo
     assert gcs.head("t/out").size == 256 * 1024 + 1
     with pytest.raises(AlreadyExists), gcs.open_write("t/out", PutMode.CREATE) as w:  # one request: enforced
         w.write(b"small")
+
+
+def test_the_emulator_ignores_a_composes_precondition(gcs: GcsStore) -> None:
+    gcs.put("t/in.csv", b"first\n", PutMode.CREATE)
+    upload = gcs.create_multipart("t/in.csv", content_type="text/csv")
+    tag = gcs.upload_part("t/in.csv", upload, 1, b"second\n")
+    gcs.complete_multipart("t/in.csv", upload, [(1, tag)])  # GCS: 412 → AlreadyExists, and the object stays
+    assert gcs.get("t/in.csv").body == b"second\n"
+
+
+def test_the_emulator_keeps_no_lifecycle_rule(gcs: GcsStore) -> None:
+    from s3task.store import gcs_bucket
+
+    assert gcs_bucket.apply_parts_rule(gcs).what == "added"  # PATCHed, answered 200
+    gcs.bucket.reload()
+    assert list(gcs.bucket.lifecycle_rules) == []  # GCS keeps it: tests/contract/test_gcs_parts.py checks the ask
+
+
+def test_the_emulator_serves_no_xml_api_multipart_upload(gcs: GcsStore, fake_gcs: Any) -> None:
+    started = requests.post(f"{fake_gcs.endpoint}/{gcs.bucket_name}/t/big.csv?uploads", timeout=10)
+    assert started.status_code == 400 and "invalid uploadType" in started.text  # GCS: 200, an UploadId
+
+
+def test_the_emulators_resumable_session_commits_when_asked_what_it_holds(gcs: GcsStore) -> None:
+    """GCS answers ``Content-Range: bytes */SIZE`` with 308 and the Range it holds, and a DELETE ends the session
+    (499); fake-gcs-server makes the object of what it holds and drops the session, and a DELETE leaves it open."""
+    chunk, size = 256 * 1024, 1024 * 1024
+    session = gcs.bucket.blob("t/session.csv").create_resumable_upload_session(
+        content_type="text/csv", size=size, origin="http://127.0.0.1:8501", if_generation_match=0
+    )
+    first = requests.put(
+        session, data=b"a" * chunk, headers={"Content-Range": f"bytes 0-{chunk - 1}/{size}"}, timeout=10
+    )
+    assert first.status_code == 308 and first.headers["Range"] == f"bytes=0-{chunk - 1}"
+    asked = requests.put(session, headers={"Content-Range": f"bytes */{size}"}, timeout=10)
+    assert asked.status_code == 200 and gcs.head("t/session.csv").size == chunk  # committed: a quarter of the file
+    other = gcs.bucket.blob("t/other.csv").create_resumable_upload_session(content_type="text/csv", size=size)
+    requests.put(other, data=b"b" * chunk, headers={"Content-Range": f"bytes 0-{chunk - 1}/{size}"}, timeout=10)
+    assert requests.delete(other, timeout=10).status_code == 499
+    rest = requests.put(
+        other, data=b"b" * (size - chunk), headers={"Content-Range": f"bytes {chunk}-{size - 1}/{size}"}, timeout=10
+    )
+    assert rest.status_code == 200 and gcs.head("t/other.csv").size == size  # the "cancelled" session went on
 
 
 def test_the_emulator_ignores_a_reads_precondition_and_the_store_pins_the_generation(gcs: GcsStore) -> None:

@@ -69,7 +69,7 @@ def test_a_file_larger_than_declared_is_refused_and_removed_with_its_task(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["moto_http", "azurite"])
+@pytest.mark.parametrize("kind", ["moto_http", "azurite", "fake_gcs"])
 def test_a_part_larger_than_its_place_is_refused_at_the_join_and_removed(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

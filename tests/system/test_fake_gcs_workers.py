@@ -72,6 +72,10 @@ def test_doctor_and_init_on_fake_gcs(gs: OnFakeGcs) -> None:
     init = cli("--store", gs.url, "init", "--origin", origin, env=gs.procs.env)
     assert init.returncode == 0, init.stderr
     assert f"added: CORS rule of bucket {gs.store.bucket_name}: {origin}" in init.stdout
+    rule = f"lifecycle rule of bucket {gs.store.bucket_name}: delete batch-tasks/parts/* after 7 days"
+    assert f"added: {rule}" in init.stdout
+    # fake-gcs-server keeps no lifecycle rule, as it keeps no CORS rule: what GCS is asked is checked in
+    # tests/contract/test_gcs_parts.py (the request init makes).
     doctor = cli("--store", gs.url, "doctor", "--origin", origin, env=gs.procs.env)
     assert f"store: gs://{gs.store.bucket_name} ({gs.server.endpoint})" in doctor.stdout
     assert "ok: conditional writes are enforced" in doctor.stdout
