@@ -287,17 +287,18 @@ def make_view(store: ObjectStore, record: TaskRecord, question: Query, suffix: s
             store.open_write(target, PutMode.CREATE, content_type=content_type) as sink,
         ):
             columns, tables = view_tables(raw, question)
+            every = list(range(len(columns)))  # by place: a comparison's marks row names columns "" twice
             if suffix == "xlsx" and record.task_type == "compare":  # coloured as the whole comparison's copy
                 from .exports.highlighted import highlighted_sheet
 
-                highlighted_sheet(columns, (t.select(columns) for t in tables), sink,
+                highlighted_sheet(columns, (t.select(every) for t in tables), sink,
                                   created=parse_iso(record.finished_at))  # fmt: skip
             elif suffix == "xlsx":
                 write_sheet(columns, tables, sink, created=parse_iso(record.finished_at))
             else:
                 writer = CsvWriter(sink, error_column=None, protect=True)
                 for table in tables:
-                    writer.write(table.select(columns))
+                    writer.write(table.select(every))
                 writer.close()
     except AlreadyExists:
         pass  # made by someone else meanwhile: the same rows

@@ -368,3 +368,33 @@ def test_a_filtered_views_excel_copy_is_coloured_as_the_whole_comparisons(two) -
         cells = fills(f.read())
     assert cells[0] == [("@@", "AAAAFF"), ("id", "AAAAFF"), ("name", "AAAAFF"), ("price", "AAAAFF")]
     assert cells[1:] == [[("->", "7F7FFF"), ("2", ""), ("Ben->Benjamin", "7F7FFF"), ("20->25", "7F7FFF")]]
+
+
+@pytest.mark.parametrize("suffix", ["xlsx", "csv"])
+def test_a_view_of_a_comparison_with_columns_added_and_removed_downloads(service: TaskService, suffix: str) -> None:  # noqa: F811
+    # Found by the outside review: the marks row over such a comparison names two columns "", and the view's
+    # download failed with a KeyError.
+    from conftest import wait_for
+
+    from s3task import query
+
+    a = finished(service, [["id", "name", "price"], ["1", "Ann", "10"], ["2", "Ben", "20"]], "Before")
+    b = finished(service, [["id", "name", "note"], ["1", "Ann", "x"], ["2", "Bo", "y"]], "After")
+    record = run_comparison(service, service.compares.create(ANN, a, b, "id").task_id)
+    question = query.Query(search="Bo")
+    service.prepare_view(ANN, record.task_id, question, suffix)
+    state = wait_for(lambda: (s := service.view_state(ANN, record.task_id, question, suffix)).kind != "preparing"
+                     and s, what="the view's file")  # fmt: skip
+    assert state.kind == "ready", state.message
+    key = service.layout.view_key(record.task_id, record.attempt_id, query.digest(question), suffix)
+    with service.store.open_read(key) as f:
+        body = f.read()
+    if suffix == "xlsx":
+        cells = fills(body)
+        assert [text for text, _ in cells[0]] == ["!", "", "", "+++", "---"]  # the columns' marks, over all
+        (bo,) = cells[1:]
+        assert bo[2] == ("Ben->Bo", "7F7FFF") and bo[3][1] == "7FFF7F" and bo[4][1] == "FF7F7F"
+    else:
+        rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
+        # As every view's CSV, for spreadsheets: a cell that would start a formula is kept as text with a '.
+        assert rows[0] == ["!", "", "", "'+++", "'---"] and rows[1][:3] == ["'->", "2", "Ben->Bo"]
