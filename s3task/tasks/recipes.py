@@ -41,10 +41,13 @@ KEY_CHARS = 240
 JSON_TYPE = "application/json"
 #: What a removed recipe leaves at its key: the version it had reached (no recipe: reads say "not found").
 REMOVED = "removed"
+#: The highest version a recipe may reach (a stored number past it is no recipe's).
+MAX_VERSION = 1_000_000_000
 
 
 def removed_marker(version: int) -> bytes:
-    return json.dumps({"schema": SCHEMA, REMOVED: True, "version": version}).encode()
+    """The marker: ``"name": null`` makes a reader from before markers refuse it as "not a recipe", in words."""
+    return json.dumps({"schema": SCHEMA, REMOVED: True, "version": version, "name": None}).encode()
 
 
 def removed_version(body: bytes) -> int | None:
@@ -56,7 +59,8 @@ def removed_version(body: bytes) -> int | None:
     except ValueError:
         return None
     version = raw.get("version") if isinstance(raw, dict) and raw.get(REMOVED) is True else None
-    return version if isinstance(version, int) and not isinstance(version, bool) and version >= 0 else None
+    ok = isinstance(version, int) and not isinstance(version, bool) and 0 <= version < MAX_VERSION
+    return version if ok else None
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ class Recipe:
     saved_at: str = ""
     #: 1 when first saved, one more each time it is replaced: a task names the version it was made from
     version: int = 1
-    #: The task it was saved from (its settings are that task's): its first run, though it names no recipe.
+    #: The task it was saved from (a correction's original): its first run, though that names no recipe.
     from_task: str = ""
 
     def to_json(self) -> bytes:
@@ -94,8 +98,10 @@ class Recipe:
             raise InvalidInput("not a recipe (its fields are not a recipe's)")
         if not all(isinstance(h, str) for h in raw.get("header", [])):
             raise InvalidInput("not a recipe (its header is not a list of names)")
-        if isinstance(raw.get("version"), bool) or raw.get("version", 1) < 1:
-            raise InvalidInput("not a recipe (its version is not a number from 1)")
+        if any(k not in raw for k in ("name", "owner", "task_type")):
+            raise InvalidInput("not a recipe (it has no name, owner or task type)")
+        if isinstance(raw.get("version"), bool) or not 1 <= raw.get("version", 1) <= MAX_VERSION:
+            raise InvalidInput(f"not a recipe (its version is not a number from 1 to {MAX_VERSION:,})")
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
 
     def describe(self) -> str:
@@ -167,36 +173,37 @@ class Recipes:
         stamped = {"name": name, "owner": actor.name, "saved_at": to_iso(self.store.now()), "version": 1}
         saved = Recipe(**{**asdict(recipe), **stamped})
         try:
-            if replace:
-                before, etag = self._before(key)
-                saved = dataclasses.replace(saved, version=before + 1)
-                self.store.put(key, saved.to_json(), PutMode.update(etag), content_type=JSON_TYPE)
-            else:
-                self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
-        except NotFound:  # nothing to replace: a new one
-            self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
-        except AlreadyExists:
-            got = self.store.get(key)
-            gone = removed_version(got.body) if got.body else 0
-            if gone is None:
-                raise InvalidInput(
-                    f"there is already a recipe named {name!r}; replace it or choose another name"
-                ) from None
-            saved = dataclasses.replace(saved, version=gone + 1)  # on from a removed one's last version
-            self.store.put(key, saved.to_json(), PutMode.update(got.meta.etag), content_type=JSON_TYPE)
-        except PreconditionFailed as e:
+            return self._put(key, saved, replace)
+        except (PreconditionFailed, AlreadyExists, NotFound) as e:  # another save or remove came between
             raise InvalidInput(f"recipe {name!r} was changed by someone else just now; try again") from e
+
+    def _put(self, key: str, saved: Recipe, replace: bool) -> Recipe:
+        """Write ``saved`` at ``key``: create-only, or over what is there (a recipe only if ``replace``; a
+        removed one's marker, or an object that is no recipe, always), each write on the ETag read."""
+        try:
+            self.store.put(key, saved.to_json(), PutMode.CREATE, content_type=JSON_TYPE)
+            return saved
+        except AlreadyExists:
+            pass
+        before, is_recipe, etag = self._before(key)
+        if is_recipe and not replace:
+            raise InvalidInput(f"there is already a recipe named {saved.name!r}; replace it or choose another name")
+        saved = dataclasses.replace(saved, version=before + 1)  # on from the version the name had reached
+        self.store.put(key, saved.to_json(), PutMode.update(etag), content_type=JSON_TYPE)
         return saved
 
-    def _before(self, key: str) -> tuple[int, str]:
-        """The stored recipe's version and ETag (a removed one's last version; a tombstone's too, version 0:
-        it is replaced like a recipe; so is a stored object that is not a recipe, which the save repairs)."""
+    def _before(self, key: str) -> tuple[int, bool, str]:
+        """What is stored at ``key``: the version it reached, whether it is a recipe, and its ETag. A removed
+        one's marker gives its last version; a tombstone (a delete half done) and an object that is no
+        recipe, which the save repairs, give 0."""
         got = self.store.get(key)
+        gone = removed_version(got.body) if got.body else 0
+        if gone is not None:
+            return gone, False, got.meta.etag
         try:
-            gone = removed_version(got.body) if got.body else 0
-            return (Recipe.from_json(got.body).version if gone is None else gone), got.meta.etag
+            return Recipe.from_json(got.body).version, True, got.meta.etag
         except InvalidInput:
-            return 0, got.meta.etag
+            return 0, False, got.meta.etag
 
     def get(self, actor: Actor, name: str) -> Recipe:
         """``actor``'s own recipe of that name, else the shared one."""
@@ -253,7 +260,7 @@ def from_task(
         input_format=record.input_format.to_dict(),
         header=list(header),
         shared=shared,
-        from_task=record.task_id,
+        from_task=record.corrects or record.task_id,  # a correction's first run is its original, whole
     )
 
 

@@ -130,3 +130,7 @@ def test_a_correction_of_the_latest_run_is_not_the_recipes_latest_result(api) ->
     assert work(service, made.task_id).status == "completed"
     latest = get(base, "/api/recipes/sales-monthly/latest.csv")
     assert latest.headers["x-s3task-task"] == ids["april"] and read_as_power_query_does(latest) == APRIL
+    # A recipe saved from the correction has the whole original as its first run, not the rows sent back.
+    service.recipes.save(ANN, "From correction", made.task_id)
+    first = get(base, "/api/recipes/from-correction/latest.csv")
+    assert first.headers["x-s3task-task"] == ids["april"] and read_as_power_query_does(first) == APRIL
