@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli_steps import first_rows
-from .errors import InvalidInput
+from .errors import InvalidInput, S3TaskError
 from .record import TaskRecord
 from .safetext import visible
 from .states import State
@@ -52,8 +52,11 @@ def add_reference_flags(s: argparse.ArgumentParser) -> None:
     )
 
 
-def with_references(args: argparse.Namespace, service: TaskService, actor: Actor, steps: Any) -> Any:
-    """``steps`` (the list's JSON) with each ``--reference`` NAME replaced by the id of the task made of its file."""
+def with_references(
+    args: argparse.Namespace, service: TaskService, actor: Actor, steps: Any, read_as: dict[str, Any]
+) -> Any:
+    """``steps`` (the list's JSON) with each ``--reference`` NAME replaced by the id of the task made of its file;
+    ``read_as``: how the file is read (the flags, a recipe's input format)."""
     if not args.reference:
         return steps
     if not args.steps:
@@ -70,23 +73,31 @@ def with_references(args: argparse.Namespace, service: TaskService, actor: Actor
             raise InvalidInput(f"--reference {name.strip()!r}: {path} is not a file")
         wanted[name.strip()] = Path(path)
     service.steps.read(steps)  # the list's own values: refused before any reference task is made
+    for s in lookups:  # and a lookup's reference that is a task already: one it cannot read
+        if s.get("reference") not in wanted:
+            service.steps.check_reference(actor, str(s.get("reference") or ""), who="The lookup")
     try:
-        first = first_rows(args)  # and the file's first rows: one that cannot be read makes nothing
+        first = first_rows(args.path, read_as)  # and the file's first rows: one that cannot be read makes nothing
     except InvalidInput as e:
         raise InvalidInput(f"{visible(args.path)}: {e.message}") from e
     made = {name: _reference(service, actor, path, args.reference_wait) for name, path in wanted.items()}
     for s in lookups:
         if s.get("reference") in made:
             s["reference"] = made[s["reference"]]
-    seen = service.steps.preview(actor, service.steps.read(steps), first)
+    kept = ", ".join(f"{name}={task_id}" for name, task_id in made.items())
+    after = f". Nothing was submitted; the reference tasks are kept ({kept}): give their ids as the references"
+    try:
+        seen = service.steps.preview(actor, service.steps.read(steps), first)
+    except S3TaskError as e:  # a reference the preview cannot read (its rows over the cap, say)
+        raise InvalidInput(f"{_sentence(e)}{after}") from e
     if seen.problems:
-        kept = ", ".join(f"{name}={task_id}" for name, task_id in made.items())
-        raise InvalidInput(
-            f"the steps cannot run on {visible(args.path)}'s first rows: "
-            + "; ".join(seen.problems[n] for n in sorted(seen.problems))
-            + f". Nothing was submitted; the reference tasks are kept ({kept}): give their ids as the references"
-        )
+        said = "; ".join(seen.problems[n] for n in sorted(seen.problems))
+        raise InvalidInput(f"the steps cannot run on {visible(args.path)}'s first rows: {said}{after}")
     return steps
+
+
+def _sentence(e: S3TaskError) -> str:
+    return str(e).strip().rstrip(".")
 
 
 def _listed(steps: Any) -> list[Any]:

@@ -70,7 +70,8 @@ def _check(args: argparse.Namespace, service: TaskService, actor: Actor) -> int:
     if not args.path:
         print(f"The list reads: {shown} step{'s' if shown != 1 else ''}; give the file to check its columns too.")
         return 0
-    table = first_rows(args)
+    table = first_rows(args.path, {"delimiter": args.delimiter, "encoding": args.encoding, "sheet": args.sheet,
+                                   "header_row": args.header_row})  # fmt: skip
     seen = service.steps.preview(actor, steps, table)
     for step in steps.steps:
         problem = seen.problems.get(step.number)
@@ -100,9 +101,10 @@ def _effect(count: Any, whole: bool, rows: int) -> str:
     return ", ".join(parts) + (f" (in these {rows:,} rows; the task counts the whole file)" if whole else "")
 
 
-def first_rows(args: argparse.Namespace) -> pa.Table:
-    """The file's first rows, read as the worker reads it (a CSV's dialect detected unless given)."""
-    path = Path(args.path)
+def first_rows(file: str, read_as: dict[str, Any]) -> pa.Table:
+    """The first rows of ``file``, read as the worker reads it with ``read_as`` (an input format's fields:
+    a workbook's ``sheet`` and ``header_row``, a CSV's ``delimiter`` and ``encoding``; detected unless given)."""
+    path = Path(file)
     if not path.is_file():
         raise InvalidInput(f"{path} is not a file")
     with path.open("rb") as f:
@@ -110,14 +112,14 @@ def first_rows(args: argparse.Namespace) -> pa.Table:
             from .csvio.sheetreader import WorkbookReader
 
             f.seek(0)
-            with WorkbookReader(f, args.sheet, args.header_row) as reader:
+            with WorkbookReader(f, read_as.get("sheet"), read_as.get("header_row")) as reader:
                 return next((t for t, _ in reader.tables() if t.num_rows), reader.empty_table())
         f.seek(0)
         head = f.read(INSPECT_BYTES)
         whole = not f.read(1)
-    given = {"delimiter": args.delimiter or "detect", "encoding": args.encoding or "detect"}
-    read_as: InputFormat = resolve(parse_input_format(given, allow_detect=True), head, whole=whole)
-    start = read_start(head, whole=whole, rows=True, input_format=read_as)
+    given = {"delimiter": read_as.get("delimiter") or "detect", "encoding": read_as.get("encoding") or "detect"}
+    settled: InputFormat = resolve(parse_input_format(given, allow_detect=True), head, whole=whole)
+    start = read_start(head, whole=whole, rows=True, input_format=settled)
     if start is None:
         raise InvalidInput(f"{path}: its header is longer than {INSPECT_BYTES:,} bytes")
     return start[1]

@@ -122,7 +122,7 @@ def cmd_submit(args: argparse.Namespace, service: TaskService, actor: Actor) -> 
             read_as = {"delimiter": "detect", "encoding": "detect", **given}
         params.update(_columns(args.column, args.task_type))
         if args.reference:  # each file a task of its own, copied by a worker, before the list is sent
-            params["steps"] = with_references(args, service, actor, params.get("steps"))
+            params["steps"] = with_references(args, service, actor, params.get("steps"), read_as)
         # An upload in parts that stops is an error line saying how to continue (UploadInterrupted).
         record = _send(args, service, actor, f, params, read_as, recipe)
     print(f"submitted {args.name!r}: {handlers.title_of(args.task_type)}", file=sys.stderr)

@@ -139,3 +139,50 @@ def test_a_file_or_a_list_that_cannot_be_used_makes_no_reference_task(
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert words in done.stderr.strip().splitlines()[-1]
     assert service.list(ANN).tasks == []
+
+
+def test_a_lookup_naming_a_task_that_cannot_be_read_makes_no_reference_task(
+    files: tuple[Path, TaskService],
+) -> None:
+    # Found by the outside review: the managers reference was copied first, then "regions" refused.
+    tmp_path, service = files
+    regions = {"step": "lookup", "reference": "regions", "on": ["Region"], "take": ["Area"]}
+    (tmp_path / "steps.json").write_text(json.dumps({"steps": [*lookup_list("managers"), regions]}))
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", "0")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "The lookup: there is no task 'regions'" in done.stderr.strip().splitlines()[-1]
+    assert service.list(ANN).tasks == []
+
+
+def test_the_first_rows_are_read_as_the_recipe_reads_the_file(
+    files: tuple[Path, TaskService], procs, startup: float
+) -> None:
+    # Found by the outside review: a recipe's sheet was not used, so the check read the sheet the book opens on.
+    import xlsxwriter
+
+    tmp_path, service = files
+    book = xlsxwriter.Workbook(str(tmp_path / "orders.xlsx"))
+    book.add_worksheet("Cover").write(0, 0, "June orders")
+    data = book.add_worksheet("Data")
+    for n, row in enumerate([["Customer", "Region", "Ordered", "Account"], ["Ada", "North", "01/02/2024", "A1"]]):
+        data.write_row(n, 0, row)
+    book.close()
+    (tmp_path / "trim.json").write_text(json.dumps({"steps": [{"step": "trim"}]}))
+    env = child_env(path=(ROOT,), S3TASK_USER="ann")
+    store = ["--store", str(tmp_path / "store")]
+    first = cli(*store, "submit", "orders.xlsx", "--name", "June", "--steps", "trim.json", "--sheet", "Data",
+                cwd=tmp_path, env=env, timeout=60)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    saved = cli(*store, "recipe", "save", "Orders book", "--from", first.stdout.strip(), cwd=tmp_path, env=env,
+                timeout=60)  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    procs.worker(str(tmp_path / "store"), "--poll-interval", str(POLL), worker_id="w1")
+    wait = 30 + startup + 2 * POLL
+    done = cli(*store, "submit", "orders.xlsx", "--name", "July", "--recipe", "Orders book", "--steps", "steps.json",
+               "--reference", "managers=managers.csv", "--reference-wait", str(wait), cwd=tmp_path, env=env,
+               timeout=wait + 30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lookup = service.steps.parameters(service.get(ANN, done.stdout.strip()))["steps"][3]
+    assert lookup["reference"] != "managers" and service.get(ANN, lookup["reference"]).task_name == (
+        "Reference: managers.csv"
+    )
