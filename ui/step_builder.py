@@ -92,7 +92,9 @@ def builder(ctx: Context, key: str, start: Any, inspection: Inspection | None, f
     _menu(key, state, kinds)
     steps = [words.payload(kinds[item["json"]["step"]], item["json"]) for item in state["items"]]
     waiting = {n for n, item in enumerate(state["items"], 1) if item.get("ref_pending")}  # its reference comes
-    set_aside = {n for n, missing in unfilled.items() if missing} | waiting
+    # What follows a step still waiting may use what it adds: checked once it is ready, not flagged meanwhile.
+    held = set(range(min(waiting), len(state["items"]) + 1)) if waiting else set()
+    set_aside = {n for n, missing in unfilled.items() if missing} | held
     checked = _checked(ctx, key, steps, set_aside, inspection, file_key)
     _say(state, kinds, slots, unfilled, checked, flow)
     if state["items"]:

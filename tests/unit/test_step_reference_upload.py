@@ -176,3 +176,26 @@ def test_a_file_whose_task_was_cancelled_becomes_a_new_task(page, service: TaskS
     at.run()  # the step says the copy was cancelled
     at = upload(at, "managers.csv", MANAGERS)
     assert len(references(service)) == 2 and made.task_id in {t.task_id for t in references(service)}
+
+
+def test_a_step_after_a_lookup_being_prepared_is_not_flagged_for_the_columns_it_will_add(
+    page, service: TaskService
+) -> None:
+    # Found by the outside review: a check of "Manager" after the lookup said the column was not in the table
+    # while a new reference file was being prepared.
+    at, box = lookup_step(page)
+    labelled(box.multiselect, "Key columns in this table").set_value(["Account"]).run()
+    labelled(steps(at)[0].text_area, "Columns to add").input("Manager").run()
+    at = upload(at, "managers.csv", MANAGERS)
+    (made,) = references(service)
+    run_as_worker(service, made.task_id, MANAGERS)
+    at.run()
+    at = add(at, "Check values")
+    labelled(steps(at)[1].selectbox, "Column").set_value("Manager").run()
+    labelled(steps(at)[1].checkbox, "Required").check().run()
+    assert "not in the table" not in texts(at)
+    newer = csv_bytes([["Account", "Manager"], ["A1", "Al"]])
+    labelled(steps(at)[0].file_uploader, step_reference.UPLOAD_LABEL).set_value(("june.csv", newer, "text/csv")).run()
+    assert step_reference.PREPARING in texts(steps(at)[0])
+    assert "not in the table" not in texts(at) and "cannot run" not in texts(at)
+    assert "To submit, add step 1's reference table (being prepared)." in texts(at)
