@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -308,12 +309,21 @@ def refused_then_waits(page, url: str, task_id: str, other: Path) -> None:
     page.goto(f"{url}/task?id={task_id}")
     settle(page)
     # The task page's picker can take a busy machine's half minute to come: wait for it, then choose the file.
+    # Twice in some twenty clean-clone runs it never came (not reproduced in ten runs since); a person would
+    # load the page again, and so does this, once, saying what the page showed (a warning in the summary).
     picker = page.locator("input[type='file']")
-    try:
-        picker.wait_for(state="attached", timeout=90_000)
-    except Exception as e:  # what the page shows instead: the words say which branch of the page ran
-        shot(page, "continue-upload-no-picker")
-        raise AssertionError(f"no file picker on the task's page; it says:\n{page.inner_text('body')[:3000]}") from e
+    for tries_left in (1, 0):
+        try:
+            picker.wait_for(state="attached", timeout=60_000)
+            break
+        except Exception as e:  # what the page shows instead: the words say which branch of the page ran
+            shot(page, "continue-upload-no-picker")
+            said = f"no file picker on the task's page; it says:\n{page.inner_text('body')[:3000]}"
+            if not tries_left:
+                raise AssertionError(said) from e
+            warnings.warn(f"{said}\n(loading the page again)", stacklevel=1)
+            page.reload()
+            settle(page)
     picker.set_input_files(str(other))
     expect(page.get_by_text(f"This is not the file task {task_id} was made for")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("nothing was sent, and the task still waits for 'customers.csv'")).to_be_visible()
