@@ -43,12 +43,12 @@ def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TaskService:
     return TaskService(LocalStore(tmp_path / "store"), Layout())
 
 
-def example() -> str:
-    """The first Python block of docs/NOTEBOOKS.md."""
+def example(n: int = 0) -> str:
+    """The ``n``-th Python block of docs/NOTEBOOKS.md (from 0)."""
     text = (ROOT / "docs" / "NOTEBOOKS.md").read_text(encoding="utf-8")
-    found = re.search(r"```python\n(.*?)```", text, re.S)
-    assert found, "docs/NOTEBOOKS.md has no Python example"
-    return found.group(1)
+    found = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(found) > n, "docs/NOTEBOOKS.md has fewer Python examples"
+    return found[n]
 
 
 def test_the_example_of_the_docs_runs_as_written(local: TaskService) -> None:
@@ -68,6 +68,10 @@ def test_the_example_of_the_docs_runs_as_written(local: TaskService) -> None:
     errors = names["errors"]
     assert errors["customer"].tolist() == ["C2", "C3"]  # the two addresses that are not addresses
     assert all(errors["error"].str.len() > 0)
+    # The next block: DuckDB and Polars over that Arrow table, as written there.
+    exec(compile(example(1), "docs/NOTEBOOKS.md", "exec"), names)
+    assert names["top"]["customer"].tolist() == ["C3", "C1"] and names["top"]["amount"].tolist() == [40, 12]
+    assert names["lazy"]["customer"].to_list() == ["C1", "C3", "C4", "C5"]  # amount > 0, typed as a number
 
 
 @pytest.mark.slow  # 8 s: a 30 MB result
