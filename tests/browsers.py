@@ -61,15 +61,13 @@ def settle(page) -> None:
 
 def copy_task_previewed(page, url: str, data: Path, columns: str = "3 columns: id, name, value") -> None:
     """New task → "Copy rows unchanged" → pick ``data`` → its preview shown (``columns``), ready to Submit."""
-    from playwright.sync_api import expect
 
     page.goto(url + "/new_task")
     settle(page)
     page.get_by_role("combobox", name="What should happen to the rows?").click()
     page.get_by_role("option", name="Copy rows unchanged").click()
     settle(page)
-    page.locator("input[type='file']").set_input_files(str(data))
-    expect(page.get_by_text(columns)).to_be_visible(timeout=20_000)
+    pick_file(page, data, columns)
     settle(page)
 
 
@@ -96,6 +94,30 @@ def choose(page, box_name: str, option: str, timeout: float = 60.0) -> None:
         except PlaywrightTimeout:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the option {option!r} of {box_name!r} never came to be clicked") from None
+
+
+def pick_file(page, path: Path, shown: str, *, timeout: float = 60.0, first: bool = False) -> None:
+    """Choose ``path`` in the page's file picker and wait for ``shown`` (words the page says of it).
+
+    A picker whose page had not wired it yet (its script still loading on a busy machine) takes the file and
+    nothing happens: a person then chooses it again, and so does this, until the words come (within
+    ``timeout`` seconds in all). Choosing the same file again is what the page expects of a person.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    picker = page.locator("input[type='file']")
+    picker = picker.first if first else picker
+    deadline = time.monotonic() + timeout
+    while True:
+        picker.set_input_files(str(path))
+        try:
+            expect(page.get_by_text(shown, exact=False).first).to_be_visible(timeout=20_000)
+            return
+        except (AssertionError, PlaywrightTimeout):
+            if time.monotonic() > deadline:
+                raise
+            settle(page)
 
 
 def choose_file_with_keys(page, button, path: Path, key: str = "Space", timeout: float = 60.0) -> None:

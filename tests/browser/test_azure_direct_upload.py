@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browsers import app_on, base_env, copy_task_previewed, settle, shot
+from browsers import app_on, base_env, copy_task_previewed, pick_file, settle, shot
 from conftest import CHROMIUM, free_port, wait_for
 from procs import cli
 
@@ -154,8 +154,7 @@ def test_an_account_without_the_cors_rule_makes_the_page_upload_through_the_app(
         with app_on(free_port(), env, tmp_path / "streamlit.log") as (url, _pid):
             page.goto(url + "/new_task")
             settle(page)
-            page.locator("input[type='file']").set_input_files(str(data))
-            expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
+            pick_file(page, data, "2 columns: name, age")
             settle(page)
             page.get_by_role("button", name="Submit").click()
             expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=60_000)

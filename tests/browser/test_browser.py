@@ -20,7 +20,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from browsers import base_env, grid_cells, open_app, settle, shot, streamlit_app
+from browsers import base_env, grid_cells, open_app, pick_file, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from procs import Procs
 from support import csv_bytes
@@ -53,8 +53,7 @@ def upload_and_submit(page, url: str, name: str, data: Path, prefix: str) -> str
     page.get_by_role("combobox", name="What should happen to the rows?").click()
     page.get_by_role("option", name="Copy rows unchanged").click()
     expect(page.get_by_text("Writes every row of the uploaded file").first).to_be_visible()  # one line; more below
-    page.locator("input[type='file']").set_input_files(str(data))  # the direct uploader (ui/direct.py)
-    expect(page.get_by_text("3 columns: name, age, note")).to_be_visible(timeout=20_000)
+    pick_file(page, data, "3 columns: name, age, note")  # the direct uploader (ui/direct.py)
     settle(page)
     expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
     assert grid_cells(page)[:3] == ["ann", "007", "first"]
@@ -155,10 +154,7 @@ def test_a_file_from_european_excel_is_read_as_it_is_and_the_user_can_change_how
         with streamlit_app(env, tmp_path / "streamlit.log") as url:
             page.goto(url + "/new_task")
             settle(page)
-            page.locator("input[type='file']").set_input_files(str(data))
-            expect(page.get_by_text("Separated by semicolons · Windows (Western European) text")).to_be_visible(
-                timeout=20_000
-            )
+            pick_file(page, data, "Separated by semicolons · Windows (Western European) text")
             settle(page)
             expect(page.locator("[data-testid='stDataFrame'] td").first).to_be_attached()
             assert grid_cells(page)[:3] == ["Müller", "Hauptstraße 5", "€ 1.234,50"]

@@ -36,7 +36,7 @@ import procs
 import pyarrow.csv as pacsv
 import pytest
 import requests
-from browsers import ARTIFACTS, app_on, base_env, copy_task_previewed, moto_without_global_cors, settle, shot
+from browsers import ARTIFACTS, app_on, base_env, copy_task_previewed, moto_without_global_cors, pick_file, settle, shot
 from conftest import CHROMIUM, boto_client, free_port, make_store, wait_for
 
 from s3task import cli, lifecycle
@@ -287,8 +287,7 @@ def test_a_bucket_without_cors_makes_the_page_upload_through_the_app(browser, co
         with app_on(free_port(), env, tmp_path / "streamlit.log") as (url, _):
             page.goto(url + "/new_task")
             settle(page)
-            page.locator("input[type='file']").set_input_files(str(data))
-            expect(page.get_by_text("2 columns: name, age")).to_be_visible(timeout=20_000)
+            pick_file(page, data, "2 columns: name, age")
             settle(page)
             page.get_by_role("button", name="Submit").click()
             expect(page.get_by_text("could not send the file to the task store directly")).to_be_visible(timeout=60_000)

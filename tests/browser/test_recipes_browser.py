@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browsers import base_env, settle, shot, streamlit_app
+from browsers import base_env, pick_file, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 
@@ -64,9 +64,7 @@ def test_a_recipe_kept_from_march_fills_in_april(browser, tmp_path: Path, viewpo
 
             page.goto(f"{url}/new_task")
             settle(page)
-            page.locator("input[type='file']").set_input_files(str(april))
-            offer = page.get_by_text("Looks like CRM monthly — use that recipe?")
-            expect(offer).to_be_visible(timeout=20_000)
+            pick_file(page, april, "Looks like CRM monthly — use that recipe?")
             shot(page, f"recipe-2-offered-{viewport['width']}")
             page.get_by_role("button", name="Use this recipe").click()
             expect(page.get_by_text("Filled in with the recipe “CRM monthly”")).to_be_visible(timeout=20_000)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browsers import app_on, base_env, choose, grid_cells, settle, shot
+from browsers import app_on, base_env, choose, grid_cells, pick_file, settle, shot
 from conftest import CHROMIUM, free_port, wait_for
 
 from s3task.config import Settings
@@ -172,12 +172,10 @@ def type_in(box, name: str, text: str) -> None:
 
 
 def upload(page, url: str, workbook: Path) -> None:
-    from playwright.sync_api import expect
 
     page.goto(url + "/new_task")
     settle(page)
-    page.locator("input[type='file']").set_input_files(str(workbook))
-    expect(page.get_by_text("Header taken from row 3 — the rows above it are skipped")).to_be_visible(timeout=20_000)
+    pick_file(page, workbook, "Header taken from row 3 — the rows above it are skipped")
     settle(page)
 
 

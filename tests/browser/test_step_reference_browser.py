@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browsers import choose, choose_file_with_keys, grid_cells, settle
+from browsers import choose, choose_file_with_keys, grid_cells, pick_file, settle
 from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 from test_step_builder import PHONE, STEP_BOX, App, add, app, pick, says, submitted  # noqa: F401 (app: a fixture)
@@ -44,8 +44,7 @@ def test_a_reference_file_chosen_with_the_keyboard_on_a_phone_is_copied_and_look
     try:
         page.goto(app.url + "/new_task")
         settle(page)
-        page.locator("input[type='file']").first.set_input_files(str(tmp_path / "orders.csv"))
-        expect(page.get_by_text("2 columns: Order, Account", exact=False)).to_be_visible(timeout=20_000)
+        pick_file(page, tmp_path / "orders.csv", "2 columns: Order, Account", first=True)
         choose(page, "What should happen to the rows?", "Prepare the table")
         settle(page)
         box = add(page, "Look up columns from a reference table")

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browsers import base_env, settle, shot, streamlit_app
+from browsers import base_env, pick_file, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 
 pytestmark = [
@@ -48,7 +48,6 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("viewport", [{"width": 1366, "height": 600}, {"width": 390, "height": 700}],
                          ids=["laptop", "phone"])  # fmt: skip
 def test_the_upload_is_in_view_and_leaving_asks_first(browser, tmp_path: Path, big: Path, viewport: dict) -> None:
-    from playwright.sync_api import expect
 
     store = tmp_path / "store"
     env = base_env(S3TASK_STORE=str(store), S3TASK_EMBEDDED_WORKER="0")
@@ -64,8 +63,7 @@ def test_the_upload_is_in_view_and_leaving_asks_first(browser, tmp_path: Path, b
         with streamlit_app(env, tmp_path / "app.log") as url:
             page.goto(f"{url}/new_task")
             settle(page)
-            page.locator("input[type='file']").set_input_files(str(big))
-            expect(page.get_by_text("3 columns: id, name, notes")).to_be_visible(timeout=20_000)
+            pick_file(page, big, "3 columns: id, name, notes")
             settle(page)
             cdp = page.context.new_cdp_session(page)
             cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,

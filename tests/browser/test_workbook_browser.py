@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from browsers import ARTIFACTS, app_on, base_env, grid_cells, settle, shot
+from browsers import ARTIFACTS, app_on, base_env, grid_cells, pick_file, settle, shot
 from conftest import CHROMIUM, free_port, wait_for
 from workbooks import HEADER, OPENPYXL_SHOWN, PRICES, SHOWN, openpyxl_book, with_pictures, xlsxwriter_book
 
@@ -109,10 +109,7 @@ def test_a_workbook_is_read_by_the_worker_as_its_preview_showed(
     try:
         page.goto((apps.direct if mode == "direct" else apps.fallback) + "/new_task")
         settle(page)
-        page.locator("input[type='file']").set_input_files(str(books[writer]))
-        expect(page.get_by_text("Header taken from row 3 — the rows above it are skipped")).to_be_visible(
-            timeout=20_000
-        )
+        pick_file(page, books[writer], "Header taken from row 3 — the rows above it are skipped")
         settle(page)
         box = page.get_by_role("combobox", name="Sheet")
         assert box.input_value() == f"{sheet} · 5 rows"  # the sheet it opens on, with its rows

@@ -181,7 +181,14 @@ def test_the_app_and_worker_policies_in_the_docs_are_enough_and_no_more(
     service.inboxes.pause(ANN, inbox_id)
     assert service.inboxes.get(ANN, inbox_id).paused
     service.inboxes.resume(ANN, inbox_id)
-    [recipe_key] = keys_under(admin, bucket, LAYOUT.recipe_root("ann"))
+    # The removed recipe's place keeps its marker (its last version), written with the App's PutObject.
+    recipe_key = LAYOUT.recipe_key("ann", "crm-weekly")
+    assert sorted(keys_under(admin, bucket, LAYOUT.recipe_root("ann"))) == [
+        recipe_key,
+        LAYOUT.recipe_key("ann", "short-lived"),
+    ]
+    gone = admin.get_object(Bucket=bucket, Key=LAYOUT.recipe_key("ann", "short-lived"))["Body"].read()
+    assert json.loads(gone)["removed"] is True
     assert keys_under(admin, bucket, f"{PREFIX}/inbox-paused/") == []
 
     # The App may not remove a record, nor write a worker's output, nor drop a file into an inbox.
