@@ -1,7 +1,7 @@
 """A ``compare`` held mid-way, loaded with ``--handlers compare_gate`` (tests/system/test_compare_worker.py).
 
-With ``COMPARE_GATE`` set to a path, the comparison stops after the first block of the newer result has gone
-into DuckDB (the older one is loaded by then, and its bytes counted): it writes its process id to
+With ``COMPARE_GATE`` set to a path, the comparison stops after the first block of the newer result has been
+spooled (the older one is by then, and its bytes counted): it writes its process id to
 ``<path>.reached`` and waits until ``<path>.open`` exists, offering its counts so far meanwhile (the child
 sends them on at most every half second). Without it, it is the real type, unchanged.
 """

@@ -6,7 +6,7 @@ bars of a round width, a date column (``date32``, ``timestamp``) a bar per day, 
 asks (:mod:`.bins`), and any other column (text, true/false) its most common values with their counts and the
 count of all other values. Empty cells are counted in every case. Only the one column is read from the copy,
 a batch at a time, and a text value is kept by a key of bounded size, at most :data:`EXACT_VALUES` of them
-(:mod:`.count`), so the memory needed grows neither with the rows nor with the values' length or number.
+(:mod:`.text`), so the memory needed grows neither with the rows nor with the values' length or number.
 
 A summary is a few KB of JSON (:class:`.ColumnSummary`), kept in the store next to the output
 (:meth:`s3task.layout.Layout.chart_key`) with a create-only put, like the copies: made once, then read.
@@ -15,8 +15,9 @@ A summary is a few KB of JSON (:class:`.ColumnSummary`), kept in the store next 
 from __future__ import annotations
 
 from .bins import DateBins, NumberBins, date_bins, number_bins
-from .count import EXACT_VALUES, SHOW_CHARS, TOP_VALUES, kind_of, summarise
+from .count import kind_of, summarise
 from .summary import VERSION, Bar, ColumnSummary, bars_in_words, describe, digest, number
+from .text import EXACT_VALUES, SHOW_CHARS, TOP_VALUES
 
 __all__ = [
     "EXACT_VALUES",

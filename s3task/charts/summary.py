@@ -35,7 +35,7 @@ class ColumnSummary:
     counts the filled cells with any other value, and ``distinct`` the different values (``approximate``:
     beyond what is counted exactly, an estimate). A text bar's count is always exact; ``unseen_at_most``, when
     not 0, is the most rows a value without a bar may have, more than the last bar's: the bars are then the most
-    common values found, not surely the most common (:mod:`.count`).
+    common values found, not surely the most common (:mod:`.text`).
     """
 
     column: str

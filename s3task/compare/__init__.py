@@ -8,9 +8,10 @@
     summary.as_dict()                       # the same, JSON-able
 
 Both sides are streams of Arrow tables of text, as the project's own reader gives them
-(:meth:`s3task.results.Result.batches`); DuckDB never reads a file itself. Each side is loaded once into
-DuckDB, with its memory limited and a scratch folder to spill to, so neither table is ever held whole in
-Python; the answer is one join, and the highlighter CSV (daff's format) is written batch by batch.
+(:meth:`s3task.results.Result.batches`); DuckDB never reads a result itself. Each side is spooled once to a
+Parquet file in a scratch folder, which DuckDB reads with its memory limited and spilling to the same folder, so
+neither side is ever held whole in Python or in DuckDB; the answer is a join of the new side's slices with the
+old side (:mod:`.diff`), and the highlighter CSV (daff's format) is written batch by batch.
 
 Pinned meanings (docs/COMPARE.md):
 

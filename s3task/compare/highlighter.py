@@ -1,4 +1,4 @@
-"""daff's "highlighter" CSV of a comparison, written batch by batch as DuckDB gives the rows.
+"""daff's "highlighter" CSV of a comparison, written batch by batch as DuckDB gives the rows (:func:`.diff.changes`).
 
 The first column says what a row is: ``@@`` the header, ``+++`` a row added, ``---`` a row removed, ``->``
 a row changed, whose changed cells read ``old->new`` (``-->`` when either value holds ``->``, and so on);
@@ -6,18 +6,21 @@ unchanged rows are left out. When columns were added or removed, a ``!`` row abo
 ``+++`` and ``---``. Changed and added rows come in the new result's order, then the removed rows in the old
 one's. As in every CSV s3task writes, it starts with a UTF-8 BOM, and a value a spreadsheet would run as a
 formula starts with ``'`` (s3task.csvio.writing's protection).
+
+Each batch is made a column at a time with Arrow, its cells and then its CSV text, quoted as Python's ``csv``
+writer quotes (which writes the two header rows); only a changed cell whose values hold ``->`` goes through
+Python, for its longer arrow.
 """
 
 from __future__ import annotations
 
 import csv
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .diff import changed_expr
 from .sides import Side
 
-#: Rows a batch holds as it leaves DuckDB.
-BATCH_ROWS = 16_384
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def layout(old: Side, new: Side) -> list[tuple[str, str]]:
@@ -34,63 +37,109 @@ def arrow(old: str, new: str) -> str:
     return f"{old}{sep}{new}"
 
 
-def write(con: Any, old: Side, new: Side, columns: list[str], out: TextIO) -> int:
-    """The highlighter of table ``d`` (see :mod:`.diff`) to ``out``; returns the rows written under the header."""
-    cols = layout(old, new)
-    writer = csv.writer(out, lineterminator="\r\n")
-    out.write("\ufeff")
-    if any(mark for _n, mark in cols):
-        writer.writerow(["!", *(mark for _n, mark in cols)])
-    # The column names too: a header cell a spreadsheet would run as a formula gets its ' as values do.
-    [header] = _protected([["@@", *(n for n, _m in cols)]])
-    writer.writerow(header)
-    flag = {name: f"x{i}" for i, name in enumerate(columns)}
-    picks = [(f"d.{flag[n]}" if n in flag else "NULL") + f" AS f{i}" for i, (n, _m) in enumerate(cols)]
-    olds = [(f"o.{old.col(n)}" if old.has(n) else "NULL") + f" AS o{i}" for i, (n, _m) in enumerate(cols)]
-    news = [(f"n.{new.col(n)}" if new.has(n) else "NULL") + f" AS n{i}" for i, (n, _m) in enumerate(cols)]
-    cells = "".join(", " + c for c in picks + olds + news)
-    reader = con.sql(
-        f"SELECT d.orow IS NULL AS added, d.nrow IS NULL AS removed{cells} FROM d "
-        f"LEFT JOIN {old.table} o ON o.r = d.orow LEFT JOIN {new.table} n ON n.r = d.nrow "
-        f"WHERE d.orow IS NULL OR d.nrow IS NULL OR {changed_expr(columns)} "
-        "ORDER BY d.nrow NULLS LAST, d.orow"
-    ).to_arrow_reader(BATCH_ROWS)
-    written = 0
-    for batch in reader:
-        rows = _rows(batch.to_pylist(), len(cols))
-        writer.writerows(_protected(rows))
-        written += len(rows)
-    return written
+class Writer:
+    """The highlighter of the columns ``cols`` (:func:`layout`) to ``out``, a batch of :func:`.diff.changes` at
+    a time (its cells ``o{j}``/``n{j}`` in the order of ``cols``, flags ``x{i}`` for ``columns``)."""
+
+    def __init__(self, out: TextIO, cols: list[tuple[str, str]], columns: list[str]) -> None:
+        self._out = out
+        self._writer = csv.writer(out, lineterminator="\r\n")
+        self._width = len(cols)
+        flag = {name: f"x{i}" for i, name in enumerate(columns)}
+        self._flags = [flag.get(n) for n, _m in cols]
+        #: Rows written under the header.
+        self.written = 0
+        out.write("\ufeff")
+        if any(mark for _n, mark in cols):
+            self._writer.writerow(["!", *(mark for _n, mark in cols)])
+        # The column names too: a header cell a spreadsheet would run as a formula gets its ' as values do.
+        self._writer.writerow(["@@", *(_protected(_text([n for n, _m in cols])).to_pylist())])
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """The rows of one batch."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from ..csvio.common import TEXT
+
+        if not batch.num_rows:
+            return
+        added, removed = batch.column("added"), batch.column("removed")
+        marks = pc.if_else(added, pa.scalar("+++", TEXT), pc.if_else(removed, pa.scalar("---", TEXT), "->"))
+        cells = [_field(_protected(self._cells(batch, j, added, removed))) for j in range(self._width)]
+        self._out.write(_lines([marks, *cells]))
+        self.written += batch.num_rows
+
+    def _cells(self, batch: pa.RecordBatch, j: int, added: pa.Array, removed: pa.Array) -> pa.Array:
+        """Column ``j``'s cells: the new value on a row added, the old on a row removed, ``old->new`` where the
+        cell changed, else the new value (the old one in a column removed)."""
+        import pyarrow.compute as pc
+
+        old, new = _text(batch.column(f"o{j}")), _text(batch.column(f"n{j}"))
+        kept = pc.coalesce(new, old, "")
+        flag = self._flags[j]
+        if flag is not None:
+            changed = pc.fill_null(batch.column(flag), False)
+            kept = pc.if_else(changed, _arrowed(old, new, changed), kept)
+        return pc.if_else(added, pc.coalesce(new, ""), pc.if_else(removed, pc.coalesce(old, ""), kept))
 
 
-def _rows(records: list[dict[str, Any]], width: int) -> list[list[str]]:
-    """Each record (added?, removed?, flags, old cells, new cells) as a highlighter row."""
-    rows = []
-    for record in records:
-        values = list(record.values())
-        added, removed = values[0], values[1]
-        flags, olds, news = values[2 : 2 + width], values[2 + width : 2 + 2 * width], values[2 + 2 * width :]
-        if added:
-            rows.append(["+++", *(v or "" for v in news)])
-        elif removed:
-            rows.append(["---", *(v or "" for v in olds)])
-        else:
-            cells = [
-                arrow(o, n) if f else (n if n is not None else o or "")
-                for f, o, n in zip(flags, olds, news, strict=True)
-            ]
-            rows.append(["->", *cells])
-    return rows
+def _arrowed(old: pa.Array, new: pa.Array, changed: pa.Array) -> pa.Array:
+    """``old->new`` on each row; where ``changed`` and either value holds ``->``, :func:`arrow`'s longer one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = pc.binary_join_element_wise(old, new, pa.scalar("->", old.type))
+    holds = pc.or_(pc.match_substring(old, "->"), pc.match_substring(new, "->"))
+    longer = pc.and_(changed, pc.fill_null(holds, True))
+    if not pc.any(longer).as_py():
+        return plain
+    rows = pc.indices_nonzero(longer).to_pylist()
+    olds, news = old.take(rows).to_pylist(), new.take(rows).to_pylist()
+    return pc.replace_with_mask(
+        plain, longer, pa.array([arrow(o, n) for o, n in zip(olds, news, strict=True)], plain.type)
+    )
 
 
-def _protected(rows: list[list[str]]) -> list[list[str]]:
-    """The value cells (not the first column, the marks) protected as every s3task CSV's are."""
-    if not rows:
-        return rows
+def _field(values: pa.Array) -> pa.Array:
+    """Each value as Python's ``csv`` writer writes a field of a row of several (QUOTE_MINIMAL): in quotes, its
+    quotes doubled, when it holds a comma, a quote or a line end; else as it is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    special = pc.match_substring_regex(values, r'[,"\r\n]')
+    if not pc.any(special).as_py():
+        return values
+    quote, none = pa.scalar('"', values.type), pa.scalar("", values.type)
+    quoted = pc.binary_join_element_wise(quote, pc.replace_substring(values, '"', '""'), quote, none)
+    return pc.if_else(special, quoted, values)
+
+
+def _lines(fields: list[pa.Array]) -> str:
+    """The rows whose fields (written already, :func:`_field`) are ``fields``, as CSV text: commas between
+    fields, CRLF after each row."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = fields[0].type
+    rows = pc.binary_join_element_wise(*fields, pa.scalar(",", text))
+    lines = pc.binary_join_element_wise(rows, pa.scalar("", text), pa.scalar("\r\n", text))
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    return memoryview(lines.buffers()[2])[offsets[0] : offsets[-1]].tobytes().decode("utf-8")
+
+
+def _text(values: Any) -> pa.Array:
+    """``values`` (a list, or DuckDB's text or NULL column) as Arrow text."""
     import pyarrow as pa
 
     from ..csvio.common import TEXT
+
+    return pa.array(values, TEXT) if isinstance(values, list) else values.cast(TEXT)
+
+
+def _protected(values: pa.Array) -> pa.Array:
+    """Values protected as every s3task CSV's are (a formula gets a leading ')."""
     from ..csvio.writing import neutralise
 
-    columns = [neutralise(pa.array([r[i] for r in rows], TEXT)).to_pylist() for i in range(1, len(rows[0]))]
-    return [[row[0], *(col[j] for col in columns)] for j, row in enumerate(rows)]
+    return neutralise(values)

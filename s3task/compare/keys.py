@@ -35,6 +35,9 @@ def check_keys(con: Any, old: Side, new: Side, keys: list[str]) -> None:
 def repeated_keys(con: Any, side: Side, keys: list[str]) -> list[str]:
     """The first :data:`SHOWN` keys that repeat on ``side``, in the order they first appear, as text."""
     cols = ", ".join(side.col(k) for k in keys)
+    # Whether any repeats first: without the first row of each key to order by, a third less work.
+    if not con.execute(f"SELECT 1 FROM {side.table} GROUP BY {cols} HAVING count(*) > 1 LIMIT 1").fetchall():
+        return []
     found = con.execute(
         f"SELECT {cols}, count(*) FROM {side.table} GROUP BY {cols} HAVING count(*) > 1 ORDER BY min(r) LIMIT {SHOWN}"
     ).fetchall()

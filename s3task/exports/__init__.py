@@ -26,7 +26,9 @@ block, in constant memory:
 ``parquet``
     A Parquet file for analysts, the one copy with typed columns: each column is given the
     first type every filled cell of it fits (bool, int64, float64, date32, timestamp, else
-    string), chosen in a first pass over the output (:mod:`.parquet`). It reads the output twice.
+    string), chosen over every row of the output (:mod:`.parquet`). It usually reads the output once
+    (the first block's types, checked as each later block is written), twice when a later block
+    changes a type.
 
 A copy is written next to the output (:meth:`s3task.layout.Layout.export_key`) with a
 create-only put, through the store's streaming writer: the object appears only when it is

@@ -44,7 +44,7 @@ def make(
             store.open_write(target, PutMode.CREATE, content_type=CONTENT_TYPES[variant]) as sink,
         ):
             legacy, stream = peek_bom(raw)
-            if variant == "parquet":  # two passes over the output (its types, then its rows), each a read of its own
+            if variant == "parquet":  # usually one pass over the output, sometimes two, each a read of its own
                 write_parquet(lambda: store.open_read(source, if_match=meta.etag), WriteOnly(sink))
             elif variant == "errors-xlsx":
                 from .errorbook import write_error_book

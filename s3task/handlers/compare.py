@@ -12,9 +12,9 @@ task's result. Its rows::
 
 The worker reads each named task's record for its output's key and opens that output only while its ETag is
 the pinned one (:mod:`s3task.compare.stored`); the task ids must be the task's own parameters, which were
-checked for access when it was made. Both results go block by block into DuckDB (within the attempt's memory
-cap, spilling to the attempt's scratch folder: :func:`s3task.steps.wholefile.memory_for`), and daff's
-highlighter CSV is the output; the summary (counts, and per column) goes beside it as a small JSON object
+checked for access when it was made. Both results go block by block to the attempt's scratch folder, where
+DuckDB reads them (within the attempt's memory cap, spilling there: :func:`s3task.steps.wholefile.memory_for`),
+and daff's highlighter CSV is the output; the summary (counts, and per column) goes beside it as a small JSON object
 (:meth:`s3task.layout.Layout.summary_key_of`), written before the output is complete.
 
 Progress: the bytes of both results read, as a share of this task's input size (the manifest's), so the

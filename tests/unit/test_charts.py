@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from s3task import charts, lifecycle
-from s3task.charts import count
+from s3task.charts import text
 from s3task.errors import AccessDenied, InvalidInput, NotFound
 from s3task.layout import Layout
 from s3task.record import TaskRecord
@@ -150,7 +150,7 @@ def test_dates_are_counted_per_day_month_or_year_as_their_span_asks(service) -> 
 
 
 def test_many_different_values_are_held_in_bounded_memory_and_estimated(service, monkeypatch) -> None:
-    monkeypatch.setattr(count, "EXACT_VALUES", 1_000)
+    monkeypatch.setattr(text, "EXACT_VALUES", 1_000)
     ids = [f"C{i:06d}" for i in range(20_000)] + ["C000001"] * 50
     found = summary_of(service, column("id", ids), "id")
     assert found.approximate and abs((found.distinct or 0) - 20_000) < 20_000 * 0.03
@@ -173,14 +173,25 @@ def test_a_key_is_bounded_whatever_the_value_and_never_a_shorter_values() -> Non
     import pyarrow as pa
 
     values = ["", "a" * 80, "🙂" * 80, "a" * 81, "🙂" * 10_000, "🙂" * 9_999 + "x", "短" * 81]
-    made = count.keys(pa.array(values, pa.large_string())).to_pylist()
+    made = text.keys(pa.array(values, pa.large_string())).to_pylist()
     assert made[:3] == values[:3]  # up to 80 characters, the value itself
     for key, value in zip(made[3:], values[3:], strict=True):  # longer: 79 characters, "…" and 16 hex digits
         assert (len(key), key[79], key[:79]) == (96, "…", value[:79])
     assert len(set(made)) == len(values)  # values that differ after their first 79 characters keep apart
     assert max(len(key.encode()) for key in made) <= 4 * charts.SHOW_CHARS + 19
-    again = count.keys(pa.array(values, pa.large_string())).to_pylist()
+    again = text.keys(pa.array(values, pa.large_string())).to_pylist()
     assert made == again  # the same in every run (a stable hash), so counts from two passes meet
+
+
+def test_a_keys_hash_is_pandas_hash_of_the_text_as_it_was() -> None:
+    # The hash is of each value's UTF-8 bytes, handed to pandas as bytes (a third of the time): the same as pandas'
+    # hash of the text, so keys, and the estimate of different values, are as they were.
+    import pandas as pd
+    import pyarrow as pa
+
+    values = pa.array(["", "a", "Zoë 🙂", "短" * 81, "x" * 5_000], pa.large_string())
+    as_text = pd.util.hash_array(np.array(values.to_pylist(), dtype=object), categorize=False)
+    assert text._hash64(values).tolist() == as_text.tolist()
 
 
 def true_top(values: list[str], n: int = 10) -> list[tuple[str, int]]:
@@ -189,8 +200,8 @@ def true_top(values: list[str], n: int = 10) -> list[tuple[str, int]]:
 
 
 def test_the_true_top_ten_is_found_with_exact_counts_among_many_different_values(service, monkeypatch) -> None:
-    monkeypatch.setattr(count, "EXACT_VALUES", 1_000)  # the counter goes past exact early, and often
-    monkeypatch.setattr(count, "BATCH_BYTES", 16 << 10)  # many small batches: the counts merge across them
+    monkeypatch.setattr(text, "EXACT_VALUES", 1_000)  # the counter goes past exact early, and often
+    monkeypatch.setattr(text, "BATCH_BYTES", 16 << 10)  # many small batches: the counts merge across them
     heavy = {f"top {i} 東京": 300 - 10 * i for i in range(7)}
     long_a, long_b = "L" * 500 + "a", "L" * 500 + "b"  # long, alike for 500 characters: counted apart
     heavy |= {long_a: 235, long_b: 225, "Zoë 🙂": 215}
@@ -209,8 +220,8 @@ def test_the_true_top_ten_is_found_with_exact_counts_among_many_different_values
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_values_too_even_to_rank_in_bounded_memory_are_said_to_be_only_found(service, monkeypatch, seed) -> None:
-    monkeypatch.setattr(count, "EXACT_VALUES", 200)
-    monkeypatch.setattr(count, "BATCH_BYTES", 4 << 10)
+    monkeypatch.setattr(text, "EXACT_VALUES", 200)
+    monkeypatch.setattr(text, "BATCH_BYTES", 4 << 10)
     rnd = random.Random(seed)
     rows = [f"v{rnd.randrange(3_000)}" for _ in range(12_000)] + ["spread"] * 9  # no value far above the rest
     rnd.shuffle(rows)

@@ -163,6 +163,27 @@ def test_the_highlighter_keeps_values_readable_and_spreadsheets_safe() -> None:
     assert rows[1] == ["+++", "'=cmd()"]  # a formula is not run by a spreadsheet opening it
 
 
+def test_cells_with_commas_quotes_and_line_ends_are_written_as_pythons_csv_writes_them() -> None:
+    tricky = ["a,b", 'say "hi"', "two\nlines", "cr\r\nlf", " spaced ", "", '"', ","]
+    old = {"id": [str(i) for i in range(8)], "v": tricky}
+    new = {"id": [str(i) for i in range(1, 9)], "v": [t + "!" for t in tricky[1:]] + ['x,"y"']}
+    summary, rows = run(side(old), side(new), ["id"])
+    expected = [
+        ["@@", "id", "v"],
+        *(["->", str(i), f"{tricky[i]}->{tricky[i]}!"] for i in range(1, 5)),
+        ["->", "5", "'->!"],  # from empty: starts with - as a formula does, so protected
+        *(["->", str(i), f"{tricky[i]}->{tricky[i]}!"] for i in range(6, 8)),
+        ["+++", "8", 'x,"y"'],
+        ["---", "0", "a,b"],
+    ]
+    assert rows == expected and summary.highlighted == 9
+    out = io.StringIO(newline="")
+    compare(side(old), side(new), ["id"], out=out)
+    written = io.StringIO(newline="")
+    csv.writer(written, lineterminator="\r\n").writerows(expected)
+    assert out.getvalue() == "\ufeff" + written.getvalue()  # byte for byte, quoting included
+
+
 def test_no_key_or_a_key_named_twice_is_refused() -> None:
     with pytest.raises(InvalidInput, match="name at least one key column"):
         compare(side(OLD), side(NEW), [])
@@ -177,12 +198,13 @@ def test_suggested_keys_are_filled_and_unique_on_both_sides() -> None:
 
 
 @pytest.mark.slow
-def test_a_comparison_larger_than_its_memory_spills_and_completes(tmp_path: Path) -> None:
-    rows = 700_000  # about 80 MB a side in DuckDB, against a 64 MB limit
+def test_a_comparison_larger_than_its_memory_completes_in_the_new_results_order(tmp_path: Path) -> None:
+    rows, block = 700_000, 100_000  # about 80 MB a side as text, against a 64 MB limit
+    starts = range(0, rows, block)
 
     def result(changed: bool):
-        for start in range(0, rows, 100_000):
-            at = range(start, start + 100_000)
+        for start in reversed(starts) if changed else starts:  # the new result in another order
+            at = range(start, start + block)
             yield pa.table(
                 {
                     "id": pa.array([f"K{i:08d}" for i in at], TEXT),
@@ -193,24 +215,26 @@ def test_a_comparison_larger_than_its_memory_spills_and_completes(tmp_path: Path
                 }
             )
 
+    assert sum(t.nbytes for t in result(True)) > 64 * 2**20, "the sides fit in memory: the test proves nothing"
     scratch = tmp_path / "scratch"
     scratch.mkdir()
 
     class Watched(io.StringIO):
-        spilled = 0  # bytes in the scratch folder when the highlighter's first line is written
+        spooled = 0  # bytes of the sides spooled to the scratch folder when the highlighter starts
 
         def write(self, s: str) -> int:
-            if not self.spilled:
-                self.spilled = sum(p.stat().st_size for p in scratch.rglob("*") if p.is_file()) or -1
+            if not self.spooled:
+                self.spooled = sum(p.stat().st_size for p in scratch.rglob("*.parquet")) or -1
             return super().write(s)
 
     out = Watched()
     summary = compare(result(False), result(True), ["id"], out=out, memory_mb=64, scratch=str(scratch))
     assert (summary.changed, summary.unchanged) == (rows // 20, rows - rows // 20)
     assert summary.columns_changed == {"text": rows // 20, "amount": 0}  # 12.5 = 12.50
-    assert out.spilled > 64 * 2**20, "DuckDB held it all in memory: the test proves nothing"
-    assert len(out.getvalue().splitlines()) == 1 + rows // 20
-    assert not os.listdir(scratch)  # DuckDB's files go with its connection
+    assert out.spooled > 0, "the sides were not held in the scratch folder"
+    keys = [line.split(",")[1] for line in out.getvalue().splitlines()[1:]]
+    assert keys == [f"K{i:08d}" for start in reversed(starts) for i in range(start, start + block) if i % 20 == 0]
+    assert not os.listdir(scratch)  # the sides and DuckDB's files go with the comparison
 
 
 def test_keys_compare_as_text_and_a_column_named_twice_is_refused() -> None:
