@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 from typing import Any
 
+from s3task.errors import StoreUnavailable
 from s3task.layout import Layout
 from s3task.store.local import LocalStore
 from s3task.tasks import Actor, TaskService
@@ -72,3 +74,22 @@ def queue_tiny_task(store_dir: Path) -> str:
     """A two-row ``copy`` task, queued on the local store in ``store_dir``."""
     service = TaskService(LocalStore(store_dir), Layout())
     return service.submit_file(Actor("startup"), "startup", "copy", None, b"a,b\n1,2\n").task_id
+
+
+class PartsDropping:
+    """A store whose ``upload_part`` fails (as a dropped network does) once ``allowed`` parts are in; every
+    other call goes to ``inner``. ``sent``: the part numbers it let through."""
+
+    def __init__(self, inner: Any, allowed: int) -> None:
+        self.inner, self.allowed, self.sent = inner, allowed, []
+        self.lock = threading.Lock()  # parts are sent from several threads
+
+    def upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> str:
+        with self.lock:
+            if len(self.sent) >= self.allowed:
+                raise StoreUnavailable(f"the store did not answer for {key}: connection reset")
+            self.sent.append(number)
+        return self.inner.upload_part(key, upload_id, number, body)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

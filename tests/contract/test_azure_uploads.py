@@ -11,14 +11,13 @@
 from __future__ import annotations
 
 import io
-import threading
-from typing import Any
 
 import pytest
 import requests
 from sas_urls import aimed_at
+from support import PartsDropping
 
-from s3task.errors import NotFound, StoreUnavailable, UploadInterrupted
+from s3task.errors import NotFound, UploadInterrupted
 from s3task.fingerprint import of_stream
 from s3task.layout import Layout
 from s3task.store.azure import AzureStore
@@ -136,29 +135,11 @@ def test_the_task_service_queues_a_task_sent_in_blocks_byte_identical(store: Azu
     assert queued.input_etag == store.head(queued.input_object_path).etag
 
 
-class Dropping:
-    """The store, whose ``upload_part`` fails (as a dropped network does) once ``allowed`` parts are in."""
-
-    def __init__(self, inner: AzureStore, allowed: int) -> None:
-        self.inner, self.allowed, self.sent = inner, allowed, []
-        self.lock = threading.Lock()  # parts are sent from several threads
-
-    def upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> str:
-        with self.lock:
-            if len(self.sent) >= self.allowed:
-                raise StoreUnavailable(f"the store did not answer for {key}: connection reset")
-            self.sent.append(number)
-        return self.inner.upload_part(key, upload_id, number, body)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_the_clis_upload_in_parts_stops_and_a_resume_sends_every_part_again(store: AzureStore) -> None:
     """Azure keeps no checksum of a block, so a resume cannot tell the file's parts from others: it sends
     them all again, into the same task (on S3 only the missing ones go: test_resumable_uploads.py)."""
     data = b"id,value\n" + b"".join(b"%08d,%08d\n" % (i, i) for i in range((2 * PART_SIZE + 100) // 18))
-    dropping = Dropping(store, allowed=1)
+    dropping = PartsDropping(store, allowed=1)
     service = TaskService(dropping, Layout("batch-tasks"))
     stream = io.BytesIO(data)
     file = of_stream(stream, "data.csv", len(data))

@@ -11,14 +11,13 @@ What is read back is read with the google-cloud-storage client, not through the 
 from __future__ import annotations
 
 import io
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 from conftest import make_store
-from support import four_parts
+from support import PartsDropping, four_parts
 
 from s3task.errors import InvalidInput, StoreUnavailable, UploadInterrupted
 from s3task.fingerprint import of_stream
@@ -158,27 +157,9 @@ def test_more_parts_than_one_compose_takes_are_joined_in_rounds(gcs: Any) -> Non
     assert names(gcs, LAYOUT.root) == [key]
 
 
-class Flaky:
-    """The GCS store, whose ``upload_part`` fails (as a dropped network does) once ``allowed`` parts are in."""
-
-    def __init__(self, inner: Any, allowed: int) -> None:
-        self.inner, self.allowed, self.sent = inner, allowed, []
-        self.lock = threading.Lock()  # parts are sent from several threads
-
-    def upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> str:
-        with self.lock:
-            if len(self.sent) >= self.allowed:
-                raise StoreUnavailable(f"the store did not answer for {key}: connection reset")
-            self.sent.append(number)
-        return self.inner.upload_part(key, upload_id, number, body)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_the_clis_submit_that_stops_resumes_with_only_the_missing_parts(gcs: Any) -> None:
     data = four_parts()
-    flaky = Flaky(gcs, allowed=1)
+    flaky = PartsDropping(gcs, allowed=1)
     stream = io.BytesIO(data)
     file = of_stream(stream, "data.csv", len(data))
     with pytest.raises(UploadInterrupted, match="stopped with 1 of 4 parts in the store"):
@@ -229,7 +210,7 @@ def test_a_resume_after_a_join_whose_task_was_not_queued_only_queues_it(gcs: Any
     queues the task failed: ``--resume`` finds the file joined from the upload noted on the task, sends nothing
     and queues it."""
     data = four_parts()
-    flaky = Flaky(gcs, allowed=10)
+    flaky = PartsDropping(gcs, allowed=10)
     service = TaskService(flaky, LAYOUT)
     stream = io.BytesIO(data)
     file = of_stream(stream, "data.csv", len(data))

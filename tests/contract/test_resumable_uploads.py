@@ -4,13 +4,12 @@ continuing it sends only the rest (s3task.tasks.resumable, on the S3 store over 
 from __future__ import annotations
 
 import io
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import make_store
-from support import four_parts
+from support import PartsDropping, four_parts
 
 from s3task.errors import StoreUnavailable, UploadInterrupted
 from s3task.fingerprint import of_stream
@@ -25,24 +24,6 @@ ADA = Actor("ada")
 LAYOUT = Layout("batch-tasks")
 
 
-class Flaky:
-    """The S3 store, whose ``upload_part`` fails (as a dropped network does) once ``allowed`` parts are in."""
-
-    def __init__(self, inner: Any, allowed: int) -> None:
-        self.inner, self.allowed, self.sent = inner, allowed, []
-        self.lock = threading.Lock()  # parts are sent from several threads
-
-    def upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> str:
-        with self.lock:
-            if len(self.sent) >= self.allowed:
-                raise StoreUnavailable(f"the store did not answer for {key}: connection reset")
-            self.sent.append(number)
-        return self.inner.upload_part(key, upload_id, number, body)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def task_ids(store: Any) -> list[str]:
     return [i for i in (LAYOUT.task_id_of(k) for k in store.list_prefixes(LAYOUT.root)) if i]
 
@@ -53,7 +34,7 @@ def s3(request: pytest.FixtureRequest, tmp_path: Path):
 
 
 def test_a_dropped_network_keeps_the_task_and_its_parts_and_the_rest_goes_later(s3) -> None:
-    flaky = Flaky(s3, allowed=1)
+    flaky = PartsDropping(s3, allowed=1)
     service = TaskService(flaky, LAYOUT)
     stream = io.BytesIO(four_parts())
     file = of_stream(stream, "data.csv", len(four_parts()))
@@ -91,7 +72,7 @@ def test_a_refused_file_sent_in_parts_leaves_no_task(s3) -> None:
 
 def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
     """The bucket's rule aborts uploads unfinished after a day: the same task then takes the whole file anew."""
-    flaky = Flaky(s3, allowed=2)
+    flaky = PartsDropping(s3, allowed=2)
     stream = io.BytesIO(four_parts())
     file = of_stream(stream, "data.csv", len(four_parts()))
     with pytest.raises(UploadInterrupted):
@@ -109,7 +90,7 @@ def test_an_upload_the_bucket_dropped_starts_again_in_the_same_task(s3) -> None:
 
 
 def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) -> None:
-    class NoStart(Flaky):
+    class NoStart(PartsDropping):
         def create_multipart(self, key: str, **kw: Any) -> str:
             raise StoreUnavailable(f"the store did not answer for {key}: timed out")
 
@@ -118,7 +99,7 @@ def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) 
     with pytest.raises(UploadInterrupted, match="stopped with 0 of 4 parts in the store"):
         TaskService(NoStart(s3, allowed=10), LAYOUT).submit_resumable(ADA, "late", "copy", None, stream, file)
     (task_id,) = task_ids(s3)
-    flaky = Flaky(s3, allowed=10)
+    flaky = PartsDropping(s3, allowed=10)
     again = TaskService(flaky, LAYOUT)
     queued = again.resume_upload(ADA, again.waiting_upload(ADA, "late", "copy", file), stream, file)
     assert queued.task_id == task_id and sorted(flaky.sent) == [1, 2, 3, 4]
@@ -127,7 +108,7 @@ def test_a_store_that_fails_before_the_first_part_leaves_a_task_to_continue(s3) 
 
 def test_a_store_failing_after_the_parts_are_joined_keeps_the_task_and_nothing_is_sent_again(s3, monkeypatch) -> None:
     # Found by the outside review: the queueing write failing once cancelled the task, and --resume sent it all again.
-    flaky = Flaky(s3, allowed=10)
+    flaky = PartsDropping(s3, allowed=10)
     service = TaskService(flaky, LAYOUT)
     stream = io.BytesIO(four_parts())
     file = of_stream(stream, "data.csv", len(four_parts()))
@@ -159,7 +140,7 @@ def test_cancelling_a_task_that_waits_for_its_upload_drops_its_parts(s3) -> None
     # joined the whole file into the cancelled task's input.
     from s3task.errors import NotFound
 
-    flaky = Flaky(s3, allowed=1)
+    flaky = PartsDropping(s3, allowed=1)
     service = TaskService(flaky, LAYOUT)
     stream = io.BytesIO(four_parts())
     file = of_stream(stream, "data.csv", len(four_parts()))

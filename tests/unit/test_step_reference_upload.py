@@ -36,6 +36,14 @@ def lookup_step(at):
     return at, steps(at)[0]
 
 
+def keyed_lookup(at):
+    """A lookup on "Account" that adds "Manager", its reference not yet chosen: the page."""
+    at, box = lookup_step(at)
+    labelled(box.multiselect, "Key columns in this table").set_value(["Account"]).run()
+    labelled(steps(at)[0].text_area, "Columns to add").input("Manager").run()
+    return at
+
+
 def upload(at, name: str, data: bytes, kind: str = "text/csv"):
     box = steps(at)[0]
     labelled(box.file_uploader, step_reference.UPLOAD_LABEL).set_value((name, data, kind)).run()
@@ -53,9 +61,7 @@ def references(service: TaskService, user: Actor = ANN) -> list:
 def test_a_reference_file_uploaded_becomes_a_task_the_preview_and_the_stored_step_use(
     page, service: TaskService
 ) -> None:
-    at, box = lookup_step(page)
-    labelled(box.multiselect, "Key columns in this table").set_value(["Account"]).run()
-    labelled(steps(at)[0].text_area, "Columns to add").input("Manager").run()
+    at = keyed_lookup(page)
     at = upload(at, "managers.csv", MANAGERS)
     (made,) = references(service)
     assert (made.task_name, made.task_type, made.status) == ("Reference: managers.csv", "copy", Status.QUEUED)
@@ -183,9 +189,7 @@ def test_a_step_after_a_lookup_being_prepared_is_not_flagged_for_the_columns_it_
 ) -> None:
     # Found by the outside review: a check of "Manager" after the lookup said the column was not in the table
     # while a new reference file was being prepared.
-    at, box = lookup_step(page)
-    labelled(box.multiselect, "Key columns in this table").set_value(["Account"]).run()
-    labelled(steps(at)[0].text_area, "Columns to add").input("Manager").run()
+    at = keyed_lookup(page)
     at = upload(at, "managers.csv", MANAGERS)
     (made,) = references(service)
     run_as_worker(service, made.task_id, MANAGERS)
