@@ -93,3 +93,12 @@ class PartsDropping:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def no_active_markers(store: Any, layout: Layout, within: float) -> None:
+    """Wait (at most ``within`` seconds) until no task has an ``active/`` marker: a worker drops a task's marker
+    right after the task's final record write, so a test that has just seen the record final may look between
+    the two."""
+    from conftest import wait_for
+
+    wait_for(lambda: store.list_keys(layout.active_root) == [], within, 0.1, "every task's active marker dropped")

@@ -11,7 +11,7 @@ import worker_handlers  # noqa: F401  (registers the test task types here too)
 from conftest import wait_for
 from procs import S3Workers, child_env, run, worker_args
 from s3proxy import proxy_server
-from support import csv_rows
+from support import csv_rows, no_active_markers
 
 from s3task import errors, lifecycle
 from s3task.records import update_record
@@ -42,7 +42,7 @@ def test_five_workers_complete_forty_tasks_exactly_once(s3: S3Workers) -> None:
         assert len(out) - 1 == n + 1 == record.row_count == record.processed_count
     claimers = {e.get("note") for t in ids for e in s3.record(t).history if e["event"] == "claim"}
     assert len(claimers) > 1, "the tasks should be spread over several workers"
-    assert s3.store.list_keys(s3.layout.active_root) == []
+    no_active_markers(s3.store, s3.layout, 20 + s3.start)
     for w in workers:  # a worker that lost every race may still be starting: stop it once it runs
         w.worker_ready(20 + s3.start)
         w.send_signal(signal.SIGTERM)
@@ -120,7 +120,7 @@ def test_hung_handler_is_killed_after_stall_timeout_and_retried(s3: S3Workers) -
     record = wait_for(lambda: s3.done(task_id, "failed") if s3.record(task_id).final else None, timeout=60 + s3.start)
     assert record.failed_attempts == 2 and record.attempt_id == 2
     assert "stalled" in record.last_error
-    assert s3.store.list_keys(s3.layout.active_root) == []
+    no_active_markers(s3.store, s3.layout, 20 + s3.start)
     w.terminate()
     w.wait(20 + s3.start)
 
@@ -133,7 +133,7 @@ def test_deterministic_failure_stops_after_max_attempts(s3: S3Workers) -> None:
     assert record.status == "failed" and record.failed_attempts == 3 and record.attempt_id == 3
     assert "deliberate failure" in record.last_error
     assert wait_for(lambda: s3.done(ok_id), timeout=30 + s3.start).row_count == 4
-    assert s3.store.list_keys(s3.layout.active_root) == []
+    no_active_markers(s3.store, s3.layout, 20 + s3.start)
     w.terminate()
     w.wait(20 + s3.start)
 
