@@ -102,3 +102,13 @@ def no_active_markers(store: Any, layout: Layout, within: float) -> None:
     from conftest import wait_for
 
     wait_for(lambda: store.list_keys(layout.active_root) == [], within, 0.1, "every task's active marker dropped")
+
+
+def doc_example(doc: str, n: int = 0) -> str:
+    """The ``n``-th Python block (from 0) of ``docs/<doc>``, as written there, for a test to run."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / doc).read_text(encoding="utf-8")
+    found = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(found) > n, f"docs/{doc} has fewer Python examples"
+    return str(found[n])

@@ -1,18 +1,17 @@
 """``s3task url TASK [--parquet | …]`` (s3task/cli_url.py), as a process, against moto's S3 over HTTP: the link
-printed reads without credentials where links are read — pandas reads the Parquet copy's typed columns
-from it, an HTTP GET the CSV — and a local store, a task without output or one not there is said in one
-line with exit 1."""
+printed reads without credentials where links are read — pandas, Polars and DuckDB read the Parquet copy's
+typed columns from it (docs/NOTEBOOKS.md's example, as written), an HTTP GET the CSV — and a local store, a
+task without output or one not there is said in one line with exit 1."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-import pandas as pd
 import pyarrow.parquet as pq
 import requests
 from procs import MOTO_AWS, ROOT, child_env, cli
-from support import csv_bytes
+from support import csv_bytes, doc_example
 from worked import worked
 
 from s3task.layout import Layout
@@ -43,12 +42,12 @@ def test_the_link_reads_without_credentials_in_pandas_and_over_http(
     assert parquet.returncode == 0, parquet.stderr
     url = parquet.stdout.strip()
     assert url.startswith(f"{endpoint}/{bucket}/batch-tasks/{task_id}/") and "X-Amz-Signature=" in url
-    frame = pd.read_parquet(url)  # no credentials: the link carries its own
+    names: dict[str, object] = {"url": url}  # no credentials: the link carries its own
+    exec(compile(doc_example("NOTEBOOKS.md", 2), "docs/NOTEBOOKS.md", "exec"), names)  # pandas, Polars, DuckDB
+    frame, lazy, top = names["frame"], names["lazy"], names["top"]
     assert frame["amount"].tolist() == [12, -3] and frame["code"].tolist() == ["007", "+44"]
-    import polars as pl
-
-    lazy = pl.read_parquet(url)  # Polars reads the link itself (ranged GETs), as docs/NOTEBOOKS.md shows
     assert lazy["amount"].to_list() == [12, -3] and lazy["code"].to_list() == ["007", "+44"]
+    assert top["customer"].tolist() == ["C1", "C2"] and top["amount"].tolist() == [12, -3]  # typed: 12 > -3
     table = pq.read_table(io.BytesIO(requests.get(url, timeout=30).content))
     assert str(table.schema.field("joined").type) == "date32[day]"
 

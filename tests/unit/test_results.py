@@ -7,14 +7,13 @@ caller's own credentials; and each wrong call refused in words."""
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
 
 import openpyxl
 import pyarrow as pa
 import pytest
 from procs import MOTO_AWS
-from support import csv_bytes
+from support import csv_bytes, doc_example
 from worked import work, worked
 
 from s3task import results
@@ -43,18 +42,10 @@ def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TaskService:
     return TaskService(LocalStore(tmp_path / "store"), Layout())
 
 
-def example(n: int = 0) -> str:
-    """The ``n``-th Python block of docs/NOTEBOOKS.md (from 0)."""
-    text = (ROOT / "docs" / "NOTEBOOKS.md").read_text(encoding="utf-8")
-    found = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(found) > n, "docs/NOTEBOOKS.md has fewer Python examples"
-    return found[n]
-
-
 def test_the_example_of_the_docs_runs_as_written(local: TaskService) -> None:
     task_id = worked(local, ANN, csv_bytes(ROWS), name="Customers").task_id
     names: dict[str, object] = {"task_id": task_id}
-    exec(compile(example(), "docs/NOTEBOOKS.md", "exec"), names)
+    exec(compile(doc_example("NOTEBOOKS.md"), "docs/NOTEBOOKS.md", "exec"), names)
     columns = names["columns"]
     assert columns[:4] == ["customer", "email", "amount", "code"] and "error" in columns
     assert names["sizes"] == [2, 2, 1]
@@ -69,7 +60,7 @@ def test_the_example_of_the_docs_runs_as_written(local: TaskService) -> None:
     assert errors["customer"].tolist() == ["C2", "C3"]  # the two addresses that are not addresses
     assert all(errors["error"].str.len() > 0)
     # The next block: DuckDB and Polars over that Arrow table, as written there.
-    exec(compile(example(1), "docs/NOTEBOOKS.md", "exec"), names)
+    exec(compile(doc_example("NOTEBOOKS.md", 1), "docs/NOTEBOOKS.md", "exec"), names)
     assert names["top"]["customer"].tolist() == ["C3", "C1"] and names["top"]["amount"].tolist() == [40, 12]
     assert names["lazy"]["customer"].to_list() == ["C1", "C3", "C4", "C5"]  # amount > 0, typed as a number
 
