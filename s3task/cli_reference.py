@@ -7,10 +7,12 @@ list whose ``reference`` is NAME gets that task's id, and the list is submitted 
 running nothing completes: at the deadline the command stops, naming the reference task, which a worker will
 still copy (its id can then be used as the reference, without uploading the file again).
 
-Before any reference task is made, the list's own values (a pattern, a date format) are checked and the file's
-first rows read, so a list or a file that cannot be used makes nothing. Once the references are copied, the
-list runs over those first rows as ``steps check`` does, lookups reading the copies, so what only the
-reference shows (a key it repeats, a column it lacks) is said before the file is sent, not by the worker.
+Before any reference task is made, the list's own values (a pattern, a date format) are checked, and the list
+runs over the file's first rows as ``steps check`` does, each of these lookups reading its reference file's first
+rows: a list or a file that cannot be used (a key column either lacks, a key repeated in those rows) makes
+nothing. Once the references are copied, the list runs over the file's first rows again, lookups reading the
+whole copies, so what only the rest of a reference shows (a key repeated further down) is said before the file
+is sent, not by the worker.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ def with_references(
         first = first_rows(args.path, read_as)  # and the file's first rows: one that cannot be read makes nothing
     except InvalidInput as e:
         raise InvalidInput(f"{visible(args.path)}: {e.message}") from e
+    _check_first_rows(service, actor, steps, first, args.path, wanted)
     made = {name: _reference(service, actor, path, args.reference_wait) for name, path in wanted.items()}
     for s in lookups:
         if s.get("reference") in made:
@@ -94,6 +97,26 @@ def with_references(
         said = "; ".join(seen.problems[n] for n in sorted(seen.problems))
         raise InvalidInput(f"the steps cannot run on {visible(args.path)}'s first rows: {said}{after}")
     return steps
+
+
+def _check_first_rows(
+    service: TaskService, actor: Actor, steps: Any, first: Any, path: str, wanted: dict[str, Path]
+) -> None:
+    """The list over the file's first rows, each lookup of a ``--reference`` reading its file's first rows as its
+    copy will read it: a column either lacks, or a key repeated there, is said before anything is made."""
+    files = {}
+    for name, reference in wanted.items():
+        try:
+            files[name] = first_rows(str(reference), {})
+        except InvalidInput as e:
+            raise InvalidInput(f"--reference {name!r}: {visible(str(reference))}: {e.message}") from e
+    seen = service.steps.preview(actor, service.steps.read(steps), first, files)
+    if seen.problems:
+        said = "; ".join(seen.problems[n] for n in sorted(seen.problems))
+        raise InvalidInput(
+            f"the steps cannot run on {visible(path)}'s first rows and the reference files' first rows: {said}. "
+            "Nothing was submitted"
+        )
 
 
 def _sentence(e: S3TaskError) -> str:

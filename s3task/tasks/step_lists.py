@@ -6,7 +6,7 @@ task for an operator), the same rule the task's creation checks (:mod:`s3task.ta
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .access import Actor
@@ -43,12 +43,22 @@ class StepLists:
             check_values(steps)
         return steps
 
-    def preview(self, actor: Actor, steps: StepList, table: pa.Table) -> Preview:
-        """``steps`` over ``table``'s first rows (:mod:`s3task.steps.preview`), lookups reading as ``actor``."""
+    def preview(
+        self, actor: Actor, steps: StepList, table: pa.Table, files: Mapping[str, pa.Table] | None = None
+    ) -> Preview:
+        """``steps`` over ``table``'s first rows (:mod:`s3task.steps.preview`), lookups reading as ``actor``.
+
+        ``files``: a lookup whose reference is one of its names reads that table instead (a file not yet made
+        a task of its own: ``submit --reference`` checks the list against its first rows before sending it)."""
         from ..steps.preview import preview
         from ..steps.wholefile import Context
 
-        return preview(steps, table, Context(memory_mb=128, open_reference=lambda t: self._reference(actor, t)))
+        given = files or {}
+
+        def open_reference(task_id: str) -> Iterator[pa.Table]:
+            return iter([given[task_id]]) if task_id in given else self._reference(actor, task_id)
+
+        return preview(steps, table, Context(memory_mb=128, open_reference=open_reference))
 
     def check_reference(self, actor: Actor, task_id: str, who: str = "The lookup") -> None:
         """InvalidInput (AccessDenied: someone else's) in words, unless ``actor`` may look up from task

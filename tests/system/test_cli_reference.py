@@ -97,12 +97,14 @@ def test_a_reference_name_no_lookup_has_is_refused_before_anything_is_sent(files
     assert service.list(ANN).tasks == []
 
 
-def test_keys_the_reference_repeats_are_said_before_the_file_is_sent(
+def test_keys_repeated_further_down_the_reference_are_said_before_the_file_is_sent(
     files: tuple[Path, TaskService], procs, startup: float
 ) -> None:
-    # Found by the outside review: the worker was the first to see a reference's repeated keys.
+    # Found by the outside review: the worker was the first to see a reference's repeated keys. A key repeated past
+    # the reference's first rows (the first 64 KB) shows only in its copy, so the copy is made and kept.
     tmp_path, service = files
-    (tmp_path / "managers.csv").write_bytes(csv_bytes([["Account", "Manager"], ["A1", "Mo"], ["a 1", "Al"]]))
+    filler = [[f"F{n:06d}", "Pat " + "x" * 60] for n in range(2_000)]  # about 140 KB before the repeat
+    (tmp_path / "managers.csv").write_bytes(csv_bytes([["Account", "Manager"], ["A1", "Mo"], *filler, ["a 1", "Al"]]))
     procs.worker(str(tmp_path / "store"), "--poll-interval", str(POLL), worker_id="w1")
     wait = 30 + startup + 2 * POLL
     done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", str(wait), timeout=wait + 30)
@@ -114,6 +116,28 @@ def test_keys_the_reference_repeats_are_said_before_the_file_is_sent(
     assert "keys repeat in the reference table" in said
     assert said.endswith(f"the reference tasks are kept (managers={reference.task_id}): give their ids as the "
                          "references")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("managers", "words"),
+    [
+        ([["Account", "Manager"], ["A1", "Mo"], ["a 1", "Al"]], "keys repeat in the reference table"),
+        ([["Acct", "Manager"], ["A1", "Mo"]], "Account"),
+    ],
+    ids=["a repeated key", "a key column it lacks"],
+)
+def test_what_the_reference_files_first_rows_show_makes_no_task(
+    files: tuple[Path, TaskService], managers: list[list[str]], words: str
+) -> None:
+    # Noticed after the outside review: a column the reference lacks was said only after it had been copied.
+    tmp_path, service = files
+    (tmp_path / "managers.csv").write_bytes(csv_bytes(managers))
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", "0")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert "the steps cannot run on orders.csv's first rows and the reference files' first rows: Step 4 " in said
+    assert words in said and said.endswith("Nothing was submitted")
+    assert service.list(ANN).tasks == []  # no reference task, no steps task
 
 
 @pytest.mark.parametrize(
