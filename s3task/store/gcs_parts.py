@@ -38,7 +38,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..errors import InvalidInput, NotFound, StoreError
+from ..errors import BucketMissing, InvalidInput, NotFound, PartsChanged, StoreError
 from .base import JOINED_FROM, Part, check_key
 from .gcs_errors import translated
 from .gcs_requests import DATA_RETRY, DATA_TIMEOUT, RECORD_RETRY, RECORD_TIMEOUT
@@ -152,19 +152,36 @@ class ComposedParts:
         sources = [self.bucket.blob(self._part_name(key, upload_id, n)) for n in sorted({n for n, _ in parts})]
         if not sources:
             raise InvalidInput(f"{key}: no parts to join")
+        numbers = sorted({n for n, _ in parts})
+        # Parts deleted since they were sent (the bucket's rule for a week-old upload): said before composing, as
+        # GCS's compose says only "not found" (fake-gcs-server a 500, retried); one deleted meanwhile is caught below.
+        self._refuse_gone(key, upload_id, numbers)
         rounds = 0
-        while len(sources) > COMPOSE_MAX:  # compose in rounds, into objects of the upload's own
-            joined = []
-            for i in range(0, len(sources), COMPOSE_MAX):
-                joined.append(self._compose(f"{prefix}r{rounds}-{i // COMPOSE_MAX:05d}", sources[i : i + COMPOSE_MAX]))
-            sources, rounds = joined, rounds + 1
-        blob = self.bucket.blob(check_key(key))
-        blob.content_type, blob.metadata = content_type or None, {JOINED_FROM: upload_id}
-        with translated(key, "create"):
-            blob.compose(sources, if_generation_match=0, timeout=DATA_TIMEOUT, retry=DATA_RETRY)
+        try:
+            while len(sources) > COMPOSE_MAX:  # compose in rounds, into objects of the upload's own
+                joined = []
+                for i in range(0, len(sources), COMPOSE_MAX):
+                    name = f"{prefix}r{rounds}-{i // COMPOSE_MAX:05d}"
+                    joined.append(self._compose(name, sources[i : i + COMPOSE_MAX]))
+                sources, rounds = joined, rounds + 1
+            blob = self.bucket.blob(check_key(key))
+            blob.content_type, blob.metadata = content_type or None, {JOINED_FROM: upload_id}
+            with translated(key, "create"):
+                blob.compose(sources, if_generation_match=0, timeout=DATA_TIMEOUT, retry=DATA_RETRY)
+        except BucketMissing:  # compose's 404 names no object: a part gone since it was sent, or the bucket
+            self._refuse_gone(key, upload_id, numbers)
+            raise
         with contextlib.suppress(StoreError):  # joined: what is left of the upload goes (else the bucket's rule)
             self._drop(prefix)
         return str(blob.generation)
+
+    def _refuse_gone(self, key: str, upload_id: str, numbers: list[int]) -> None:
+        """``PartsChanged`` if the store does not hold each of the parts ``numbers`` (one deleted after it was
+        sent: by the bucket's rule, or by hand); ``NotFound`` if the upload itself is gone."""
+        held = {p.number for p in self.list_parts(key, upload_id)}
+        gone = [n for n in numbers if n not in held]
+        if gone:
+            raise PartsChanged(f"the store does not hold parts {gone} of {key} any more")
 
     def _compose(self, name: str, sources: list[Any]) -> Any:
         """One round's object, of the upload's own (a round sent again replaces it)."""

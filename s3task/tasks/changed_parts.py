@@ -34,20 +34,26 @@ WITH_THE_CLI = "run the same command with --resume to continue the upload"
 
 def changed(store: MultipartStore, key: str, upload_id: str, named: Sequence[tuple[int, str]]) -> list[int] | None:
     """The numbers of the parts named for the join (number, ETag) that the store does not hold with that
-    ETag: sent again with other bytes, or never arrived. None when the store does not list them."""
+    ETag: sent again with other bytes, or never arrived (a store whose parts go by number, GCS's: that it
+    does not hold, deleted since it was sent). None when the store does not list them."""
     try:
         held = {p.number: p.etag.strip('"') for p in store.list_parts(key, upload_id)}
     except StoreError:
         return None
+    if not store.part_etags:
+        return sorted(n for n, _ in named if n not in held)
     return sorted(n for n, etag in named if held.get(n) != str(etag).strip('"'))
 
 
-def note_resend(transitions: Transitions, task_id: str, upload_id: str, numbers: Sequence[int]) -> None:
+def note_resend(
+    transitions: Transitions, task_id: str, upload_id: str, numbers: Sequence[int], *, gone: bool = False
+) -> None:
     """Note on the task, still waiting with this upload, that these parts go again when it continues (all
-    the parts named for the join, when which changed is not known)."""
+    the parts named for the join, when which changed is not known). ``gone``: they were deleted, not changed."""
     if not numbers:
         return
-    why = f"{_which(numbers)} changed in the store after it was sent; sent again when the upload continues"
+    what = "was deleted from" if gone else "changed in"
+    why = f"{_which(numbers)} {what} the store after it was sent; sent again when the upload continues"
 
     def change(record: TaskRecord, now: datetime) -> TaskRecord | None:
         upload: dict[str, Any] = dict(record.input_upload or {})
@@ -62,18 +68,26 @@ def note_resend(transitions: Transitions, task_id: str, upload_id: str, numbers:
         log.warning("could not note on task %s that %s must go again: %s", task_id, _which(numbers), e)
 
 
-def words(file_name: str, task_id: str, numbers: Sequence[int] | None, *, how: str | None) -> str:
+def words(file_name: str, task_id: str, numbers: Sequence[int] | None, *, how: str | None, gone: bool = False) -> str:
     """What happened, in words (``numbers``: the parts that changed; None: not known): the upload kept
-    (continue it ``how``), or, ``how`` None, given up."""
+    (continue it ``how``), or, ``how`` None, given up. ``gone``: the parts were deleted (a store whose parts
+    go by number: GCS's), not sent again with other bytes."""
     which = _which(numbers) if numbers else "a part"
     if numbers:
         again = f"{which} {'goes' if len(numbers) == 1 else 'go'} again"
     else:  # not known (every part named goes again), or none differs now (what the store lacks goes)
         again = "every part goes again" if numbers is None else "what it lacks goes again"
-    said = (
-        f"{which} of {file_name!r} changed in the task store after it was sent (it was sent again with other "
-        "bytes), so the file was not put together"
-    )
+    if gone:
+        said = (
+            f"{which} of {file_name!r} {'was' if numbers and len(numbers) == 1 else 'were'} deleted from the "
+            "task store after it was sent (by the bucket's rule for parts left a week, or by hand), so the file "
+            "was not put together"
+        )
+    else:
+        said = (
+            f"{which} of {file_name!r} changed in the task store after it was sent (it was sent again with other "
+            "bytes), so the file was not put together"
+        )
     if how is None:
         return f"{said}; task {task_id} was cancelled with what was sent: submit the file again"
     return f"{said}; task {task_id} still waits for it, with the other parts kept: {how}, and {again}"

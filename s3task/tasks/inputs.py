@@ -148,14 +148,16 @@ class Inputs:
         keeps waiting with those parts to go again (UploadInterrupted); any other is given up."""
         noted = self._noted(actor, task_id, upload_id)
         key = self.transitions.layout.input_key(task_id)
-        numbers = changed_parts.changed(self._multipart_store(), key, upload_id, parts)
+        store = self._multipart_store()
+        numbers = changed_parts.changed(store, key, upload_id, parts)
+        gone = not store.part_etags  # its parts go by number: one named is one no longer held
         name = str((noted.input_fingerprint if noted else {}).get("name") or "the file")
         if noted is None:
             self.abandon_upload(actor, task_id, upload_id)
-            return PartsChanged(changed_parts.words(name, task_id, numbers, how=None))
+            return PartsChanged(changed_parts.words(name, task_id, numbers, how=None, gone=gone))
         resend = numbers if numbers is not None else [n for n, _ in parts]
-        changed_parts.note_resend(self.transitions, task_id, upload_id, resend)
-        return UploadInterrupted(changed_parts.words(name, task_id, numbers, how=changed_parts.ON_THE_PAGE))
+        changed_parts.note_resend(self.transitions, task_id, upload_id, resend, gone=gone)
+        return UploadInterrupted(changed_parts.words(name, task_id, numbers, how=changed_parts.ON_THE_PAGE, gone=gone))
 
     def _noted(self, actor: Actor, task_id: str, upload_id: str) -> TaskRecord | None:
         """The task, if ``upload_id`` is the upload noted on it, to be continued (None when that cannot be read)."""

@@ -241,9 +241,11 @@ class Resumable:
             assert sender is not None
             numbers = changed_parts.changed(store, record.input_object_path, sender.upload_id, joined)
             resend = numbers if numbers is not None else [n for n, _ in joined]
-            changed_parts.note_resend(self.transitions, record.task_id, sender.upload_id, resend)
+            gone = not store.part_etags  # its parts go by number: one named is one no longer held
+            changed_parts.note_resend(self.transitions, record.task_id, sender.upload_id, resend, gone=gone)
             how = changed_parts.WITH_THE_CLI  # which sends again every held part that is not the file's bytes
-            raise UploadInterrupted(changed_parts.words(file.name, record.task_id, numbers, how=how)) from e
+            said = changed_parts.words(file.name, record.task_id, numbers, how=how, gone=gone)
+            raise UploadInterrupted(said) from e
         except StoreError as e:
             count = sender.count if sender else math.ceil(file.size / part_size_for(file.size))
             raise UploadInterrupted(
