@@ -119,23 +119,29 @@ def _read_rows(result: Inspection, book: Workbook, rows: int, source: IO[bytes] 
     except NotSent:  # a part the sheet needs (its styles, the sheet itself) was not among the bytes sent
         result.note = f"The browser sent too little of this sheet for a preview; {_LATER}."
         return
-    result.rows = first.to_pandas()
-    result.preview = result.rows.head(PREVIEW_ROWS)
+    result.rows = first.to_pandas()  # whole cells: the step builder's preview counts and checks these
+    result.preview = _shortened(first.slice(0, PREVIEW_ROWS)).to_pandas()
     result.note = _notes(result.note, first, _ran_out(source))
 
 
-#: The preview holds at most this much of the sheet's text, and shows at most this many characters a cell:
-#: its rows are for the eye (a workbook whose cells name one long text filled 656 MB before).
+#: The rows read hold at most this much of the sheet's text (a workbook whose cells name one long text filled
+#: 656 MB before), each cell whole; the table shown cuts a cell at this many characters: its rows are for the eye.
 PREVIEW_TEXT = 16 << 20
 PREVIEW_CELL = 1_000
 
 
 def _first_rows(reader: WorkbookReader, rows: int) -> pa.Table:
-    tables, count, held = [], 0, 0
+    """The sheet's first ``rows`` rows, or as many as :data:`PREVIEW_TEXT` holds (at least one), cells whole."""
+    tables: list[pa.Table] = []
+    count, held = 0, 0
     for table, _end in reader.tables():
-        tables.append(_shortened(table))
+        room = PREVIEW_TEXT - held
+        full = table.num_rows and table.nbytes > room
+        if full:  # the rows that fit, by the block's bytes a row
+            table = table.slice(0, max(int(room * table.num_rows // table.nbytes), 0 if count else 1))
+        tables.append(table)
         count, held = count + table.num_rows, held + table.nbytes
-        if count >= rows or held > PREVIEW_TEXT:
+        if full or count >= rows:
             break
     return pa.concat_tables(tables).slice(0, rows) if tables else reader.empty_table()
 

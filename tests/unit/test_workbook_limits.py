@@ -139,6 +139,21 @@ def test_the_preview_shows_a_long_cell_cut_and_holds_a_bounded_part_of_the_sheet
     inspect_workbook(result, io.BytesIO(data), None, 20)
     assert result.problem is None and result.preview is not None
     assert list(result.preview["note"]) == ["y" * PREVIEW_CELL + "…"] * 3
+    # The rows the step builder previews keep each cell whole (outside review: a check of length, or a dedupe,
+    # over cells cut at 1,000 characters counted otherwise on the page than in the task).
+    assert list(result.rows["note"]) == ["y" * 5_000] * 3
+
+
+def test_the_rows_read_for_the_preview_stop_at_their_text_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import workbookfile
+    from ui.inspection import Inspection
+
+    monkeypatch.setattr(workbookfile, "PREVIEW_TEXT", 12_000)  # room for two rows of 5,000 characters and more
+    data = sheets_book({"Data": header_row() + naming_shared(2, 50)}, ["z" * 5_000])
+    result = Inspection("long.xlsx", len(data))
+    workbookfile.inspect_workbook(result, io.BytesIO(data), None, 20)
+    assert result.problem is None and result.rows is not None
+    assert 1 <= len(result.rows) <= 2 and set(result.rows["note"]) == {"z" * 5_000}
 
 
 def _blocks(data: bytes, block_cells: int) -> tuple[WorkbookReader, list[pa.Table], list[int]]:
