@@ -394,7 +394,9 @@ def section(kept: dict[str, Any]) -> str:
         "two cells), 0.5% of the old rows removed and as many added. Each contender runs in a fresh process, files "
         "to file; wall and CPU time from its first import to its output closed, peak RSS its `VmHWM`. `s3task` is "
         "`s3task.compare.compare` fed by the project's reader, each side spooled to a Parquet file in a scratch "
-        "folder, DuckDB held to the MB given under each size and spilling to that folder, one thread; `pandas` is "
+        "folder with a 64-bit hash of each row's cells, the rows paired by key and hash alone and only the rows "
+        "whose hashes differ compared cell by cell, DuckDB held to the MB given under each size and spilling to "
+        "that folder, two threads (one for the last, wide joins); `pandas` is "
         "the analyst's script (`read_csv(dtype=str)` of "
         'both, `merge(how="outer", indicator=True)`, the columns compared, `to_csv`); `duckdb` is one SQL '
         "statement with DuckDB's defaults (every core, 80% of the memory). All three write the same daff-style "

@@ -23,9 +23,10 @@ MEMORY_MB = 128
 @contextlib.contextmanager
 def _loaded(
     old: Iterable[pa.Table], new: Iterable[pa.Table], memory_mb: int, scratch: str | None, keys: list[str]
-) -> Iterator[tuple[Any, Side, Side]]:
+) -> Iterator[tuple[Any, Side, Side, str]]:
     """A DuckDB connection reading both sides (``o`` and ``n``, spooled into a folder of their own in
-    ``scratch``), spilling into ``scratch`` (or a folder of its own, removed after); closed on leaving."""
+    ``scratch``), spilling into ``scratch`` (or a folder of its own, removed after), and that folder; closed
+    on leaving."""
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="s3task-compare-"))
@@ -35,7 +36,7 @@ def _loaded(
         stack.callback(con.close)
         old_side = load(con, "o", "the old result", old, spool, keys)
         new_side = load(con, "n", "the new result", new, spool, keys)
-        yield con, old_side, new_side
+        yield con, old_side, new_side, spool
 
 
 def compare(
@@ -56,11 +57,12 @@ def compare(
     import pyarrow as pa
 
     keys = list(keys)
-    with _loaded(old, new, memory_mb, scratch, keys) as (con, o, n):
+    with _loaded(old, new, memory_mb, scratch, keys) as (con, o, n, spool):
         keycheck.check_keys(con, o, n, keys)
         columns = diff.common_columns(o, n, keys)
         cols = highlighter.layout(o, n)
-        batches = diff.changes(con, o, n, keys, columns, [c for c, _m in cols] if out is not None else [], memory_mb)
+        shown = [c for c, _m in cols] if out is not None else []
+        batches = diff.changes(con, o, n, keys, columns, shown, memory_mb, spool)
         writer = highlighter.Writer(out, cols, columns) if out is not None else None
         summary = Summary(keys=keys)
         pool = pa.default_memory_pool()
@@ -81,5 +83,5 @@ def suggest_keys(
     old: Iterable[pa.Table], new: Iterable[pa.Table], *, memory_mb: int = MEMORY_MB, scratch: str | None = None
 ) -> list[str]:
     """The columns both sides have whose values are filled and unique on each side: candidate keys."""
-    with _loaded(old, new, memory_mb, scratch, []) as (con, o, n):
+    with _loaded(old, new, memory_mb, scratch, []) as (con, o, n, _spool):
         return keycheck.suggest_keys(con, o, n)
