@@ -30,6 +30,8 @@ from .safetext import visible
 from .states import State
 from .tasks import Actor, TaskService
 
+#: How a reference's copy task reads a CSV (submitted with no input format: UTF-8, commas), and so the early check.
+COPY_READS = {"delimiter": ",", "encoding": "utf-8"}
 #: How long the command waits for each reference task by default, and how often it looks.
 WAIT_SECONDS = 600.0
 LOOK_SECONDS = 0.5
@@ -107,9 +109,9 @@ def _check_first_rows(
     files = {}
     for name, reference in wanted.items():
         try:
-            files[name] = first_rows(str(reference), {})
+            files[name] = first_rows(str(reference), COPY_READS)
         except InvalidInput as e:
-            raise InvalidInput(f"--reference {name!r}: {visible(str(reference))}: {e.message}") from e
+            raise InvalidInput(f"--reference {name!r}: {e.message}") from e
     seen = service.steps.preview(actor, service.steps.read(steps), first, files)
     if seen.problems:
         said = "; ".join(seen.problems[n] for n in sorted(seen.problems))

@@ -143,7 +143,11 @@ def _first_rows(reader: WorkbookReader, rows: int) -> pa.Table:
         count, held = count + table.num_rows, held + table.nbytes
         if full or count >= rows:
             break
-    return pa.concat_tables(tables).slice(0, rows) if tables else reader.empty_table()
+    if not tables:
+        return reader.empty_table()
+    kept = pa.concat_tables(tables).slice(0, rows)
+    # A copy of the rows kept: a slice would hold the reader's whole block (its long texts) for the session.
+    return kept.take(pa.array(range(kept.num_rows), pa.int64()))
 
 
 def _shortened(table: pa.Table) -> pa.Table:

@@ -79,9 +79,8 @@ def words(file_name: str, task_id: str, numbers: Sequence[int] | None, *, how: s
         again = "every part goes again" if numbers is None else "what it lacks goes again"
     if gone:
         said = (
-            f"{which} of {file_name!r} {'was' if numbers and len(numbers) == 1 else 'were'} deleted from the "
-            "task store after it was sent (by the bucket's rule for parts left a week, or by hand), so the file "
-            "was not put together"
+            f"{which} of {file_name!r} {'were' if numbers and len(numbers) > 1 else 'was'} not in the task store "
+            "at the join (never sent, or deleted after it was sent), so the file was not put together"
         )
     else:
         said = (

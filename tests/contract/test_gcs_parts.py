@@ -130,7 +130,7 @@ def test_a_part_deleted_after_it_was_sent_is_said_and_sent_again(gcs: Any) -> No
     gcs.bucket.delete_blob(third)  # as the week's rule, or a hand, deletes it before the page reports the parts
     with pytest.raises(UploadInterrupted) as said:
         service.finish_browser_upload(ADA, plan, [(n, "") for n in range(1, 5)])
-    assert str(said.value).startswith("part 3 of 'data.csv' was deleted from the task store after it was sent")
+    assert str(said.value).startswith("part 3 of 'data.csv' was not in the task store at the join")
     assert "still waits for it, with the other parts kept" in str(said.value)
     assert "bucket" not in str(said.value).replace("the bucket's rule", "")
     record = read_record(gcs, LAYOUT, plan.task_id)[0]
@@ -163,7 +163,7 @@ def test_a_part_deleted_after_the_joins_listing_is_said_too(gcs: Any, monkeypatc
         raise GoogleNotFound(f"POST https://storage.googleapis.com/compose: Object {second} not found")
 
     monkeypatch.setattr(Blob, "compose", compose)
-    with pytest.raises(UploadInterrupted, match=r"^part 2 of 'data.csv' was deleted from the task store after"):
+    with pytest.raises(UploadInterrupted, match=r"^part 2 of 'data.csv' was not in the task store at the join"):
         service.finish_browser_upload(ADA, plan, [(n, "") for n in range(1, 5)])
     assert read_record(gcs, LAYOUT, plan.task_id)[0].input_upload["resend"] == [2]
 
