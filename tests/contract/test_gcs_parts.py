@@ -57,6 +57,18 @@ def pieces(data: bytes) -> list[bytes]:
     return [data[i : i + PART_SIZE] for i in range(0, len(data), PART_SIZE)]
 
 
+def all_parts_sent(gcs: Any) -> tuple[bytes, Any, TaskService, Any]:
+    """A browser's upload of four parts, each PUT to its signed URL, not yet joined: the file, and its plan."""
+    data = four_parts()
+    file = of_stream(io.BytesIO(data), "data.csv", len(data))
+    service = TaskService(gcs, LAYOUT)
+    plan = service.begin_browser_upload(ADA, "part gone", "copy", None, None, len(data), file)
+    assert plan.parts is not None
+    for url, body in zip(plan.parts, pieces(data), strict=True):
+        put(str(url), body)
+    return data, file, service, plan
+
+
 def test_a_browser_upload_that_stops_continues_with_only_the_missing_parts(gcs: Any) -> None:
     data = four_parts()
     file = of_stream(io.BytesIO(data), "data.csv", len(data))
@@ -119,13 +131,7 @@ def test_an_upload_the_buckets_rule_deleted_starts_again_in_the_same_task(gcs: A
 def test_a_part_deleted_after_it_was_sent_is_said_and_sent_again(gcs: Any) -> None:
     # Noticed in review: compose's 404 for a part gone between the send and the join was said as "the bucket
     # does not exist". Now the part is named, the task waits with the others, and only that part goes again.
-    data = four_parts()
-    file = of_stream(io.BytesIO(data), "data.csv", len(data))
-    service = TaskService(gcs, LAYOUT)
-    plan = service.begin_browser_upload(ADA, "part gone", "copy", None, None, len(data), file)
-    assert plan.parts is not None
-    for url, body in zip(plan.parts, pieces(data), strict=True):
-        put(str(url), body)
+    data, file, service, plan = all_parts_sent(gcs)
     (third,) = [n for n in names(gcs, f"{LAYOUT.root}parts/") if n.endswith("/00003")]
     gcs.bucket.delete_blob(third)  # as the week's rule, or a hand, deletes it before the page reports the parts
     with pytest.raises(UploadInterrupted) as said:
@@ -149,13 +155,7 @@ def test_a_part_deleted_after_the_joins_listing_is_said_too(gcs: Any, monkeypatc
     from google.api_core.exceptions import NotFound as GoogleNotFound
     from google.cloud.storage import Blob
 
-    data = four_parts()
-    file = of_stream(io.BytesIO(data), "data.csv", len(data))
-    service = TaskService(gcs, LAYOUT)
-    plan = service.begin_browser_upload(ADA, "part gone", "copy", None, None, len(data), file)
-    assert plan.parts is not None
-    for url, body in zip(plan.parts, pieces(data), strict=True):
-        put(str(url), body)
+    _data, _file, service, plan = all_parts_sent(gcs)
     (second,) = [n for n in names(gcs, f"{LAYOUT.root}parts/") if n.endswith("/00002")]
 
     def compose(self: Blob, sources: list[Blob], **_: Any) -> None:
