@@ -189,3 +189,28 @@ def grid_cells(page, nth: int = -1) -> list[str]:
     """The text of a dataframe's cells (Streamlit's grid keeps an accessible table of them)."""
     frames = page.locator("[data-testid='stDataFrame']")
     return frames.nth(nth if nth >= 0 else frames.count() - 1).locator("td").all_inner_texts()
+
+
+def open_section(page, title: str, shown, *, timeout: float = 90.0) -> None:
+    """Open the folded section ``title`` (an ``st.expander``) and wait for ``shown``, a locator inside it.
+
+    A click on the title that lands while the page is being drawn again (a rerun on a busy machine) can leave
+    the section closed: a person sees it closed and clicks again, and so does this. Only a closed section is
+    clicked again; one that stays open without ``shown`` fails at ``timeout`` seconds, saying it was open.
+    """
+    from playwright.sync_api import expect
+
+    section = page.locator("[data-testid='stExpander']").filter(has=page.get_by_text(title, exact=True))
+    deadline = time.monotonic() + timeout
+    while True:
+        settle(page)
+        details = section.locator("details")
+        if details.get_attribute("open", timeout=20_000) is None:
+            section.get_by_text(title, exact=True).click()
+        try:
+            expect(shown).to_be_visible(timeout=15_000)
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                state = "open" if details.get_attribute("open") is not None else "closed"
+                raise AssertionError(f"{title!r} is {state}; what it should show did not come") from None

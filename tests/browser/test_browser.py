@@ -20,7 +20,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from browsers import base_env, grid_cells, open_app, pick_file, settle, shot, streamlit_app
+from browsers import base_env, grid_cells, open_app, open_section, pick_file, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from procs import Procs
 from support import csv_bytes
@@ -204,8 +204,8 @@ def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket
             # Workers are an operator's business: folded away in the task's details (the local development
             # user is an operator). The separate worker did the work.
             details = page.locator("[data-testid='stExpander']").filter(has_text="Details for operators")
-            details.get_by_text("Details for operators").click()
             history = details.locator("[data-testid='stDataFrame']")
+            open_section(page, "Details for operators", history)
             expect(history.locator("td").first).to_be_attached()
             assert f"worker {socket.gethostname()}-{worker_proc.pid}" in history.locator("td").all_inner_texts()
             back_to_list(page, "People on S3", "s3")

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browsers import ARTIFACTS, base_env, grid_cells, settle, shot, streamlit_app
+from browsers import ARTIFACTS, base_env, grid_cells, open_section, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 
@@ -53,9 +53,8 @@ def test_a_comparison_is_asked_for_on_a_result_and_its_answer_shown(browser, tmp
         wait_for(lambda: {status(march), status(april)} == {"completed"}, 60, what="both lists done by the worker")
         page.goto(f"{url}/task?id={april}")
         settle(page)
-        page.get_by_text("Compare with another result").click()
         box = page.get_by_role("combobox", name="The other result (the older one)")
-        expect(box).to_be_visible(timeout=20_000)
+        open_section(page, "Compare with another result", box)
         expect(page.get_by_text("Filled and unique in both results: id, name")).to_be_visible(timeout=20_000)
         settle(page)
         box.scroll_into_view_if_needed()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from browsers import ARTIFACTS, base_env, settle, shot, streamlit_app
+from browsers import ARTIFACTS, base_env, open_section, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 
@@ -87,8 +87,9 @@ def test_errors_fixed_in_excel_come_back_as_one_combined_result(browser, tmp_pat
             book.save(fixed)
 
             # Uploaded back on the task's page: a new task, linked, runs only those rows.
-            page.get_by_text("Upload the corrected rows", exact=True).click()
-            page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(fixed))
+            picker = page.locator("[data-testid='stFileUploader'] input[type='file']")
+            open_section(page, "Upload the corrected rows", page.locator("[data-testid='stFileUploader']"))
+            picker.set_input_files(str(fixed))
             run = page.get_by_role("button", name="Run the corrected rows")
             expect(run).to_be_enabled(timeout=20_000)
             run.click()

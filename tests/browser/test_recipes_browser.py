@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browsers import base_env, pick_file, settle, shot, streamlit_app
+from browsers import base_env, open_section, pick_file, settle, shot, streamlit_app
 from conftest import CHROMIUM, wait_for
 from support import csv_bytes
 
@@ -52,11 +52,8 @@ def test_a_recipe_kept_from_march_fills_in_april(browser, tmp_path: Path, viewpo
         with streamlit_app(base_env(S3TASK_STORE=str(store), S3TASK_EMBEDDED_WORKER="0"), tmp_path / "app.log") as url:
             page.goto(f"{url}/task?id={march.task_id}")
             settle(page)
-            page.get_by_text("Keep these settings as a recipe").click()
             name = page.get_by_role("textbox", name="Recipe name")
-            # The opened section's form can take a busy machine more than Playwright's 30 s (a run beside two
-            # CPU hogs timed out here): wait for it as long as the other slow steps of the browser tests.
-            name.wait_for(state="visible", timeout=90_000)
+            open_section(page, "Keep these settings as a recipe", name)
             name.fill("CRM monthly")
             name.press("Enter")  # a form's text box submits it, as a person expects
             expect(page.get_by_text("Saved the recipe “CRM monthly”.")).to_be_visible(timeout=20_000)

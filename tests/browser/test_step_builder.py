@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browsers import app_on, base_env, choose, grid_cells, pick_file, settle, shot
+from browsers import app_on, base_env, choose, grid_cells, open_section, pick_file, settle, shot
 from conftest import CHROMIUM, free_port, wait_for
 
 from s3task.config import Settings
@@ -272,8 +272,8 @@ def test_six_steps_built_run_on_the_worker_and_come_back_as_a_recipe(browser, ap
 
         page.goto(f"{app.url}/task?id={task_id}")  # the task's page as it is now: completed
         settle(page)
-        page.get_by_text("Keep these settings as a recipe").click()
         name = page.get_by_role("textbox", name="Recipe name")
+        open_section(page, "Keep these settings as a recipe", name)
         name.fill("Orders monthly")
         name.press("Enter")
         expect(page.get_by_text("Saved the recipe “Orders monthly”.")).to_be_visible(timeout=20_000)
