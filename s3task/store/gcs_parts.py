@@ -168,9 +168,12 @@ class ComposedParts:
             blob.content_type, blob.metadata = content_type or None, {JOINED_FROM: upload_id}
             with translated(key, "create"):
                 blob.compose(sources, if_generation_match=0, timeout=DATA_TIMEOUT, retry=DATA_RETRY)
-        except BucketMissing:  # compose's 404 names no object: a part gone since it was sent, or the bucket
-            self._refuse_gone(key, upload_id, numbers)
-            raise
+        except BucketMissing as e:  # compose's 404 names no object: a part gone, a round's object gone, the bucket
+            self._refuse_gone(key, upload_id, numbers)  # a part gone is named; a bucket gone fails this listing
+            raise StoreError(
+                f"{key}: an object the join was composing was deleted while it ran (every part is still held): "
+                "join again"
+            ) from e
         with contextlib.suppress(StoreError):  # joined: what is left of the upload goes (else the bucket's rule)
             self._drop(prefix)
         return str(blob.generation)

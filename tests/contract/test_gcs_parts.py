@@ -19,7 +19,7 @@ import requests
 from conftest import make_store
 from support import PartsDropping, four_parts
 
-from s3task.errors import InvalidInput, StoreUnavailable, UploadInterrupted
+from s3task.errors import InvalidInput, StoreError, StoreUnavailable, UploadInterrupted
 from s3task.fingerprint import of_stream
 from s3task.layout import Layout
 from s3task.records import read_record
@@ -205,6 +205,35 @@ def test_more_parts_than_one_compose_takes_are_joined_in_rounds(gcs: Any) -> Non
     tags = [(n, gcs.upload_part(key, upload, n, body)) for n, body in enumerate(bodies, start=1)]
     assert [p.etag for p in gcs.list_parts(key, upload)] == [t for _, t in tags]  # each part's MD5, hex
     gcs.complete_multipart(key, upload, tags)
+    assert gcs.get(key).body == b"".join(bodies)
+    assert names(gcs, LAYOUT.root) == [key]
+
+
+def test_a_rounds_object_deleted_during_the_join_is_said_and_the_join_goes_again(
+    gcs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Noticed in review: GCS's 404 for a round's object deleted mid-join was said as "the bucket does not exist".
+    from google.api_core.exceptions import NotFound as GoogleNotFound
+    from google.cloud.storage import Blob
+
+    key = LAYOUT.input_key("2" * 26)
+    upload = gcs.create_multipart(key, content_type="text/csv")
+    bodies = [b"%03d\n" % n for n in range(1, 34)]  # 33 parts: a round of 32 and one of 1, then the join
+    tags = [(n, gcs.upload_part(key, upload, n, body)) for n, body in enumerate(bodies, start=1)]
+    real = Blob.compose
+
+    def compose(self: Blob, sources: list[Blob], **kwargs: Any) -> None:
+        if self.name != key:
+            return real(self, sources, **kwargs)
+        gcs.bucket.delete_blob(sources[0].name)  # a hand in the bucket, between a round and the join
+        raise GoogleNotFound(f"POST https://storage.googleapis.com/compose: Object {sources[0].name} not found")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Blob, "compose", compose)
+        with pytest.raises(StoreError, match="deleted while it ran \\(every part is still held\\): join again") as said:
+            gcs.complete_multipart(key, upload, tags)
+    assert "bucket" not in str(said.value)
+    gcs.complete_multipart(key, upload, tags)  # joined again: the rounds are made anew from the parts
     assert gcs.get(key).body == b"".join(bodies)
     assert names(gcs, LAYOUT.root) == [key]
 
