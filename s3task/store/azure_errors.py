@@ -19,6 +19,7 @@ from ..errors import (
     AlreadyExists,
     BucketMissing,
     NotFound,
+    PartsChanged,
     PreconditionFailed,
     StoreError,
     StoreUnavailable,
@@ -61,6 +62,8 @@ def _from_response_error(e: HttpResponseError, key: str, op: str) -> StoreError:
     if status == 412:
         # ConditionNotMet: the ETag changed, or (Azurite only) the blob compared against is gone.
         return PreconditionFailed(f"{key} changed since it was read")
+    if code == "InvalidBlockList":  # a block named at a commit is not held uncommitted (S3's InvalidPart)
+        return PartsChanged(f"the store does not hold the blocks of {key} as they were sent ({code})")
     if code == "ContainerNotFound":
         return BucketMissing(f"the container does not exist ({code})")
     if status == 404:

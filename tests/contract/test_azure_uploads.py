@@ -15,11 +15,12 @@ import io
 import pytest
 import requests
 from sas_urls import aimed_at
-from support import PartsDropping
+from support import PartsDropping, four_parts
 
 from s3task.errors import NotFound, UploadInterrupted
 from s3task.fingerprint import of_stream
 from s3task.layout import Layout
+from s3task.records import read_record
 from s3task.store.azure import AzureStore
 from s3task.store.base import MultipartStore, PutHeaders, PutMode
 from s3task.tasks import Actor, TaskService
@@ -165,3 +166,30 @@ def test_a_client_sending_the_headers_it_was_given_gets_its_task_queued(store: A
     assert sent.status_code == 201, sent.text
     queued = service.submit(ADA, created.record.task_id)
     assert queued.status == "queued" and store.get(queued.input_object_path).body == b"a,b\n1,2\n"
+
+
+def test_a_block_the_store_lacks_at_the_commit_is_said_and_sent_again(store: AzureStore) -> None:
+    """A block named at the commit that Azure does not hold uncommitted (never arrived, or dropped: Azure drops
+    a blob's uncommitted blocks at its next commit, or after a week) makes the commit fail InvalidBlockList.
+    It was said as a store error and the task cancelled, its other blocks with it; now the part is named, as
+    S3's InvalidPart is, and the task waits with the others for that part alone to go again."""
+    data = four_parts()
+    chunks = [data[i : i + PART_SIZE] for i in range(0, len(data), PART_SIZE)]
+    file = of_stream(io.BytesIO(data), "data.csv", len(data))
+    service = TaskService(store, Layout("batch-tasks"))
+    plan = service.begin_browser_upload(ADA, "block gone", "copy", None, None, len(data), file)
+    assert plan.parts is not None and len(plan.parts) == 4
+    for number, (url, chunk) in enumerate(zip(plan.parts, chunks, strict=True), start=1):
+        if number != 3:  # the third never arrives, though the page reports every part sent
+            assert requests.put(str(url), data=chunk, timeout=30).status_code == 201
+    with pytest.raises(UploadInterrupted) as said:
+        service.finish_browser_upload(ADA, plan, [(n, "") for n in range(1, 5)])
+    assert str(said.value).startswith("part 3 of 'data.csv' was not in the task store at the join"), said.value
+    record = read_record(store, Layout("batch-tasks"), plan.task_id)[0]
+    assert record.status == "created" and record.input_upload["resend"] == [3]
+
+    again = service.continue_browser_upload(ADA, plan.task_id, file)
+    assert again.parts is not None and [url is None for url in again.parts] == [True, True, False, True]
+    assert requests.put(str(again.parts[2]), data=chunks[2], timeout=30).status_code == 201
+    queued = service.finish_browser_upload(ADA, again, [(3, "")])
+    assert queued.status == "queued" and store.get(queued.input_object_path).body == data
