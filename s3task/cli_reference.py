@@ -1,11 +1,11 @@
 """``s3task submit FILE --steps STEPS.json --reference NAME=PATH``: a lookup's reference table made from a file.
 
-Each PATH is submitted first as a task of its own (type ``copy``, named "Reference: managers.csv"), so it is
-read (encodings, delimiters, a workbook's first sheet), stored and access-checked as every result is; the
-command waits until a worker has copied it (at most ``--reference-wait`` seconds), then every lookup in the
-list whose ``reference`` is NAME gets that task's id, and the list is submitted as ever. Without a worker
-running nothing completes: at the deadline the command stops, naming the reference task, which a worker will
-still copy (its id can then be used as the reference, without uploading the file again).
+Each PATH is submitted first as a task of its own (type ``copy``, named "Reference: managers.csv"), so it is read
+as a file given with no format is (its delimiter and encoding found from it, a workbook's first sheet), stored and
+access-checked as every result is; the command waits until a worker has copied it (at most ``--reference-wait``
+seconds), then every lookup in the list whose ``reference`` is NAME gets that task's id, and the list is submitted
+as ever. Without a worker running nothing completes: at the deadline the command stops, naming the reference task,
+which a worker will still copy (its id can then be used as the reference, without uploading the file again).
 
 Before any reference task is made, the list's own values (a pattern, a date format) are checked, and the list
 runs over the file's first rows as ``steps check`` does, each of these lookups reading its reference file's first
@@ -28,10 +28,8 @@ from .errors import InvalidInput, S3TaskError
 from .record import TaskRecord
 from .safetext import visible
 from .states import State
-from .tasks import Actor, TaskService
+from .tasks import REFERENCE_READS, Actor, TaskService
 
-#: How a reference's copy task reads a CSV (submitted with no input format: UTF-8, commas), and so the early check.
-COPY_READS = {"delimiter": ",", "encoding": "utf-8"}
 #: How long the command waits for each reference task by default, and how often it looks.
 WAIT_SECONDS = 600.0
 LOOK_SECONDS = 0.5
@@ -105,11 +103,12 @@ def _check_first_rows(
     service: TaskService, actor: Actor, steps: Any, first: Any, path: str, wanted: dict[str, Path]
 ) -> None:
     """The list over the file's first rows, each lookup of a ``--reference`` reading its file's first rows as its
-    copy will read it: a column either lacks, or a key repeated there, is said before anything is made."""
+    copy will read it (REFERENCE_READS): a column either lacks, or a key repeated there, is said before anything
+    is made."""
     files = {}
     for name, reference in wanted.items():
         try:
-            files[name] = first_rows(str(reference), COPY_READS)
+            files[name] = first_rows(str(reference), dict(REFERENCE_READS))
         except InvalidInput as e:
             raise InvalidInput(f"--reference {name!r}: {e.message}") from e
     seen = service.steps.preview(actor, service.steps.read(steps), first, files)
@@ -135,7 +134,7 @@ def _reference(service: TaskService, actor: Actor, path: Path, wait: float) -> s
     """The id of a completed task copied from ``path``, once a worker has made it (InvalidInput if it fails or
     the wait runs out, naming the task)."""
     with path.open("rb") as f:
-        record = service.submit_file(actor, f"Reference: {path.name}", "copy", None, f)
+        record = service.steps.submit_reference(actor, path.name, f)
     shown = visible(path.name)
     print(f"reference {shown}: task {record.task_id}, waiting for a worker to copy it", file=sys.stderr)
     deadline = time.monotonic() + wait

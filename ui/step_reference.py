@@ -1,8 +1,9 @@
 """A lookup step's reference table in the step builder: a completed task's id, or a file uploaded in the step.
 
 A reference file uploaded here becomes a task of its own ("Reference: managers.csv", type ``copy``) through
-the door (``service.submit_file``, as the New task page's fallback uploader sends a file through the app), so
-it is read (encodings, delimiters, workbooks), stored, access-checked and kept as every result is. The step
+the door (``service.steps.submit_reference``, sent through the app as the New task page's fallback uploader sends a
+file), so it is read as a file given with no format is (its delimiter and encoding found from it; a workbook's
+first sheet), stored, access-checked and kept as every result is. The step
 says "Preparing the reference table…" while a worker (the app's own, woken by the submit) copies it; a
 fragment looks again every ``refresh_seconds`` and reruns the page when the task has ended. A completed copy
 that a lookup may use (``service.steps.check_reference``: its rows within the cap) becomes the step's
@@ -25,6 +26,7 @@ import streamlit as st
 
 from s3task.errors import S3TaskError
 from s3task.states import State
+from s3task.tasks import reference_name
 
 from . import format as fmt
 from .csvfile import EXTENSIONS, WORKBOOK_EXTENSIONS
@@ -55,11 +57,6 @@ _WRAP_KINDS = """
 _FILES = "step_reference_files"
 #: The copy task's states while a worker may still complete it (a failed attempt is retried by itself).
 _WAITING = (State.CREATED, State.QUEUED, State.RUNNING, State.FAILED)
-
-
-def task_name(file_name: str) -> str:
-    """The name of the task a reference file becomes: "Reference: managers.csv"."""
-    return f"Reference: {file_name}"
 
 
 def reference_field(ctx: Context, item: dict[str, Any], f: Field, key: str) -> str:
@@ -122,7 +119,7 @@ def _uploaded(ctx: Context, item: dict[str, Any], widget: str) -> None:
         item["ref_made"] = item.get("ref_made", 0) + 1
         return
     try:
-        made = ctx.service.submit_file(ctx.actor, task_name(uploaded.name), "copy", None, data)
+        made = ctx.service.steps.submit_reference(ctx.actor, uploaded.name, data)
     except S3TaskError as e:  # nothing is left behind (the service saw to it); the step stays as it was
         said = f"{uploaded.name} cannot be the reference table: {_sentence(e)}"
         if uploaded.name.lower().endswith(WORKBOOK_EXTENSIONS):
@@ -161,7 +158,7 @@ def _still_preparing(ctx: Context, item: dict[str, Any]) -> bool:
         return _settled(item, "refused", _sentence(e))
     item["json"]["reference"] = task_id
     rows = record.row_count or 0
-    used = f"Uses {file_name} ({fmt.counted(rows, 'row')}), kept as the task “{task_name(file_name)}”: {task_id}."
+    used = f"Uses {file_name} ({fmt.counted(rows, 'row')}), kept as the task “{reference_name(file_name)}”: {task_id}."
     return _settled(item, "used", used)
 
 

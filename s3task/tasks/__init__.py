@@ -22,6 +22,7 @@ from .inputs import Created
 from .limits import CreateLimits
 from .looking import _READERS, MARKER_CHECK_AFTER, MAX_LIST, Page
 from .service import TaskService
+from .step_lists import REFERENCE_READS, reference_name
 from .transitions import MAX_NAME, MAX_PAYLOAD_BYTES
 from .urls import UrlSigner
 
@@ -30,6 +31,7 @@ __all__ = [
     "MAX_LIST",
     "MAX_NAME",
     "MAX_PAYLOAD_BYTES",
+    "REFERENCE_READS",
     "_READERS",
     "Actor",
     "CreateLimits",
@@ -37,4 +39,5 @@ __all__ = [
     "Page",
     "TaskService",
     "UrlSigner",
+    "reference_name",
 ]

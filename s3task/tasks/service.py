@@ -76,7 +76,7 @@ class TaskService:
         self._resumable = Resumable(self._transitions, self._inputs)  # uploads that continue after a break
         self._browser = BrowserUploads(self._inputs, self._resumable)
         self._corrections = Corrections(self._inputs, self._outputs)  # rows with errors sent back corrected
-        self.steps = StepLists(self._transitions)  # step lists before they run: a public part of the door
+        self.steps = StepLists(self._transitions, self._inputs)  # step lists before they run: a public part
         self.inboxes = Inboxes(self._transitions, self._recipes)  # files dropped for recipes: a public part too
         self.recipes = RecipeShelf(store, self._transitions, self._recipes)  # saved settings: a public part
         self.charts = Charts(self)  # a column of a result charted over every row: a public part

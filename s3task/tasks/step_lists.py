@@ -6,8 +6,8 @@ task for an operator), the same rule the task's creation checks (:mod:`s3task.ta
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .access import Actor
 from .references import check_lookup, check_reference
@@ -18,14 +18,31 @@ if TYPE_CHECKING:
     from ..record import TaskRecord
     from ..steps import StepList
     from ..steps.preview import Preview
+    from .inputs import Inputs
     from .transitions import Transitions
+
+#: How a reference file is read when it becomes a task of its own: as a file submitted with no format given
+#: (its delimiter and encoding found from it; a workbook, the sheet it opens on in Excel).
+REFERENCE_READS: Mapping[str, str] = {"delimiter": "detect", "encoding": "detect"}
+
+
+def reference_name(file_name: str) -> str:
+    """The name of the task a reference file becomes: "Reference: managers.csv"."""
+    return f"Reference: {file_name}"
 
 
 class StepLists:
     """What a user does with a step list before it runs (the builder, ``s3task steps check``)."""
 
-    def __init__(self, transitions: Transitions) -> None:
+    def __init__(self, transitions: Transitions, inputs: Inputs) -> None:
         self._transitions = transitions
+        self._inputs = inputs
+
+    def submit_reference(self, actor: Actor, file_name: str, stream: BinaryIO | bytes | Iterable[bytes]) -> TaskRecord:
+        """A file to look up from, made a task of its own for a worker to copy (type ``copy``, named by
+        :func:`reference_name`), read as :data:`REFERENCE_READS` says; on failure no task is left behind."""
+        name = reference_name(file_name)
+        return self._inputs.submit_file(actor, name, "copy", None, stream, dict(REFERENCE_READS))
 
     def parameters(self, record: TaskRecord) -> dict[str, Any]:
         """Every parameter of a task the caller holds (got through ``service.get`` or ``list``), its step list

@@ -66,6 +66,31 @@ def test_a_reference_file_becomes_a_task_the_worker_copies_and_the_lookup_reads(
     ]
 
 
+def test_a_semicolon_reference_in_windows_1252_is_read_as_the_app_reads_a_file(
+    files: tuple[Path, TaskService], procs, startup: float
+) -> None:
+    # Found after stop 41: a reference was read as UTF-8 with commas whatever it was (a European Excel's CSV was
+    # refused for lacking the key column "Account"). Its delimiter and encoding are now found from it, in the
+    # early check and in its copy task alike.
+    tmp_path, service = files
+    (tmp_path / "managers.csv").write_bytes("Account;Manager\r\nA1;Zoë\r\nC3;Li\r\n".encode("windows-1252"))
+    procs.worker(str(tmp_path / "store"), "--poll-interval", str(POLL), worker_id="w1")
+    wait = 30 + startup + 2 * POLL
+    done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", str(wait), timeout=wait + 30)
+    assert done.returncode == 0, done.stderr
+    task_id = done.stdout.strip()
+    record = wait_for(
+        lambda: (r := service.get(ANN, task_id, fresh=True)).status == Status.COMPLETED and r,
+        timeout=wait,
+        what="the steps task completed",
+    )
+    assert [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)] == [
+        ("Ada", "Zoë"),
+        ("Cy", "Li"),
+        ("Dee", ""),
+    ]
+
+
 def test_without_a_worker_the_wait_ends_at_its_deadline_naming_the_reference_task(
     files: tuple[Path, TaskService],
 ) -> None:

@@ -203,3 +203,13 @@ def test_a_step_after_a_lookup_being_prepared_is_not_flagged_for_the_columns_it_
     assert step_reference.PREPARING in texts(steps(at)[0])
     assert "not in the table" not in texts(at) and "cannot run" not in texts(at)
     assert "To submit, add step 1's reference table (being prepared)." in texts(at)
+
+
+def test_a_reference_file_is_read_as_a_file_given_with_no_format(page, service: TaskService) -> None:
+    # Found after stop 41: a reference was read as UTF-8 with commas whatever it was, so a semicolon file saved by
+    # a European Excel became one column, "Account;Manager", and the lookup had no key. Now its delimiter and
+    # encoding are found from it, as for the file a task is made from.
+    at = keyed_lookup(page)
+    upload(at, "managers.csv", "Account;Manager\r\nA1;Zoë\r\nB2;Jo\r\n".encode("windows-1252"))
+    (made,) = references(service)
+    assert (made.read_as.delimiter, made.read_as.encoding) == (";", "windows-1252")
