@@ -38,7 +38,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..errors import BucketMissing, InvalidInput, NotFound, PartsChanged, StoreError
+from ..errors import BucketMissing, InvalidInput, NotFound, PartsChanged, StoreError, StoreUnavailable
 from .base import JOINED_FROM, Part, check_key
 from .gcs_errors import translated
 from .gcs_requests import DATA_RETRY, DATA_TIMEOUT, RECORD_RETRY, RECORD_TIMEOUT
@@ -170,7 +170,7 @@ class ComposedParts:
                 blob.compose(sources, if_generation_match=0, timeout=DATA_TIMEOUT, retry=DATA_RETRY)
         except BucketMissing as e:  # compose's 404 names no object: a part gone, a round's object gone, the bucket
             self._refuse_gone(key, upload_id, numbers)  # a part gone is named; a bucket gone fails this listing
-            raise StoreError(
+            raise StoreUnavailable(  # as a store failing mid-join: an upload noted on its task is kept, to go again
                 f"{key}: an object the join was composing was deleted while it ran (every part is still held): "
                 "join again"
             ) from e
