@@ -191,26 +191,40 @@ def grid_cells(page, nth: int = -1) -> list[str]:
     return frames.nth(nth if nth >= 0 else frames.count() - 1).locator("td").all_inner_texts()
 
 
-def open_section(page, title: str, shown, *, timeout: float = 90.0) -> None:
-    """Open the folded section ``title`` (an ``st.expander``) and wait for ``shown``, a locator inside it.
+class StayedClosed(AssertionError):
+    """A folded section that clicks on its title did not open."""
+
+
+def open_section(page, title: str, inside, *, timeout: float = 90.0, clicks: int = 2):
+    """Open the folded section ``title`` (an ``st.expander``) and wait for ``inside(section)``, a locator in it,
+    to be visible; returns that locator.
 
     A click on the title that lands while the page is being drawn again (a rerun on a busy machine) can leave
-    the section closed: a person sees it closed and clicks again, and so does this. Only a closed section is
-    clicked again; one that stays open without ``shown`` fails at ``timeout`` seconds, saying it was open.
+    the section closed: a person sees it closed and clicks again, and so does this, at most ``clicks`` times in
+    all (a click that never opens it fails, saying so; one more than the first is printed). A section that
+    stays open without what it should show fails at ``timeout`` seconds, saying it was open.
     """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
     section = page.locator("[data-testid='stExpander']").filter(has=page.get_by_text(title, exact=True))
-    deadline = time.monotonic() + timeout
+    details, shown = section.locator("details"), inside(section)
+    deadline, clicked = time.monotonic() + timeout, 0
     while True:
-        settle(page)
-        details = section.locator("details")
-        if details.get_attribute("open", timeout=20_000) is None:
-            section.get_by_text(title, exact=True).click()
         try:
+            settle(page)
+            if details.get_attribute("open", timeout=20_000) is None:
+                if clicked == clicks:
+                    raise StayedClosed(f"{title!r} stayed closed after {clicked} clicks on its title")
+                section.get_by_text(title, exact=True).click()
+                clicked += 1
+                if clicked > 1:
+                    print(f"open_section: {title!r} was still closed after a click; clicked again")
             expect(shown).to_be_visible(timeout=15_000)
-            return
-        except AssertionError:
+            return shown
+        except StayedClosed:
+            raise
+        except (AssertionError, PlaywrightTimeout):
             if time.monotonic() > deadline:
                 state = "open" if details.get_attribute("open") is not None else "closed"
                 raise AssertionError(f"{title!r} is {state}; what it should show did not come") from None

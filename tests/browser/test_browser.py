@@ -203,9 +203,7 @@ def test_s3_store_with_separate_worker(browser, tmp_path: Path, moto_http_bucket
             assert_rows(saved)
             # Workers are an operator's business: folded away in the task's details (the local development
             # user is an operator). The separate worker did the work.
-            details = page.locator("[data-testid='stExpander']").filter(has_text="Details for operators")
-            history = details.locator("[data-testid='stDataFrame']")
-            open_section(page, "Details for operators", history)
+            history = open_section(page, "Details for operators", lambda s: s.locator("[data-testid='stDataFrame']"))
             expect(history.locator("td").first).to_be_attached()
             assert f"worker {socket.gethostname()}-{worker_proc.pid}" in history.locator("td").all_inner_texts()
             back_to_list(page, "People on S3", "s3")

@@ -53,8 +53,8 @@ def test_a_comparison_is_asked_for_on_a_result_and_its_answer_shown(browser, tmp
         wait_for(lambda: {status(march), status(april)} == {"completed"}, 60, what="both lists done by the worker")
         page.goto(f"{url}/task?id={april}")
         settle(page)
-        box = page.get_by_role("combobox", name="The other result (the older one)")
-        open_section(page, "Compare with another result", box)
+        other = "The other result (the older one)"
+        box = open_section(page, "Compare with another result", lambda s: s.get_by_role("combobox", name=other))
         expect(page.get_by_text("Filled and unique in both results: id, name")).to_be_visible(timeout=20_000)
         settle(page)
         box.scroll_into_view_if_needed()

@@ -88,7 +88,7 @@ def test_errors_fixed_in_excel_come_back_as_one_combined_result(browser, tmp_pat
 
             # Uploaded back on the task's page: a new task, linked, runs only those rows.
             picker = page.locator("[data-testid='stFileUploader'] input[type='file']")
-            open_section(page, "Upload the corrected rows", page.locator("[data-testid='stFileUploader']"))
+            open_section(page, "Upload the corrected rows", lambda s: s.locator("[data-testid='stFileUploader']"))
             picker.set_input_files(str(fixed))
             run = page.get_by_role("button", name="Run the corrected rows")
             expect(run).to_be_enabled(timeout=20_000)

@@ -52,8 +52,9 @@ def test_a_recipe_kept_from_march_fills_in_april(browser, tmp_path: Path, viewpo
         with streamlit_app(base_env(S3TASK_STORE=str(store), S3TASK_EMBEDDED_WORKER="0"), tmp_path / "app.log") as url:
             page.goto(f"{url}/task?id={march.task_id}")
             settle(page)
-            name = page.get_by_role("textbox", name="Recipe name")
-            open_section(page, "Keep these settings as a recipe", name)
+            name = open_section(
+                page, "Keep these settings as a recipe", lambda s: s.get_by_role("textbox", name="Recipe name")
+            )
             name.fill("CRM monthly")
             name.press("Enter")  # a form's text box submits it, as a person expects
             expect(page.get_by_text("Saved the recipe “CRM monthly”.")).to_be_visible(timeout=20_000)

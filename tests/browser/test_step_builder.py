@@ -272,8 +272,9 @@ def test_six_steps_built_run_on_the_worker_and_come_back_as_a_recipe(browser, ap
 
         page.goto(f"{app.url}/task?id={task_id}")  # the task's page as it is now: completed
         settle(page)
-        name = page.get_by_role("textbox", name="Recipe name")
-        open_section(page, "Keep these settings as a recipe", name)
+        name = open_section(
+            page, "Keep these settings as a recipe", lambda s: s.get_by_role("textbox", name="Recipe name")
+        )
         name.fill("Orders monthly")
         name.press("Enter")
         expect(page.get_by_text("Saved the recipe “Orders monthly”.")).to_be_visible(timeout=20_000)
