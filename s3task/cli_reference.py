@@ -25,6 +25,7 @@ from typing import Any
 
 from .cli_steps import first_rows
 from .errors import InvalidInput, S3TaskError
+from .input_format import parse_input_format
 from .record import TaskRecord
 from .safetext import visible
 from .states import State
@@ -44,6 +45,16 @@ def add_reference_flags(s: argparse.ArgumentParser) -> None:
         metavar="NAME=PATH",
         help='with --steps: the file PATH becomes a task of its own ("Reference: FILE", copied by a worker) '
         "and each lookup whose reference is NAME reads its result",
+    )
+    s.add_argument(
+        "--reference-delimiter",
+        metavar="D",
+        help="what separates the values in every --reference file (as --delimiter); default: detect from each",
+    )
+    s.add_argument(
+        "--reference-encoding",
+        metavar="ENC",
+        help="every --reference file's text encoding (as --encoding); default: detect from each",
     )
     s.add_argument(
         "--reference-wait",
@@ -82,8 +93,9 @@ def with_references(
         first = first_rows(args.path, read_as)  # and the file's first rows: one that cannot be read makes nothing
     except InvalidInput as e:
         raise InvalidInput(f"{visible(args.path)}: {e.message}") from e
-    _check_first_rows(service, actor, steps, first, args.path, wanted)
-    made = {name: _reference(service, actor, path, args.reference_wait) for name, path in wanted.items()}
+    reads = _reads(args)
+    _check_first_rows(service, actor, steps, first, args.path, wanted, reads)
+    made = {name: _reference(service, actor, path, args.reference_wait, reads) for name, path in wanted.items()}
     for s in lookups:
         if s.get("reference") in made:
             s["reference"] = made[s["reference"]]
@@ -99,16 +111,38 @@ def with_references(
     return steps
 
 
+def _reads(args: argparse.Namespace) -> dict[str, Any]:
+    """How every ``--reference`` file is read: :data:`REFERENCE_READS`, with what the flags say instead."""
+    reads = dict(REFERENCE_READS)
+    for flag, key, value in (
+        ("--reference-delimiter", "delimiter", args.reference_delimiter),
+        ("--reference-encoding", "encoding", args.reference_encoding),
+    ):
+        if value is not None:
+            try:
+                parse_input_format({**REFERENCE_READS, key: value}, allow_detect=True)
+            except InvalidInput as e:
+                raise InvalidInput(f"{flag}: {e.message}") from e
+            reads[key] = value
+    return reads
+
+
 def _check_first_rows(
-    service: TaskService, actor: Actor, steps: Any, first: Any, path: str, wanted: dict[str, Path]
+    service: TaskService,
+    actor: Actor,
+    steps: Any,
+    first: Any,
+    path: str,
+    wanted: dict[str, Path],
+    reads: dict[str, Any],
 ) -> None:
     """The list over the file's first rows, each lookup of a ``--reference`` reading its file's first rows as its
-    copy will read it (REFERENCE_READS): a column either lacks, or a key repeated there, is said before anything
-    is made."""
+    copy will read it (``reads``): a column either lacks, or a key repeated there, is said before anything is
+    made."""
     files = {}
     for name, reference in wanted.items():
         try:
-            files[name] = first_rows(str(reference), dict(REFERENCE_READS))
+            files[name] = first_rows(str(reference), reads)
         except InvalidInput as e:
             raise InvalidInput(f"--reference {name!r}: {e.message}") from e
     seen = service.steps.preview(actor, service.steps.read(steps), first, files)
@@ -121,7 +155,11 @@ def _check_first_rows(
 
 
 def _sentence(e: S3TaskError) -> str:
-    return str(e).strip().rstrip(".")
+    return _sentence_of(str(e))
+
+
+def _sentence_of(text: str) -> str:
+    return text.strip().rstrip(".")
 
 
 def _listed(steps: Any) -> list[Any]:
@@ -130,18 +168,18 @@ def _listed(steps: Any) -> list[Any]:
     return steps if isinstance(steps, list) else []
 
 
-def _reference(service: TaskService, actor: Actor, path: Path, wait: float) -> str:
+def _reference(service: TaskService, actor: Actor, path: Path, wait: float, reads: dict[str, Any]) -> str:
     """The id of a completed task copied from ``path``, once a worker has made it (InvalidInput if it fails or
     the wait runs out, naming the task)."""
     with path.open("rb") as f:
-        record = service.steps.submit_reference(actor, path.name, f)
+        record = service.steps.submit_reference(actor, path.name, f, reads)
     shown = visible(path.name)
     print(f"reference {shown}: task {record.task_id}, waiting for a worker to copy it", file=sys.stderr)
     deadline = time.monotonic() + wait
     while record.state in _WAITING:
         if time.monotonic() > deadline:
             raise InvalidInput(
-                f"task {record.task_id} (Reference: {shown}) was not copied within {wait:g} s: is a worker "
+                f"task {record.task_id} ({visible(record.task_name)}) was not copied within {wait:g} s: is a worker "
                 "running? It stays queued; once it has completed, use its id as the lookup's reference"
             )
         time.sleep(LOOK_SECONDS)
@@ -152,6 +190,9 @@ def _reference(service: TaskService, actor: Actor, path: Path, wait: float) -> s
 def _completed(record: TaskRecord, shown: str) -> str:
     if record.state != State.COMPLETED:
         why = record.last_error or f"it is {record.state.value}"
-        raise InvalidInput(f"the reference file {shown} was not copied (task {record.task_id}): {why}")
+        raise InvalidInput(
+            f"the reference file {shown} was not copied (task {record.task_id}): {_sentence_of(why)}. "
+            "--reference-encoding and --reference-delimiter say how a reference file is read"
+        )
     print(f"reference {shown}: task {record.task_id}, {record.row_count or 0:,} rows", file=sys.stderr)
     return record.task_id

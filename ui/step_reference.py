@@ -43,6 +43,11 @@ ONE_SHEET = (
     "A reference workbook is read from the sheet it opens on in Excel: open it on the table's sheet and save "
     "it, or save that sheet as a CSV file."
 )
+#: A reference file is read as a file given with no format is: what is said when its copy failed.
+CHOSEN = (
+    "To choose how it is read (its “Text encoding”, its “Values separated by”, its sheet), make it a task on the "
+    "New task page (Copy rows unchanged) and give that task's id as the reference table."
+)
 #: Streamlit cuts the uploader's line of file kinds at the box's edge ("CSV, TXT, TSV, XLSX, X…" on a phone):
 #: in a reference's uploader it wraps instead, so every kind accepted is shown.
 _WRAP_KINDS = """
@@ -151,7 +156,7 @@ def _still_preparing(ctx: Context, item: dict[str, Any]) -> bool:
         return True
     if record.state != State.COMPLETED:
         why = record.last_error or fmt.status_label(record).lower()
-        return _settled(item, "refused", f"{file_name} cannot be the reference table: {_sentence(why)}")
+        return _settled(item, "refused", f"{file_name} cannot be the reference table: {_sentence(why)} {CHOSEN}")
     try:
         ctx.service.steps.check_reference(ctx.actor, task_id, who=f"The reference file {file_name}")
     except S3TaskError as e:

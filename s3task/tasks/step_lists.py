@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .access import Actor
 from .references import check_lookup, check_reference
+from .transitions import MAX_NAME
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,8 +28,10 @@ REFERENCE_READS: Mapping[str, str] = {"delimiter": "detect", "encoding": "detect
 
 
 def reference_name(file_name: str) -> str:
-    """The name of the task a reference file becomes: "Reference: managers.csv"."""
-    return f"Reference: {file_name}"
+    """The name of the task a reference file becomes: "Reference: managers.csv" (a name too long for a task's
+    cut to fit, ending "…": the person chose a file, not a task name)."""
+    name = f"Reference: {file_name}"
+    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
 
 
 class StepLists:
@@ -38,11 +41,18 @@ class StepLists:
         self._transitions = transitions
         self._inputs = inputs
 
-    def submit_reference(self, actor: Actor, file_name: str, stream: BinaryIO | bytes | Iterable[bytes]) -> TaskRecord:
+    def submit_reference(
+        self,
+        actor: Actor,
+        file_name: str,
+        stream: BinaryIO | bytes | Iterable[bytes],
+        read_as: Mapping[str, Any] | None = None,
+    ) -> TaskRecord:
         """A file to look up from, made a task of its own for a worker to copy (type ``copy``, named by
-        :func:`reference_name`), read as :data:`REFERENCE_READS` says; on failure no task is left behind."""
-        name = reference_name(file_name)
-        return self._inputs.submit_file(actor, name, "copy", None, stream, dict(REFERENCE_READS))
+        :func:`reference_name`), read as :data:`REFERENCE_READS` says unless ``read_as`` (an input format's
+        settings: a delimiter, an encoding) says otherwise; on failure no task is left behind."""
+        asked = {**REFERENCE_READS, **(read_as or {})}
+        return self._inputs.submit_file(actor, reference_name(file_name), "copy", None, stream, asked)
 
     def parameters(self, record: TaskRecord) -> dict[str, Any]:
         """Every parameter of a task the caller holds (got through ``service.get`` or ``list``), its step list

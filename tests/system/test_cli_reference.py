@@ -91,6 +91,41 @@ def test_a_semicolon_reference_in_windows_1252_is_read_as_the_app_reads_a_file(
     ]
 
 
+def test_a_reference_whose_encoding_shows_late_is_read_as_reference_encoding_says(
+    files: tuple[Path, TaskService], procs, startup: float
+) -> None:
+    # Found by the outside review: a reference whose first 64 KB are plain ASCII is taken for UTF-8, and its copy
+    # fails at a later "Zoë" in Windows-1252, advising an encoding chosen that no flag could choose for it.
+    tmp_path, service = files
+    filler = "".join(f"F{n:06d};Pat {'x' * 40}\r\n" for n in range(2_000))  # about 100 KB before the first "ë"
+    (tmp_path / "managers.csv").write_bytes(f"Account;Manager\r\nA1;Mo\r\n{filler}C3;Zoë\r\n".encode("cp1252"))
+    procs.worker(str(tmp_path / "store"), "--poll-interval", str(POLL), worker_id="w1")
+    wait = 30 + startup + 2 * POLL
+    failed = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", str(wait), timeout=wait + 30)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    said = failed.stderr.strip().splitlines()[-1]
+    assert "the reference file managers.csv was not copied" in said and "not UTF-8 text" in said
+    assert said.endswith("--reference-encoding and --reference-delimiter say how a reference file is read")
+
+    done = submit(
+        tmp_path,
+        *("--reference", "managers=managers.csv", "--reference-encoding", "windows-1252"),
+        *("--reference-wait", str(wait)),
+        timeout=wait + 30,
+    )
+    assert done.returncode == 0, done.stderr
+    record = wait_for(
+        lambda: (r := service.get(ANN, done.stdout.strip(), fresh=True)).status == Status.COMPLETED and r,
+        timeout=wait,
+        what="the steps task completed",
+    )
+    assert [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)] == [
+        ("Ada", "Mo"),
+        ("Cy", "Zoë"),
+        ("Dee", ""),
+    ]
+
+
 def test_without_a_worker_the_wait_ends_at_its_deadline_naming_the_reference_task(
     files: tuple[Path, TaskService],
 ) -> None:
@@ -187,6 +222,22 @@ def test_a_file_or_a_list_that_cannot_be_used_makes_no_reference_task(
     done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", "0")
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert words in done.stderr.strip().splitlines()[-1]
+    assert service.list(ANN).tasks == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--reference-encoding", "latin-9"), ("--reference-delimiter", "::")],
+    ids=["encoding", "delimiter"],
+)
+def test_a_reference_flag_that_cannot_be_used_is_named_and_makes_no_task(
+    files: tuple[Path, TaskService], flag: str, value: str
+) -> None:
+    tmp_path, service = files
+    done = submit(tmp_path, "--reference", "managers=managers.csv", flag, value, "--reference-wait", "0")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.startswith(f"error: {flag}: the input format's ") and repr(value) in said, said
     assert service.list(ANN).tasks == []
 
 
