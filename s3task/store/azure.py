@@ -19,6 +19,8 @@ core sees what it sees on S3:
   Azurite → ``PreconditionFailed`` either way;
 - missing blob → ``NotFound``; missing container → ``BucketMissing``; 401/403 →
   ``AccessDeniedByStore``; timeouts, 408/429/5xx and connection errors → ``StoreUnavailable``;
+- a block-list commit naming a block the blob does not hold uncommitted: 400 ``InvalidBlockList`` →
+  ``PartsChanged`` (S3's ``InvalidPart``);
 - no ``StartAfter``: a listing starts at the prefix and skips what is not after ``start_after``
   (the continuation marker is opaque), so a later page costs the listing of the earlier ones;
 - ETags are opaque (``"0x8DC…"``, not an MD5) and change on every write, even of the same bytes.

@@ -171,8 +171,8 @@ class ComposedParts:
         except BucketMissing as e:  # compose's 404 names no object: a part gone, a round's object gone, the bucket
             self._refuse_gone(key, upload_id, numbers)  # a part gone is named; a bucket gone fails this listing
             raise StoreUnavailable(  # as a store failing mid-join: an upload noted on its task is kept, to go again
-                f"{key}: an object the join was composing was deleted while it ran (every part is still held): "
-                "join again"
+                f"an object the join of {key} was composing was deleted while it ran; nothing was joined, and every "
+                "part is still held"
             ) from e
         with contextlib.suppress(StoreError):  # joined: what is left of the upload goes (else the bucket's rule)
             self._drop(prefix)
