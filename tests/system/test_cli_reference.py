@@ -39,6 +39,16 @@ def submit(tmp_path: Path, *more: str, timeout: float = 60):
     return cli(*args, *more, cwd=tmp_path, env=env, timeout=timeout)
 
 
+def managers_found(service: TaskService, task_id: str, wait: float) -> list[tuple[str, str]]:
+    """Each customer of the steps task's result and the manager its lookup found, once the task has completed."""
+    record = wait_for(
+        lambda: (r := service.get(ANN, task_id, fresh=True)).status == Status.COMPLETED and r,
+        timeout=wait,
+        what="the steps task completed",
+    )
+    return [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)]
+
+
 def test_a_reference_file_becomes_a_task_the_worker_copies_and_the_lookup_reads(
     files: tuple[Path, TaskService], procs, startup: float
 ) -> None:
@@ -54,16 +64,7 @@ def test_a_reference_file_becomes_a_task_the_worker_copies_and_the_lookup_reads(
     assert f"reference managers.csv: task {reference.task_id}, waiting for a worker to copy it" in done.stderr
     lookup = service.steps.parameters(service.get(ANN, task_id))["steps"][3]
     assert lookup["reference"] == reference.task_id
-    record = wait_for(
-        lambda: (r := service.get(ANN, task_id, fresh=True)).status == Status.COMPLETED and r,
-        timeout=wait,
-        what="the steps task completed",
-    )
-    assert [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)] == [
-        ("Ada", "Mo"),
-        ("Cy", "Li"),
-        ("Dee", ""),
-    ]
+    assert managers_found(service, task_id, wait) == [("Ada", "Mo"), ("Cy", "Li"), ("Dee", "")]
 
 
 def test_a_semicolon_reference_in_windows_1252_is_read_as_the_app_reads_a_file(
@@ -79,16 +80,7 @@ def test_a_semicolon_reference_in_windows_1252_is_read_as_the_app_reads_a_file(
     done = submit(tmp_path, "--reference", "managers=managers.csv", "--reference-wait", str(wait), timeout=wait + 30)
     assert done.returncode == 0, done.stderr
     task_id = done.stdout.strip()
-    record = wait_for(
-        lambda: (r := service.get(ANN, task_id, fresh=True)).status == Status.COMPLETED and r,
-        timeout=wait,
-        what="the steps task completed",
-    )
-    assert [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)] == [
-        ("Ada", "Zoë"),
-        ("Cy", "Li"),
-        ("Dee", ""),
-    ]
+    assert managers_found(service, task_id, wait) == [("Ada", "Zoë"), ("Cy", "Li"), ("Dee", "")]
 
 
 def test_a_reference_whose_encoding_shows_late_is_read_as_reference_encoding_says(
@@ -114,16 +106,7 @@ def test_a_reference_whose_encoding_shows_late_is_read_as_reference_encoding_say
         timeout=wait + 30,
     )
     assert done.returncode == 0, done.stderr
-    record = wait_for(
-        lambda: (r := service.get(ANN, done.stdout.strip(), fresh=True)).status == Status.COMPLETED and r,
-        timeout=wait,
-        what="the steps task completed",
-    )
-    assert [(r["Customer"], r["Manager"]) for r in rows_of(service.store.get(record.output_object_path).body)] == [
-        ("Ada", "Mo"),
-        ("Cy", "Zoë"),
-        ("Dee", ""),
-    ]
+    assert managers_found(service, done.stdout.strip(), wait) == [("Ada", "Mo"), ("Cy", "Zoë"), ("Dee", "")]
 
 
 def test_without_a_worker_the_wait_ends_at_its_deadline_naming_the_reference_task(
