@@ -20,6 +20,14 @@ def offer(ctx: Context, record: TaskRecord) -> None:
     """The form, for a submitted task the person may act on (only then are its format and columns settled)."""
     if record.input_etag is None or not ctx.service.may_act(ctx.actor, record) or record.task_type == "compare":
         return  # a comparison is made from two results, not a file that comes back
+    _form(ctx, record)
+
+
+@st.fragment
+def _form(ctx: Context, record: TaskRecord) -> None:
+    """A fragment of its own: saving reruns only the form, not the whole page. A queued or running task's page
+    also re-runs its live part every few seconds; once, beside two CPU hogs, a browser test saw this section
+    gone after a save on such a page, with neither the form nor its answer shown."""
     with st.expander("Keep these settings as a recipe", icon=":material/menu_book:"):
         st.caption(
             "A recipe keeps this task's type, settings and how its file is read. When you upload a file with "
