@@ -67,22 +67,37 @@ def test_sorting_descending_acts_on_every_row_and_pages_go_on(app, service) -> N
     assert grid(at)[-1] == "C19501"
 
 
+def handed(at) -> str | None:
+    """The link the page handed to the browser in its last run, if it did (it hands a link once)."""
+    saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]
+    return next((save["url"] for save in saves if "url" in save), None)
+
+
+def link_when_made(at, made, what: str) -> str:
+    """The link the page hands the browser once the file is made on a background thread of the app.
+
+    A file made before the click's own run reached the downloads (a quick machine) is handed in that run, and
+    not again: a clean-clone run failed waiting for it in later runs. Else the file is waited for in the store
+    (cheap to look at, unlike a run of the page, which on a busy machine takes the CPU the job needs), then
+    the page looks again, as its fragment does every second while the file is being made."""
+    if (url := handed(at)) is not None:
+        return url
+    wait_for(made, timeout=MAKING, interval=0.2, what=f"{what} made in the store")
+
+    def link() -> str | None:
+        at.run()
+        return handed(at)
+
+    return str(wait_for(link, what=f"{what}'s link handed to the browser"))
+
+
 def test_download_this_view_gives_the_browser_a_link_to_every_matching_row(app, service) -> None:  # noqa: F811
     at, task_id = customer_page(app, service)
     at.text_input(key=f"explore_search_{task_id}").set_value("invoice").run()
     assert f"{20_000 // 7:,} matching rows of 20,000" in texts(at)
     next(b for b in at.button if b.label == "Download this view (CSV)").click().run()
-
-    def link() -> str | None:
-        at.run()  # the page looks again, as its fragment does every second while the file is being made
-        saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]
-        return next((save["url"] for save in saves if "url" in save), None)
-
-    # The file is made on a background thread of the app: wait for it in the store (cheap to look at,
-    # unlike a run of the page, which on a busy machine takes the CPU the job needs), then for the link.
     made = lambda: [k for k in service.store.list_keys(service.layout.task_prefix(task_id)) if ".view-" in k]  # noqa: E731
-    wait_for(made, timeout=MAKING, interval=0.2, what="the view's file made in the store")
-    url = wait_for(link, what="the view's link handed to the browser")
+    url = link_when_made(at, made, "the view's file")
     assert url.startswith("/transfer/")
     token = url.removeprefix("/transfer/").split(".")[0]
     signed = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
@@ -101,15 +116,8 @@ def test_the_parquet_copy_is_offered_for_pandas_and_scripts(app, service) -> Non
     at, task_id = customer_page(app, service)
     assert "`?variant=parquet`, `s3task download ID --parquet`" in at.expander[0].markdown[0].value
     next(b for b in at.button if b.label == "Parquet file (typed columns)").click().run()
-
-    def link() -> str | None:
-        at.run()
-        saves = [json.loads(c.proto.json) for c in at.get("bidi_component")]
-        return next((save["url"] for save in saves if "url" in save), None)
-
     made = lambda: [k for k in service.store.list_keys(service.layout.task_prefix(task_id)) if k.endswith(".parquet")]  # noqa: E731
-    wait_for(made, timeout=MAKING, interval=0.2, what="the Parquet copy made in the store")
-    url = wait_for(link, what="the Parquet copy's link handed to the browser")
+    url = link_when_made(at, made, "the Parquet copy")
     token = url.removeprefix("/transfer/").split(".")[0]
     signed = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     assert signed["k"].endswith("output-attempt-1.parquet") and signed["f"].endswith(".parquet")
