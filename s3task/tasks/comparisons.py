@@ -24,7 +24,7 @@ from ..handlers.compare import Compare, Pin, manifest, split_keys
 from ..layout import Layout
 from ..states import Status
 from . import access
-from .transitions import MAX_NAME
+from .transitions import fit_name
 
 if TYPE_CHECKING:
     from ..record import TaskRecord
@@ -63,8 +63,7 @@ class Comparisons:
                         f"the key column {key!r} is not in {label} (task {record.task_id}; it has: {shown})"
                     )
         pins = [self._pin(record) for record in (old, new)]
-        title = name or f"Compare {old.task_name} with {new.task_name}"
-        title = title if len(title) <= MAX_NAME else title[: MAX_NAME - 1] + "…"
+        title = fit_name(name or f"Compare {old.task_name} with {new.task_name}")
         return self._inputs.submit_file(actor, title, Compare.name, params, manifest(*pins))
 
     def _result(self, actor: Actor, task_id: str) -> TaskRecord:

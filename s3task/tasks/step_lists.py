@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .access import Actor
 from .references import check_lookup, check_reference
-from .transitions import MAX_NAME
+from .transitions import fit_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,8 +30,7 @@ REFERENCE_READS: Mapping[str, str] = {"delimiter": "detect", "encoding": "detect
 def reference_name(file_name: str) -> str:
     """The name of the task a reference file becomes: "Reference: managers.csv" (a name too long for a task's
     cut to fit, ending "…": the person chose a file, not a task name)."""
-    name = f"Reference: {file_name}"
-    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
+    return fit_name(f"Reference: {file_name}")
 
 
 class StepLists:

@@ -45,6 +45,12 @@ REMEMBERED_CREATES = 500
 REMEMBERED_CREATES_BYTES = 4 * 1024 * 1024
 
 
+def fit_name(name: str) -> str:
+    """``name`` cut to a task name's length (:data:`MAX_NAME`), ending "…" where it was cut: for a name the app
+    makes from others (a comparison's, a reference file's), which the person did not choose."""
+    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
+
+
 class Transitions:
     def __init__(self, records: Records, *, max_attempts: int = 3, limits: CreateLimits | None = None) -> None:
         self.records = records
