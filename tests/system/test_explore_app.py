@@ -76,10 +76,10 @@ def handed(at) -> str | None:
 def link_when_made(at, made, what: str) -> str:
     """The link the page hands the browser once the file is made on a background thread of the app.
 
-    A file made before the click's own run reached the downloads (a quick machine) is handed in that run, and
-    not again: a clean-clone run failed waiting for it in later runs. Else the file is waited for in the store
-    (cheap to look at, unlike a run of the page, which on a busy machine takes the CPU the job needs), then
-    the page looks again, as its fragment does every second while the file is being made."""
+    A file made before the click's own run reached the downloads is handed in that run, and not again (1 click
+    run in 12 beside two CPU hogs did; a clean-clone run failed waiting for it in later runs). Else the file is
+    waited for in the store (cheap to look at, unlike a run of the page, which on a busy machine takes the CPU
+    the job needs), then the page looks again, as its fragment does every second while the file is being made."""
     if (url := handed(at)) is not None:
         return url
     wait_for(made, timeout=MAKING, interval=0.2, what=f"{what} made in the store")
